@@ -1,0 +1,34 @@
+# One-command entry points. Each target creates .venv from the repo's own pinned files first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
+.PHONY: setup demo test lab bench clean-cache
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# torch first and pinned: this version's CPU build is what we test with (an unpinned torch
+	# pulls a multi-GB CUDA build).
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup  ## sweep the default grid on data/chroma_small -> results/demo/
+	$(BIN)/python -m workbench sweep --data data/chroma_small --out results/demo
+
+test: setup  ## the test suite (real model, real FAISS, small corpora)
+	$(BIN)/python -m pytest
+
+lab: setup  ## JupyterLab on notebooks/
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
+
+bench: setup  ## benchmarks: ratios measured side by side
+	$(BIN)/python bench/chroma_metrics.py
+
+clean-cache:  ## drop embedding and index caches (results tables are kept)
+	rm -rf results/cache

@@ -1,0 +1,234 @@
+"""Documents, questions and their answer spans: loading, validation and fingerprints.
+
+Answers are character spans into the source text, never chunk ids, so one set of labels scores
+every chunking variant. Everything is validated up front, and every error names the file, the
+line and the field, so a bad label never surfaces as a wrong number later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+class DatasetError(ValueError):
+    """Bad input data; the message names file, line and field."""
+
+    def __init__(self, path: Path | str, line: int | None, field: str | None, problem: str):
+        where = str(path) + (f", line {line}" if line is not None else "")
+        what = f" field '{field}'" if field else ""
+        super().__init__(f"{where}:{what} {problem}")
+        self.path, self.line, self.field, self.problem = str(path), line, field, problem
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Half-open character range [start, end) of one document."""
+
+    doc_id: str
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    doc_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question whose evidence is the union of `answers` (all spans jointly required)."""
+
+    qid: str
+    question: str
+    answers: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    documents: tuple[Document, ...]
+    questions: tuple[Question, ...]
+
+    @cached_property
+    def docs(self) -> dict[str, Document]:
+        return {d.doc_id: d for d in self.documents}
+
+    @cached_property
+    def corpus_fingerprint(self) -> str:
+        """Hash of the documents only: names chunk and index caches (questions may change freely)."""
+        h = hashlib.sha256()
+        for d in self.documents:
+            for part in (d.doc_id, d.title, d.text):
+                b = part.encode("utf-8")
+                h.update(len(b).to_bytes(8, "little") + b)
+        return h.hexdigest()[:16]
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Hash of documents and questions: identifies the data behind a set of results."""
+        h = hashlib.sha256(self.corpus_fingerprint.encode())
+        for q in self.questions:
+            h.update(json.dumps([q.qid, q.question, [[a.doc_id, a.start, a.end] for a in q.answers]]).encode())
+        return h.hexdigest()[:16]
+
+    @property
+    def n_chars(self) -> int:
+        return sum(len(d.text) for d in self.documents)
+
+    def select(
+        self, doc_ids: list[str] | None = None, max_questions: int | None = None, seed: int = 0
+    ) -> Dataset:
+        """A smaller dataset: only `doc_ids` (and their questions), and at most `max_questions`
+        questions drawn with a fixed seed (so the subset, and its fingerprint, are reproducible)."""
+        docs = self.documents
+        if doc_ids is not None:
+            unknown = sorted(set(doc_ids) - set(self.docs))
+            if unknown:
+                raise KeyError(f"doc_ids not in dataset {self.name!r}: {unknown}")
+            keep = set(doc_ids)
+            docs = tuple(d for d in docs if d.doc_id in keep)
+        kept = {d.doc_id for d in docs}
+        qs = [q for q in self.questions if all(a.doc_id in kept for a in q.answers)]
+        if max_questions is not None and len(qs) > max_questions:
+            picked = set(random.Random(seed).sample(range(len(qs)), max_questions))
+            qs = [q for i, q in enumerate(qs) if i in picked]
+        return Dataset(self.name, docs, tuple(qs))
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line, with a precise error on bad JSON."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as e:
+        raise DatasetError(path, None, None, f"cannot open: {e.strerror}") from e
+    with handle:
+        try:
+            for n, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DatasetError(path, n, None, f"invalid JSON ({e.msg} at column {e.colno})") from e
+                if not isinstance(obj, dict):
+                    raise DatasetError(path, n, None, f"expected a JSON object, got {type(obj).__name__}")
+                yield n, obj
+        except UnicodeDecodeError as e:
+            raise DatasetError(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from e
+
+
+def _field(obj: dict, key: str, kind: type, path: Path, line: int, optional: bool = False) -> Any:
+    if key not in obj:
+        if optional:
+            return None
+        raise DatasetError(path, line, key, "is missing")
+    value = obj[key]
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise DatasetError(path, line, key, f"must be {kind.__name__}, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+def _load_corpus_jsonl(path: Path) -> list[Document]:
+    docs: list[Document] = []
+    seen: dict[str, int] = {}
+    for n, obj in _read_jsonl(path):
+        doc_id = _field(obj, "doc_id", str, path, n)
+        text = _field(obj, "text", str, path, n)
+        title = _field(obj, "title", str, path, n, optional=True) or doc_id
+        if doc_id in seen:
+            raise DatasetError(path, n, "doc_id", f"duplicate id {doc_id!r} (first on line {seen[doc_id]})")
+        if not text.strip():
+            raise DatasetError(path, n, "text", f"document {doc_id!r} has empty text")
+        seen[doc_id] = n
+        docs.append(Document(doc_id, title, text))
+    if not docs:
+        raise DatasetError(path, None, None, "no documents")
+    return docs
+
+
+def _load_text_folder(folder: Path) -> list[Document]:
+    """Every .md/.txt file below `folder`; doc_id is its relative path, title its first heading."""
+    docs = []
+    for f in sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file()):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise DatasetError(f, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from e
+        if not text.strip():
+            raise DatasetError(f, None, "text", "file is empty")
+        first = text.lstrip().splitlines()[0]
+        title = first.lstrip("#").strip() if first.startswith("#") else f.stem
+        docs.append(Document(f.relative_to(folder).as_posix(), title, text))
+    if not docs:
+        raise DatasetError(folder, None, None, f"no {'/'.join(TEXT_SUFFIXES)} files found")
+    return docs
+
+
+def _load_questions(path: Path, docs: dict[str, Document]) -> list[Question]:
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for n, obj in _read_jsonl(path):
+        qid = _field(obj, "qid", str, path, n)
+        text = _field(obj, "question", str, path, n)
+        answers = _field(obj, "answers", list, path, n)
+        if qid in seen:
+            raise DatasetError(path, n, "qid", f"duplicate id {qid!r} (first on line {seen[qid]})")
+        if not text.strip():
+            raise DatasetError(path, n, "question", f"question {qid!r} is empty")
+        if not answers:
+            raise DatasetError(path, n, "answers", f"question {qid!r} has no answer spans")
+        spans = []
+        for i, a in enumerate(answers):
+            f = f"answers[{i}]"
+            if not isinstance(a, dict):
+                raise DatasetError(path, n, f, f"must be an object with doc_id, start, end; got {a!r:.40}")
+            doc_id = _field(a, "doc_id", str, path, n)
+            start, end = _field(a, "start", int, path, n), _field(a, "end", int, path, n)
+            if doc_id not in docs:
+                raise DatasetError(path, n, f + ".doc_id", f"unknown document {doc_id!r}")
+            size = len(docs[doc_id].text)
+            if not 0 <= start < end <= size:
+                raise DatasetError(
+                    path, n, f, f"span [{start}, {end}) out of range for {doc_id!r} (0 <= start < end <= {size})"
+                )
+            quote = a.get("text")
+            if isinstance(quote, str) and docs[doc_id].text[start:end] != quote:
+                raise DatasetError(path, n, f + ".text", f"does not match the document text at [{start}, {end})")
+            spans.append(Span(doc_id, start, end))
+        seen[qid] = n
+        questions.append(Question(qid, text, tuple(spans)))
+    if not questions:
+        raise DatasetError(path, None, None, "no questions")
+    return questions
+
+
+def load_dataset(path: str | Path, questions: str | Path | None = None, name: str | None = None) -> Dataset:
+    """Load a dataset folder.
+
+    Two layouts: `corpus.jsonl` + `questions.jsonl` (the shared format), or a folder of
+    .md/.txt files (doc_id = relative path) with a `questions.jsonl` beside or given explicitly.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise DatasetError(root, None, None, "is not a folder (expected corpus.jsonl + questions.jsonl, or .md/.txt files)")
+    corpus = root / "corpus.jsonl"
+    doc_list = _load_corpus_jsonl(corpus) if corpus.exists() else _load_text_folder(root)
+    qpath = Path(questions) if questions is not None else root / "questions.jsonl"
+    if not qpath.exists():
+        raise DatasetError(qpath, None, None, "questions file not found")
+    docs = {d.doc_id: d for d in doc_list}
+    return Dataset(name or root.name, tuple(doc_list), tuple(_load_questions(qpath, docs)))
