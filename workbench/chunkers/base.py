@@ -1,0 +1,68 @@
+"""The one result type every chunker returns, and what a chunker may ask of its environment.
+
+A chunk is a span of its source: `text == doc.text[start:end]` by construction. What is embedded
+(`embed_text`, e.g. with a contextual header) and what is returned to the LLM (`parent_*`, for
+small-to-big retrieval) are explicit fields, never hidden rewrites of `text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from workbench.dataset import Document, Span
+from workbench.tokens import Tokenizer, get_tokenizer
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    heading: str = ""  # heading path of the section, e.g. "Billing > Refunds"
+    embed_text: str | None = None  # embedded instead of `text` when set
+    parent_start: int | None = None  # returned instead of [start, end) when set (small-to-big)
+    parent_end: int | None = None
+
+    @property
+    def span(self) -> Span:
+        return Span(self.doc_id, self.start, self.end)
+
+    @property
+    def returned(self) -> Span:
+        """The span handed to the LLM: the parent when there is one, else the chunk itself."""
+        if self.parent_start is None or self.parent_end is None:
+            return self.span
+        return Span(self.doc_id, self.parent_start, self.parent_end)
+
+
+def make_chunk(doc: Document, start: int, end: int, **extra: Any) -> Chunk:
+    """The only way chunkers build chunks: the text is always sliced from the source."""
+    if not 0 <= start < end <= len(doc.text):
+        raise ValueError(f"chunk [{start}, {end}) out of range for {doc.doc_id!r} (len {len(doc.text)})")
+    return Chunk(doc.doc_id, start, end, doc.text[start:end], **extra)
+
+
+@dataclass
+class ChunkEnv:
+    """What a chunker may need beyond the document: tokenizers and (for semantic chunking)
+    a cached embedding function. Passed explicitly; chunkers hold no global state."""
+
+    embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> L2-normalised vectors
+    model_tokenizer: Any = None  # the embedding model's HF tokenizer, for tokenizer="model"
+    _tokenizers: dict[str, Tokenizer] = field(default_factory=dict)
+
+    def tokenizer(self, name: str) -> Tokenizer:
+        if name not in self._tokenizers:
+            self._tokenizers[name] = get_tokenizer(name, self.model_tokenizer)
+        return self._tokenizers[name]
+
+    def length_fn(self, unit: str, tokenizer: str) -> Callable[[str], int]:
+        """Size of a text in `unit` ('chars' or 'tokens' of `tokenizer`)."""
+        if unit == "chars":
+            return len
+        return self.tokenizer(tokenizer).count

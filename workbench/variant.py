@@ -1,0 +1,120 @@
+"""A chunking variant: an immutable, hashable spec (strategy + parameters + modifiers).
+
+Its `key` is a hash of the fully resolved spec (defaults filled in, strategy version included),
+so two spellings of the same variant share one cache entry and a changed chunker never serves
+stale chunks. Combined with the corpus and model fingerprints it names the index cache entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from workbench.chunkers import Chunk, ChunkEnv, get_strategy
+from workbench.chunkers.registry import IncompatibleParams
+from workbench.dataset import Dataset, Document
+
+
+@dataclass(frozen=True)
+class Variant:
+    strategy: str
+    params: tuple[tuple[str, Any], ...]
+    contextual_header: bool = False  # embed "title > heading path" + text; return the text only
+    late: bool = False  # late chunking: pool token embeddings of the whole document window
+
+    @classmethod
+    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, **params: Any) -> Variant:
+        """Validate and canonicalise; raises ValueError naming the bad parameter."""
+        resolved = get_strategy(strategy).resolve(params)
+        return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late))
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "params": self.kwargs,
+            "contextual_header": self.contextual_header,
+            "late": self.late,
+        }
+
+    @property
+    def key(self) -> str:
+        spec = self.spec() | {"version": get_strategy(self.strategy).version}
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """Short human name: strategy, its main parameters, any others that differ from their
+        defaults, and the modifiers."""
+        schema = get_strategy(self.strategy).params
+        shown = [f"{k}={v}" for k, v in self.params if schema[k].label or schema[k].default != v]
+        mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
+        return f"{self.strategy}({', '.join(shown)})" + "".join(mods)
+
+    def __str__(self) -> str:
+        return self.label
+
+    def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
+        """Chunk every document, in dataset order (so each document's chunks are contiguous)."""
+        fn = get_strategy(self.strategy).fn
+        out: list[Chunk] = []
+        for doc in tqdm(dataset.documents, desc=f"chunking {self.label}", disable=not progress, unit="doc"):
+            chunks = fn(doc, env, **self.kwargs)
+            out.extend([with_header(doc, c) for c in chunks] if self.contextual_header else chunks)
+        return out
+
+
+def with_header(doc: Document, chunk: Chunk) -> Chunk:
+    """Contextual chunk header: embed "title > heading path" above the text; span and text stay."""
+    path = " > ".join(p for p in (doc.title, chunk.heading) if p)
+    return replace(chunk, embed_text=f"{path}\n\n{chunk.embed_text or chunk.text}")
+
+
+def parse_value(raw: str) -> Any:
+    """'256' -> 256, '0.5' -> 0.5, 'true' -> True, anything else stays a string."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def parse_variant(text: str) -> Variant:
+    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header' and '+late'."""
+    head, *mods = text.strip().split("+")
+    unknown = sorted(set(mods) - {"header", "late"})
+    if unknown:
+        raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: +header, +late")
+    name, _, args = head.partition(":")
+    params: dict[str, Any] = {}
+    for item in filter(None, (a.strip() for a in args.split(","))):
+        key, eq, raw = item.partition("=")
+        if not eq:
+            raise ValueError(f"variant {text!r}: expected name=value, got {item!r}")
+        params[key.strip()] = parse_value(raw.strip())
+    return Variant.make(name.strip(), contextual_header="header" in mods, late="late" in mods, **params)
+
+
+def grid(strategy: str, *, contextual_header: bool = False, late: bool = False, **lists: Any) -> list[Variant]:
+    """Every combination of the listed values: grid("fixed", size=[128, 256], overlap=[0, 32]).
+    Combinations whose values clash (overlap >= size) are skipped, so size x overlap grids stay
+    simple; a value that is invalid on its own still raises."""
+    names = list(lists)
+    values = [v if isinstance(v, list | tuple) else [v] for v in lists.values()]
+    out: list[Variant] = []
+    last_error: ValueError | None = None
+    for combo in itertools.product(*values):
+        try:
+            out.append(Variant.make(strategy, contextual_header=contextual_header, late=late, **dict(zip(names, combo))))
+        except IncompatibleParams as e:
+            last_error = e
+    if not out:
+        raise ValueError(f"grid({strategy!r}, ...): every combination is invalid, e.g. {last_error}")
+    return out
