@@ -1,0 +1,102 @@
+"""Embedding with the real bundled model, and its persistent content-addressed cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.embed import Embedder, VectorCache, default_model_path, model_fingerprint, text_key
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
+    e = Embedder(cache_dir=cache_dir, progress=False)
+    texts = ["Refunds take five days.", "Le café est chaud.", "中文句子。", "Refunds take five days."]
+    v = e.encode(texts)
+    assert v.shape == (4, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert (e.stats.embedded, e.stats.cached) == (3, 1)  # the duplicate is computed once
+    assert np.array_equal(v[0], v[3])
+    # semantics, not noise: the two English paraphrases are closer than unrelated text
+    w = e.encode(["A refund needs five days.", "The weather on Mars"])
+    assert float(w[0] @ v[0]) > float(w[1] @ v[0]) + 0.3
+
+    again = Embedder(cache_dir=cache_dir, progress=False)  # a new process would see the same file
+    v2 = again.encode(texts)
+    assert again.stats.embedded == 0 and again.stats.cached == 4
+    assert np.array_equal(v, v2)
+    assert "model" not in again.__dict__  # fully cached: the model was never loaded
+
+
+def test_cached_vectors_equal_fresh_ones(cache_dir: Path) -> None:
+    fresh = Embedder(cache_dir=None, progress=False).encode(["Le café est chaud."])
+    cached = Embedder(cache_dir=cache_dir, progress=False).encode(["Le café est chaud."])
+    assert np.allclose(fresh, cached, atol=1e-6)
+
+
+def test_model_fingerprint_tracks_files(tmp_path: Path) -> None:
+    src = default_model_path()
+    copy = tmp_path / "model"
+    shutil.copytree(src, copy)
+    assert model_fingerprint(copy) == model_fingerprint(src)
+    cfg = json.loads((copy / "config.json").read_text())
+    cfg["layer_norm_eps"] = 1e-6
+    (copy / "config.json").write_text(json.dumps(cfg))
+    assert model_fingerprint(copy) != model_fingerprint(src)
+    # a changed model gets its own cache file: it can never read the old model's vectors
+    a = Embedder(src, cache_dir=tmp_path / "c")
+    b = Embedder(copy, cache_dir=tmp_path / "c")
+    assert a.cache is not None and b.cache is not None and a.cache.path != b.cache.path
+
+
+def test_hub_names_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a local sentence-transformers folder"):
+        Embedder("sentence-transformers/all-MiniLM-L6-v2", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="batch_size"):
+        Embedder(cache_dir=tmp_path, batch_size=0)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, numpy as np
+    from pathlib import Path
+    from workbench.embed import VectorCache, text_key
+    cache = VectorCache(Path(sys.argv[1]))
+    for batch in range(10_000):
+        items = {text_key(f"t{batch}-{i}"): np.full(8, batch * 1000 + i, np.float32) for i in range(200)}
+        cache.put_many(items)
+        print(batch, flush=True)
+    """
+)
+
+
+def test_killed_writer_leaves_a_consistent_cache(tmp_path: Path) -> None:
+    path = tmp_path / "vec.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for _ in range(5):  # let a few batches commit, then kill it mid-write
+        proc.stdout.readline()
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    cache = VectorCache(path)
+    assert cache._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    n = len(cache)
+    assert n >= 5 * 200 and n % 200 == 0  # whole batches only
+    last = n // 200 - 1
+    keys = [text_key(f"t{last}-{i}") for i in range(200)]
+    got = cache.get_many(keys)
+    assert [float(got[k][0]) for k in keys] == [last * 1000 + i for i in range(200)]
