@@ -34,6 +34,32 @@ def windows(n: int, size: int, overlap: int) -> list[tuple[int, int]]:
     return out
 
 
+def char_windows(b: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Char spans of windows of at most `size` units that never cut a character.
+
+    `windows` over raw unit indices is not enough for tokens: an emoji or a CJK character can be
+    several tokens, and a window starting inside it would, once snapped to the character start,
+    hold more than `size` tokens. Here such a character moves whole and counts all its tokens.
+    """
+    starts, first = np.unique(b, return_index=True)  # distinct offsets; index of their first unit
+    last = len(starts) - 1
+    if last <= 0:
+        return []
+
+    def reach(g: int) -> int:  # furthest boundary within `size` units of g (at least one character)
+        return max(g + 1, int(np.searchsorted(first, first[g] + size, "right")) - 1)
+
+    out, g, prev = [], 0, 0
+    while True:
+        h = reach(g)
+        if h <= prev:  # overlap plus the next character exceeds size: no overlap this time
+            g, h = prev, reach(prev)
+        out.append((int(starts[g]), int(starts[h])))
+        if h == last:
+            return out
+        prev, g = h, max(g + 1, int(np.searchsorted(first, first[h] - overlap, "left")))
+
+
 @strategy(
     "fixed",
     "Cut every `size` units, repeating the last `overlap` units at the start of the next chunk.",
@@ -44,12 +70,8 @@ def windows(n: int, size: int, overlap: int) -> list[tuple[int, int]]:
         "tokenizer": TOKENIZER,
     },
     check=check_overlap(),
+    version=2,
 )
 def fixed(doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str) -> list[Chunk]:
     b = unit_boundaries(doc.text, unit, tokenizer, env)
-    chunks = []
-    for i, j in windows(len(b) - 1, size, overlap):
-        start, end = int(b[i]), int(b[j])
-        if end > start and doc.text[start:end].strip():
-            chunks.append(make_chunk(doc, start, end))
-    return chunks
+    return [make_chunk(doc, s, e) for s, e in char_windows(b, size, overlap) if doc.text[s:e].strip()]
