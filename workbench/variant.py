@@ -30,6 +30,9 @@ class Variant:
     @classmethod
     def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, **params: Any) -> Variant:
         """Validate and canonicalise; raises ValueError naming the bad parameter."""
+        if contextual_header and late:
+            raise ValueError("contextual_header and late cannot be combined: late chunking embeds the "
+                             "document itself, so a header would change nothing")
         resolved = get_strategy(strategy).resolve(params)
         return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late))
 

@@ -1,0 +1,128 @@
+"""User chunkers wrapped as strategies: plain functions and LlamaIndex node parsers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llama_index.core import Document as LlamaDocument
+from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, TokenTextSplitter
+from llama_index.core.schema import MetadataMode
+
+from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.chunkers.adapters import locate, register_function, register_node_parser
+from workbench.dataset import Document
+from workbench.variant import Variant
+
+CORPUS = "/work/shared/datasets/chroma_general/corpus.jsonl"
+UNICODE = "Café naïve 😀.\n\n  中文段落。日本語です。 \n\nZürich —  end."
+
+
+@pytest.fixture(scope="module")
+def speech() -> Document:
+    """A real text: the first 3000 characters of the State of the Union (it opens with a repeat)."""
+    with open(CORPUS, encoding="utf-8") as f:
+        row = json.loads(f.readline())
+    assert row["doc_id"] == "state_of_the_union"
+    return Document(row["doc_id"], row["title"], row["text"][:3000])
+
+
+def spans(chunks) -> list[tuple[int, int]]:
+    return [(c.start, c.end) for c in chunks]
+
+
+def test_function_paragraphs_give_exact_spans_on_non_ascii_text():
+    register_function("test_paragraphs", lambda t: [p.strip() for p in t.split("\n\n")])
+    doc = Document("u", "U", UNICODE)
+    chunks = run_strategy("test_paragraphs", {}, doc, ChunkEnv())
+    assert spans(chunks) == [(0, 13), (17, 28), (31, 45)]  # counted by hand, in code points
+    assert [c.text for c in chunks] == ["Café naïve 😀.", "中文段落。日本語です。", "Zürich —  end."]
+
+
+def test_function_with_collapsed_whitespace_is_located_modulo_whitespace():
+    register_function("test_collapsed", lambda t: [" ".join(p.split()) for p in t.split("\n\n")])
+    chunks = run_strategy("test_collapsed", {}, Document("u", "U", UNICODE), ChunkEnv())
+    assert spans(chunks) == [(0, 13), (17, 28), (31, 45)]
+    assert chunks[2].text == "Zürich —  end."  # the source text, not the function's "Zürich — end."
+
+
+def test_overlapping_and_repeated_pieces_are_found_in_order():
+    doc = Document("r", "R", "Yes. No. Yes. No.")
+    register_function("test_overlap", lambda t: ["Yes. No.", "No. Yes.", "Yes. No.", "  "])
+    chunks = run_strategy("test_overlap", {}, doc, ChunkEnv())
+    assert spans(chunks) == [(0, 8), (5, 13), (9, 17)]  # the blank piece is dropped
+
+
+def test_node_offsets_are_used_only_when_the_source_confirms_them():
+    doc = Document("h", "H", "abc abc abc")
+    chunks = locate("hints", doc, [("abc", 0), ("abc", 0), ("abc", 99)])
+    assert spans(chunks) == [(0, 3), (4, 7), (8, 11)]
+    assert spans(locate("hints", doc, [("abc", 4)])) == [(4, 7)]  # a confirmed hint beats an earlier match
+    with pytest.raises(ValueError, match="chunk 3 of document 'h'"):  # no 4th "abc" after offset 9
+        locate("hints", doc, [("abc", 0), ("abc", 0), ("abc", 99), ("abc", 8)])
+
+
+def test_text_not_in_document_raises_naming_strategy_doc_and_text():
+    register_function("test_invents", lambda t: [t[:5], "This sentence is not in the source at all"])
+    with pytest.raises(ValueError) as err:
+        run_strategy("test_invents", {}, Document("doc-7", "T", "Hello world. Bye."), ChunkEnv())
+    message = str(err.value)
+    assert "'test_invents'" in message and "'doc-7'" in message and "This sentence is not in" in message
+    assert "chunk 1" in message
+
+
+def test_reregistering_replaces_an_adapter_but_never_a_builtin():
+    doc = Document("d", "D", "a b")
+    register_function("test_again", lambda t: ["a"])
+    register_function("test_again", lambda t: ["b"])
+    assert spans(run_strategy("test_again", {}, doc, ChunkEnv())) == [(2, 3)]
+    with pytest.raises(ValueError, match="'fixed' is built in"):
+        register_function("fixed", lambda t: [t])
+
+
+def test_function_version_is_part_of_the_variant_key():
+    register_function("test_versioned", str.split, version=1)
+    v1 = Variant.make("test_versioned").key
+    register_function("test_versioned", str.split, version=2)
+    assert Variant.make("test_versioned").key != v1
+
+
+@pytest.mark.parametrize(
+    "parser", [SentenceSplitter(chunk_size=64, chunk_overlap=8), TokenTextSplitter(chunk_size=64, chunk_overlap=8)]
+)
+def test_llamaindex_splitters_give_exact_spans_and_the_parser_texts(parser, speech):
+    name = f"test_{type(parser).__name__}"
+    register_node_parser(name, parser)
+    chunks = run_strategy(name, {}, speech, ChunkEnv())
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=speech.text)])
+    texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+    # Exact comparison, no whitespace normalisation: on this text both splitters return
+    # substrings of the source, so every chunk is the parser's text at the parser's offset.
+    assert [c.text for c in chunks] == texts
+    assert spans(chunks) == [(n.start_char_idx, n.end_char_idx) for n in nodes]
+    assert all(c.text == speech.text[c.start : c.end] for c in chunks)
+    assert len(chunks) > 5 and chunks[0].start == 0
+    assert any(b.start < a.end for a, b in zip(chunks, chunks[1:]))  # the overlap survives
+
+
+def test_markdown_node_parser_sections_with_a_repeated_section():
+    text = (
+        "# Title\n\nIntro  text here.\n\n## Sub\n\nBody line one.\nBody   line two.\n\n"
+        "```\n# not a header\n```\n\n## Sub\n\nBody line one.\n"
+    )
+    register_node_parser("test_markdown", MarkdownNodeParser())
+    chunks = run_strategy("test_markdown", {}, Document("m", "M", text), ChunkEnv())
+    assert spans(chunks) == [(0, 26), (28, 91), (93, 115)]
+    assert chunks[2].text == "## Sub\n\nBody line one."
+
+
+def test_parser_settings_change_the_variant_key():
+    register_node_parser("test_sized", SentenceSplitter(chunk_size=64, chunk_overlap=8))
+    small = Variant.make("test_sized").key
+    register_node_parser("test_sized", SentenceSplitter(chunk_size=128, chunk_overlap=8))
+    large = Variant.make("test_sized").key
+    register_node_parser("test_sized", SentenceSplitter(chunk_size=64, chunk_overlap=8))
+    assert small != large
+    assert Variant.make("test_sized").key == small  # the same settings give the same key again
+    register_node_parser("test_sized", TokenTextSplitter(chunk_size=64, chunk_overlap=8))
+    assert Variant.make("test_sized").key != small  # so does another parser class

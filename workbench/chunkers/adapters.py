@@ -1,0 +1,98 @@
+"""Bring your own chunker: wrap a plain `str -> list[str]` function or any LlamaIndex NodeParser
+as a registered strategy, so it is compared, cached and scored like the built-in ones.
+
+Such chunkers return texts, not offsets, so each piece is located in the source (searching
+forward, first exactly, then modulo whitespace) and turned into an exact-span Chunk; a piece
+that cannot be found is an error, never a silently misplaced span. Adapted strategies may be
+re-registered under the same name (notebook cells are re-run); built-in ones are never replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.registry import STRATEGIES, strategy
+from workbench.dataset import Document
+
+_ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
+
+
+def locate(name: str, doc: Document, pieces: Iterable[tuple[str, int | None]]) -> list[Chunk]:
+    """Exact chunks for `(piece text, start hint)` pairs given in document order.
+
+    Each piece must start after the previous one's start (overlaps are fine). A hint is used
+    when the source really holds the piece there; else the piece is searched from the previous
+    start, exactly, then with any run of whitespace matching any other (pieces that were
+    stripped or had their whitespace collapsed). Whitespace-only pieces are dropped."""
+    text = doc.text
+    chunks: list[Chunk] = []
+    cursor = 0  # the next piece must start at or after this offset
+    for i, (body, hint) in enumerate(pieces):
+        if not body.strip():
+            continue
+        if hint is not None and hint >= cursor and text.startswith(body, hint):
+            start, end = hint, hint + len(body)
+        elif (start := text.find(body, cursor)) >= 0:
+            end = start + len(body)
+        else:
+            pattern = r"\s+".join(map(re.escape, body.split()))
+            m = re.compile(pattern).search(text, cursor)
+            if m is None:
+                raise ValueError(
+                    f"strategy {name!r}: chunk {i} of document {doc.doc_id!r} is not in the source text "
+                    f"(searched from offset {cursor}, exactly and modulo whitespace): {body[:60]!r}"
+                )
+            start, end = m.span()
+        chunks.append(make_chunk(doc, start, end))
+        cursor = start + 1
+    return chunks
+
+
+def _register(name: str, fn: Callable[[Document, ChunkEnv], list[Chunk]], help: str, version: int) -> None:
+    """Register `fn` with no parameters, replacing an earlier adapter of the same name."""
+    if name in STRATEGIES:
+        if name not in _ADAPTED:
+            raise ValueError(f"strategy {name!r} is built in and cannot be replaced; choose another name")
+        del STRATEGIES[name]
+    strategy(name, help, {}, version=version)(fn)
+    _ADAPTED.add(name)
+
+
+def register_function(name: str, fn: Callable[[str], list[str]], version: int = 1, help: str = "") -> None:
+    """Register `fn(text) -> pieces` as strategy `name`.
+
+    Bump `version` whenever `fn` changes behaviour: it is part of `Variant.key`, so cached chunks
+    and indexes of the old function are not reused."""
+
+    def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
+        return locate(name, doc, ((piece, None) for piece in fn(doc.text)))
+
+    _register(name, chunk, help or f"user function {getattr(fn, '__qualname__', fn)!r}", version)
+
+
+def parser_version(parser: Any) -> int:
+    """A version number derived from the parser's class and settings: any change of settings
+    changes `Variant.key`. (Settings outside `to_dict()`, such as a custom tokenizer, are not seen.)"""
+    kind = f"{type(parser).__module__}.{type(parser).__qualname__}"
+    config = json.dumps(parser.to_dict(), sort_keys=True, default=repr)
+    return int(hashlib.sha256(f"{kind}\0{config}".encode()).hexdigest()[:12], 16)
+
+
+def register_node_parser(name: str, parser: Any, help: str = "") -> None:
+    """Register a LlamaIndex NodeParser (SentenceSplitter, TokenTextSplitter, MarkdownNodeParser,
+    ...) as strategy `name`. Node offsets are used when the source confirms them (LlamaIndex
+    finds them with `str.find` from 0, which is wrong for repeated text), else located."""
+    from llama_index.core import Document as LlamaDocument
+    from llama_index.core.schema import MetadataMode
+
+    def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
+        nodes = parser.get_nodes_from_documents([LlamaDocument(text=doc.text)])
+        pieces = ((n.get_content(metadata_mode=MetadataMode.NONE), n.start_char_idx) for n in nodes)
+        return locate(name, doc, pieces)
+
+    _register(name, chunk, help or f"LlamaIndex {type(parser).__name__}", parser_version(parser))
