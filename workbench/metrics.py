@@ -1,0 +1,283 @@
+"""Retrieval metrics from exact character spans: pure functions of labels and rankings.
+
+Every metric compares the spans a ranking returns (`Hit.span`, what the LLM would read) with the
+question's evidence (the union of its answer spans) by character offsets, never by chunk ids, so
+one set of labels scores every chunking variant on the same footing. Formulas, edge cases and the
+reasons behind each choice are in docs/metrics.md; tests pin every one with hand-computed cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from math import log2
+
+import numpy as np
+import pandas as pd
+
+from workbench.dataset import Dataset, Question, Span
+from workbench.index import Hit
+
+# Per-k metrics, in output order. "recall_tokens" is emitted only when token boundaries are given.
+METRICS = (
+    "hit",
+    "hit_strict",
+    "hit_frac",
+    "recall",
+    "recall_tokens",
+    "mrr",
+    "ndcg",
+    "precision",
+    "iou",
+    "context_tokens",
+    "context_tokens_o200k",
+)
+OMEGA = "precision_omega"  # k-independent: reported with k = OMEGA_K
+OMEGA_K = 0
+
+Intervals = list[tuple[int, int]]  # sorted, disjoint, non-empty half-open [start, end)
+
+
+def merge(intervals: Iterable[tuple[int, int]]) -> Intervals:
+    """Union of intervals as sorted disjoint ones (touching intervals merge; empty ones vanish)."""
+    out: Intervals = []
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def total(intervals: Intervals) -> int:
+    return sum(e - s for s, e in intervals)
+
+
+def clip(intervals: Intervals, start: int, end: int) -> Intervals:
+    """The parts of `intervals` inside [start, end) (positive length only)."""
+    return [(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]
+
+
+def overlap(a: Intervals, b: Intervals) -> int:
+    """|a ∩ b| for two sorted disjoint interval lists (two-pointer sweep)."""
+    i = j = n = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        n += max(0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def by_doc(spans: Iterable[Span]) -> dict[str, Intervals]:
+    """Spans grouped per document and merged: the character set they cover."""
+    raw: dict[str, list[tuple[int, int]]] = {}
+    for s in spans:
+        raw.setdefault(s.doc_id, []).append((s.start, s.end))
+    return {d: merge(iv) for d, iv in raw.items()}
+
+
+def _evidence(evidence: Sequence[Span]) -> dict[str, Intervals]:
+    if not evidence:
+        raise ValueError("evidence: a question needs at least one answer span")
+    for s in evidence:
+        if not 0 <= s.start < s.end:
+            raise ValueError(f"evidence: span {s} must satisfy 0 <= start < end")
+    return by_doc(evidence)
+
+
+def _check_ks(ks: Sequence[int]) -> list[int]:
+    if not ks or any(isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1 for k in ks):
+        raise ValueError(f"ks must be a non-empty list of integers >= 1, got {list(ks)!r}")
+    return sorted({int(k) for k in ks})
+
+
+def _check_threshold(frac_threshold: float) -> None:
+    if not 0 < frac_threshold <= 1:
+        raise ValueError(f"frac_threshold must be in (0, 1], got {frac_threshold!r}")
+
+
+class _EvidenceTokens:
+    """Evidence tokens of one question and, per token, its evidence characters.
+
+    A token (from a tokenizer's char boundaries) is an evidence token if it overlaps the evidence;
+    it counts as covered when all of its evidence characters are retrieved. Built once per
+    question, so each k costs a few searchsorted calls."""
+
+    def __init__(self, ev: Mapping[str, Intervals], bounds: Mapping[str, np.ndarray]):
+        self.pieces: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.n = 0
+        for doc, ivs in ev.items():
+            if doc not in bounds:
+                raise KeyError(f"token_bounds: no boundaries for document {doc!r}")
+            b = np.asarray(bounds[doc])
+            ids, lo, hi = [], [], []
+            for s, e in ivs:
+                first = int(np.searchsorted(b, s, side="right")) - 1
+                last = int(np.searchsorted(b, e, side="left"))  # tokens first .. last-1 overlap [s, e)
+                for t in range(first, last):
+                    a, z = max(int(b[t]), s), min(int(b[t + 1]), e)
+                    if z > a:
+                        ids.append(t)
+                        lo.append(a)
+                        hi.append(z)
+            self.pieces[doc] = tuple(np.array(x, dtype=np.int64) for x in (ids, lo, hi))
+            self.n += len(set(ids))
+
+    def recall(self, covered: Mapping[str, Intervals]) -> float:
+        hit = 0
+        for doc, (ids, lo, hi) in self.pieces.items():
+            cov = covered.get(doc, [])
+            if not cov or not len(ids):
+                continue
+            cs = np.array([s for s, _ in cov])
+            ce = np.array([e for _, e in cov])
+            j = np.searchsorted(cs, lo, side="right") - 1
+            inside = (j >= 0) & (ce[np.maximum(j, 0)] >= hi)
+            missing = set(ids[~inside].tolist())
+            hit += len(set(ids.tolist()) - missing)
+        return hit / self.n if self.n else 0.0
+
+
+def score_question(
+    evidence: Sequence[Span],
+    ranked: Sequence[Hit],
+    ks: Sequence[int],
+    *,
+    frac_threshold: float = 0.5,
+    token_bounds: Mapping[str, np.ndarray] | None = None,
+) -> list[tuple[str, int, float]]:
+    """(metric, k, value) for every k in ascending order and every metric in METRICS order.
+
+    `ranked` may be shorter than k (the missing ranks retrieve nothing). `token_bounds` maps
+    doc_id -> sorted char offsets of token starts plus len(text) (Tokenizer.boundaries); when
+    given, "recall_tokens" is added."""
+    ks = _check_ks(ks)
+    _check_threshold(frac_threshold)
+    ev = _evidence(evidence)
+    ev_len = sum(total(v) for v in ev.values())
+    ev_tokens = _EvidenceTokens(ev, token_bounds) if token_bounds is not None else None
+    contained: list[bool] = [False] * len(evidence)
+    covered: dict[str, Intervals] = {}
+    covered_len = first_touch = retrieved_len = tok = tok_o200k = 0
+    dcg = 0.0
+    out: list[tuple[str, int, float]] = []
+
+    def emit(k: int) -> None:
+        recall = covered_len / ev_len
+        values = [
+            ("hit", float(first_touch > 0)),
+            ("hit_strict", float(all(contained))),
+            ("hit_frac", float(recall >= frac_threshold)),
+            ("recall", recall),
+        ]
+        if ev_tokens is not None:
+            values.append(("recall_tokens", ev_tokens.recall(covered)))
+        values += [
+            ("mrr", 1.0 / first_touch if first_touch else 0.0),
+            ("ndcg", dcg),
+            ("precision", covered_len / retrieved_len if retrieved_len else 0.0),
+            ("iou", covered_len / (retrieved_len + ev_len - covered_len)),
+            ("context_tokens", float(tok)),
+            ("context_tokens_o200k", float(tok_o200k)),
+        ]
+        out.extend((m, k, v) for m, v in values)
+
+    pending = iter(ks)
+    k = next(pending, None)
+    for rank, hit in enumerate(ranked[: ks[-1]], 1):
+        span = hit.span
+        retrieved_len += len(span)
+        tok += hit.tokens["cl100k_base"]
+        tok_o200k += hit.tokens["o200k_base"]
+        piece = clip(ev.get(span.doc_id, []), span.start, span.end)
+        if piece:
+            first_touch = first_touch or rank
+            covered[span.doc_id] = merge(covered.get(span.doc_id, []) + piece)
+            newly = sum(total(v) for v in covered.values()) - covered_len
+            covered_len += newly
+            dcg += newly / ev_len / log2(rank + 1)
+        for i, e in enumerate(evidence):
+            if not contained[i] and e.doc_id == span.doc_id and span.start <= e.start and e.end <= span.end:
+                contained[i] = True
+        while k is not None and k == rank:
+            emit(k)
+            k = next(pending, None)
+    while k is not None:  # k beyond the end of the ranking: nothing more is retrieved
+        emit(k)
+        k = next(pending, None)
+    return out
+
+
+def score_rankings(
+    questions: Sequence[Question],
+    rankings: Sequence[Sequence[Hit]],
+    ks: Sequence[int],
+    *,
+    frac_threshold: float = 0.5,
+    token_bounds: Mapping[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """Tidy scores [qid, k, metric, value]: questions in input order, then k, then METRICS order."""
+    if len(questions) != len(rankings):
+        raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
+    rows = [
+        (q.qid, k, m, v)
+        for q, ranked in zip(questions, rankings)
+        for m, k, v in score_question(q.answers, ranked, ks, frac_threshold=frac_threshold, token_bounds=token_bounds)
+    ]
+    qids, kk, names, values = zip(*rows) if rows else ((), (), (), ())
+    return pd.DataFrame(
+        {
+            "qid": list(qids),
+            "k": np.array(kk, dtype=np.int64),
+            "metric": list(names),
+            "value": np.array(values, dtype=np.float64),
+        }
+    )
+
+
+def precision_omega(evidence: Sequence[Span], chunk_spans: Sequence[Span]) -> float:
+    """Chroma's precision-Ω: |E ∩ C| / |E ∪ C|, C = union of every chunk that overlaps the evidence E.
+
+    The best precision any retriever could reach with this chunking (it retrieves exactly the
+    chunks it needs, and nothing else); k-independent. Overlapping chunks count once (a union)."""
+    ev = _evidence(evidence)
+    needed = by_doc(c for c in chunk_spans if clip(ev.get(c.doc_id, []), c.start, c.end))
+    inter = sum(overlap(ev[d], needed[d]) for d in needed)
+    union = sum(total(v) for v in ev.values()) + sum(total(v) for v in needed.values()) - inter
+    return inter / union
+
+
+def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span]) -> pd.DataFrame:
+    """Precision-Ω of every question as tidy rows [qid, k=OMEGA_K, metric=OMEGA, value].
+
+    `chunk_spans` are all the spans the variant can return (Chunk.returned). They are indexed per
+    document once, so each question only looks at the chunks overlapping its evidence."""
+    index: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for doc, group in pd.DataFrame(
+        [(c.doc_id, c.start, c.end) for c in chunk_spans], columns=["doc", "start", "end"]
+    ).groupby("doc", sort=False):
+        index[str(doc)] = (group["start"].to_numpy(), group["end"].to_numpy())
+    values = []
+    for q in questions:
+        near: list[Span] = []
+        for a in q.answers:
+            starts, ends = index.get(a.doc_id, (np.empty(0, np.int64), np.empty(0, np.int64)))
+            for i in np.flatnonzero((starts < a.end) & (ends > a.start)):
+                near.append(Span(a.doc_id, int(starts[i]), int(ends[i])))
+        values.append(precision_omega(q.answers, near))
+    return pd.DataFrame(
+        {"qid": [q.qid for q in questions], "k": OMEGA_K, "metric": OMEGA, "value": np.array(values, dtype=np.float64)}
+    )
+
+
+def token_bounds(dataset: Dataset, tokenizer: str = "cl100k_base") -> dict[str, np.ndarray]:
+    """Token boundaries of every document, the input of "recall_tokens" (compute once per dataset)."""
+    from workbench.tokens import get_tokenizer
+
+    tok = get_tokenizer(tokenizer)
+    return {d.doc_id: tok.boundaries(d.text) for d in dataset.documents}
