@@ -1,0 +1,68 @@
+"""Shared fixtures: a tiny real corpus and one Embedder (the real bundled model) per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.dataset import Dataset, Document, Question, Span, load_dataset
+from workbench.embed import Embedder
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "datasets"
+
+BILLING = """# Billing
+
+Invoices are sent on the first day of each month. You can download every invoice as a PDF.
+
+## Refunds
+
+Refunds are paid back to the original card within five working days. A refund can be requested
+in the first thirty days after a purchase.
+
+## Taxes
+
+Prices include VAT for customers in the European Union. Business customers can add a VAT number.
+"""
+
+SPACE = """The Voyager probes were launched in 1977. Voyager 1 crossed the heliopause in 2012 and
+entered interstellar space. Both probes carry a golden record with sounds and images of Earth.
+
+Their power comes from radioisotope generators, whose output falls by about four watts a year.
+Engineers switch off instruments one by one to keep the probes alive. Café owners in Zürich
+named a coffee after Voyager; 中文 visitors call it 旅行者号.
+"""
+
+
+def span_of(doc: Document, quote: str) -> Span:
+    start = doc.text.index(quote)
+    return Span(doc.doc_id, start, start + len(quote))
+
+
+@pytest.fixture(scope="session")
+def tiny() -> Dataset:
+    billing = Document("billing.md", "Billing guide", BILLING)
+    space = Document("space.txt", "Voyager", SPACE)
+    qs = (
+        Question("q-refund", "How long does a refund take?",
+                 (span_of(billing, "Refunds are paid back to the original card within five working days."),)),
+        Question("q-vat", "Do prices include VAT?",
+                 (span_of(billing, "Prices include VAT for customers in the European Union."),)),
+        Question("q-launch", "When were the Voyager probes launched, and what do they carry?",
+                 (span_of(space, "The Voyager probes were launched in 1977."),
+                  span_of(space, "Both probes carry a golden record with sounds and images of Earth."))),
+        Question("q-power", "Why are instruments switched off?",
+                 (span_of(space, "Engineers switch off instruments one by one to keep the probes alive."),)),
+    )
+    return Dataset("tiny", (billing, space), qs)
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False)
+
+
+@pytest.fixture(scope="session")
+def chroma_small() -> Dataset:
+    return load_dataset(REPO / "data" / "chroma_small")

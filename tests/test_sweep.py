@@ -1,0 +1,114 @@
+"""The end-to-end path with the real model and real FAISS: index store, retrieval, sweep, caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.index import IndexStore
+from workbench.sweep import sweep
+from workbench.tokens import TiktokenTokenizer
+from workbench.variant import Variant, grid
+
+GRID = grid("fixed", size=[24, 48], overlap=[0, 12])
+
+
+def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = sweep(tiny, GRID, ks=(1, 3), embedder=Embedder(cache_dir=cache, progress=False),
+                  store=IndexStore(cache), progress=False)
+    labels = [v.label for v in GRID]
+    assert list(first.variants["variant"]) == labels and first.variants["built"].all()
+    assert first.config["texts_embedded"] > 0
+    pq = first.per_question
+    assert set(pq.columns) == {"variant", "qid", "k", "metric", "value"}
+    assert len(pq[(pq.metric == "recall") & (pq.k == 3)]) == len(GRID) * len(tiny.questions)
+    s = first.summary
+    assert {"variant", "metric", "k", "mean", "ci_low", "ci_high", "n"} <= set(s.columns)
+    row = s[(s.metric == "recall") & (s.k == 3)].iloc[0]
+    assert row.ci_low <= row["mean"] <= row.ci_high
+    # better than chance on an easy corpus: the right passage is in the top 3 for most questions
+    assert s[(s.metric == "hit") & (s.k == 3)]["mean"].min() >= 0.75
+
+    # a second run, as a new process would: nothing embedded, nothing built, identical numbers
+    fresh = Embedder(cache_dir=cache, progress=False)
+    second = sweep(tiny, GRID, ks=(1, 3), embedder=fresh, store=IndexStore(cache), progress=False)
+    assert second.config["texts_embedded"] == 0 and fresh.stats.embedded == 0
+    assert not second.variants["built"].any()
+    assert "model" not in fresh.__dict__  # queries and chunks all came from the cache
+    pd.testing.assert_frame_equal(first.per_question, second.per_question)
+
+    out = second.save(tmp_path / "out")
+    assert pd.read_csv(out["summary"]).shape[0] == len(second.summary)
+    assert not list((tmp_path / "out").glob(".*tmp"))
+
+
+def test_index_entry_is_reused_and_keyed(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    store = IndexStore(tmp_path)
+    v = GRID[0]
+    built = store.get(v, tiny, embedder, progress=False)
+    loaded = store.get(v, tiny, embedder, progress=False)
+    assert built.cost["built"] and not loaded.cost["built"]
+    assert [c.span for c in built.chunks] == [c.span for c in loaded.chunks]
+    assert all(c.text == tiny.docs[c.doc_id].text[c.start:c.end] for c in loaded.chunks)
+    assert store.path(v, tiny, embedder) != store.path(GRID[1], tiny, embedder)
+    changed = Dataset(tiny.name, (tiny.documents[0],), ())
+    assert store.path(v, changed, embedder) != store.path(v, tiny, embedder)
+    assert not (tmp_path / "index" / ".pickle").exists()
+    assert {p.name for p in store.path(v, tiny, embedder).iterdir()} == {"chunks.parquet", "index.faiss", "meta.json"}
+
+
+def test_interrupted_build_leaves_no_entry(tiny: Dataset, embedder: Embedder, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    store = IndexStore(tmp_path)
+    v = Variant.make("fixed", size=30, overlap=5)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("workbench.index.faiss.write_index", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.get(v, tiny, embedder, progress=False)
+    monkeypatch.undo()
+    assert not (tmp_path / "index").exists() or list((tmp_path / "index").iterdir()) == []
+    assert store.get(v, tiny, embedder, progress=False).cost["built"]
+
+
+def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    store = IndexStore(tmp_path)
+    v = Variant.make("fixed", size=16, overlap=0)
+    index = store.get(v, tiny, embedder, progress=False)
+    qvecs = embedder.encode([q.question for q in tiny.questions])
+    corpus = index.search(qvecs, tiny.questions, 5, mode="corpus")
+    own = index.search(qvecs, tiny.questions, 5, mode="document")
+    for q, hits in zip(tiny.questions, own, strict=True):
+        assert {h.span.doc_id for h in hits} == {a.doc_id for a in q.answers}
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert any({h.span.doc_id for h in hits} != {q.answers[0].doc_id} for q, hits in zip(tiny.questions, corpus))
+
+    result = sweep(tiny, [v], ks=(1, 3), embedder=embedder, store=store, progress=False)
+    cost = result.per_question.query("metric == 'context_tokens' and k == 3").set_index("qid")["value"]
+    enc = TiktokenTokenizer("cl100k_base")
+    for q, hits in zip(tiny.questions, corpus, strict=True):
+        sent = sum(enc.count(tiny.docs[h.span.doc_id].text[h.span.start:h.span.end]) for h in hits[:3])
+        assert cost[q.qid] == sent
+
+
+def test_sweep_rejects_bad_arguments(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="ks must be positive"):
+        sweep(tiny, GRID, ks=(0, 3), embedder=embedder, store=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        sweep(tiny, GRID, mode="web", embedder=embedder, store=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="duplicate variants"):
+        sweep(tiny, [GRID[0], GRID[0]], embedder=embedder, store=tmp_path, progress=False)
+
+
+def test_vectors_in_index_match_embedder(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    index = IndexStore(tmp_path).get(GRID[0], tiny, embedder, progress=False)
+    stored = index.index.reconstruct_n(0, index.index.ntotal)
+    assert np.allclose(stored, embedder.encode([c.text for c in index.chunks]), atol=1e-6)

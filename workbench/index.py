@@ -1,0 +1,209 @@
+"""One FAISS index per variant, saved next to its chunk table, and search over it.
+
+An entry lives in `<root>/index/<variant key>-<corpus fingerprint>-<model fingerprint>/`, so a
+changed chunker, corpus or model can never be served from a stale entry. Entries are built in a
+temporary folder and renamed into place: an interrupted build leaves no half-written entry.
+Files are FAISS's own format, Parquet and JSON (no pickle).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import pandas as pd
+
+from workbench.chunkers import Chunk, ChunkEnv
+from workbench.dataset import Dataset, Question, Span
+from workbench.embed import Embedder
+from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
+from workbench.variant import Variant
+
+_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved unit, after parent expansion and deduplication: what the LLM would get."""
+
+    span: Span  # the returned span (the parent for small-to-big variants)
+    score: float  # cosine similarity of the best searched chunk that returned it
+    chunk_id: int  # row of that searched chunk in the variant's chunk table
+    tokens: Mapping[str, int]  # tiktoken size of the returned text: {"cl100k_base": n, "o200k_base": m}
+
+
+def embed_texts(chunks: Sequence[Chunk]) -> list[str]:
+    return [c.embed_text if c.embed_text is not None else c.text for c in chunks]
+
+
+def overlap_chars(chunks: Sequence[Chunk]) -> int:
+    """Characters stored more than once because chunks overlap (sum of lengths - union length)."""
+    total, union = 0, 0
+    by_doc: dict[str, list[tuple[int, int]]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append((c.start, c.end))
+        total += c.end - c.start
+    for spans in by_doc.values():
+        reach = -1
+        for s, e in sorted(spans):
+            union += max(0, e - max(s, reach))
+            reach = max(reach, e)
+    return total - union
+
+
+class ChunkIndex:
+    """A variant's chunks, their returned spans and token sizes, and the FAISS index over them."""
+
+    def __init__(self, chunks: list[Chunk], index: faiss.Index, returned_tokens: pd.DataFrame, cost: dict[str, Any]):
+        self.chunks = chunks
+        self.index = index
+        self.returned_tokens = returned_tokens  # one column per tiktoken encoding, one row per chunk
+        self.cost = cost
+        self._returned = [c.returned for c in chunks]
+        self._doc_rows: dict[str, list[int]] = {}
+        for i, c in enumerate(chunks):
+            self._doc_rows.setdefault(c.doc_id, []).append(i)
+        self._has_parents = any(c.parent_start is not None for c in chunks)
+
+    @property
+    def spans(self) -> list[Span]:
+        """Distinct returned spans: the units a retriever can hand to the LLM."""
+        return list(dict.fromkeys(self._returned))
+
+    def _hits(self, scores: np.ndarray, ids: np.ndarray, k: int) -> list[Hit]:
+        hits: list[Hit] = []
+        seen: set[Span] = set()
+        for s, i in zip(scores, ids, strict=True):
+            if i < 0:
+                continue
+            span = self._returned[i]
+            if span in seen:  # several children of one parent: return the parent once
+                continue
+            seen.add(span)
+            tokens = {enc: int(self.returned_tokens.at[int(i), enc]) for enc in TIKTOKEN_ENCODINGS}
+            hits.append(Hit(span, float(s), int(i), tokens))
+            if len(hits) == k:
+                break
+        return hits
+
+    def _search_one(self, q: np.ndarray, k: int, rows: list[int] | None) -> list[Hit]:
+        """Top-k distinct returned units; searches deeper while parents collapse duplicates."""
+        limit = self.index.ntotal if rows is None else len(rows)
+        depth = min(limit, k * 4 if self._has_parents else k)
+        params = None if rows is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(rows, dtype=np.int64)))
+        while True:
+            scores, ids = self.index.search(q[None, :], depth, params=params)
+            hits = self._hits(scores[0], ids[0], k)
+            if len(hits) == k or depth >= limit:
+                return hits
+            depth = min(limit, depth * 4)
+
+    def search(self, qvecs: np.ndarray, questions: Sequence[Question], k: int, mode: str = "corpus") -> list[list[Hit]]:
+        """Rankings for every question: the whole corpus, or only its evidence documents."""
+        if mode == "corpus" and not self._has_parents:
+            scores, ids = self.index.search(qvecs, min(k, self.index.ntotal))
+            return [self._hits(s, i, k) for s, i in zip(scores, ids, strict=True)]
+        out = []
+        for q, vec in zip(questions, qvecs, strict=True):
+            rows = None
+            if mode == "document":
+                rows = sorted({r for a in q.answers for r in self._doc_rows.get(a.doc_id, [])})
+            out.append(self._search_one(vec, k, rows) if rows != [] else [])
+        return out
+
+
+class IndexStore:
+    """A folder of per-variant index entries: `get` loads one, or builds and saves it."""
+
+    def __init__(self, root: str | Path = "results/cache"):
+        self.root = Path(root)
+
+    def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
+        return self.root / "index" / f"{variant.key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}"
+
+    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, progress: bool = True) -> ChunkIndex:
+        path = self.path(variant, dataset, embedder)
+        if (path / "meta.json").exists():
+            return self._load(path, dataset)
+        return self._build(path, variant, dataset, embedder, progress)
+
+    def _build(self, path: Path, variant: Variant, dataset: Dataset, embedder: Embedder, progress: bool) -> ChunkIndex:
+        t0 = time.perf_counter()
+        before = embedder.stats.embedded
+        env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer)
+        chunks = variant.chunk(dataset, env)
+        if not chunks:
+            raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+        if variant.late:
+            from workbench.chunkers.late import late_vectors
+
+            vectors = late_vectors(dataset.docs, chunks, embedder)
+        else:
+            vectors = embedder.encode(embed_texts(chunks), desc=f"chunks {variant.label}")
+        index = faiss.IndexFlatIP(vectors.shape[1])  # exact cosine: vectors are L2-normalised
+        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        returned = _returned_tokens(chunks, dataset)
+        embedded_tokens = sum(TiktokenTokenizer("cl100k_base").count_many(embed_texts(chunks)))
+        cost = {
+            "chunks": len(chunks),
+            "chars": sum(c.end - c.start for c in chunks),
+            "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
+            "tokens_embedded": embedded_tokens,
+            # chunks longer than the model window lose their tail (late chunking pools windows instead)
+            "truncated_chunks": 0 if variant.late else embedder.count_truncated(embed_texts(chunks)),
+            "overlap_chars": overlap_chars(chunks),
+            "texts_embedded": embedder.stats.embedded - before,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        self._save(path, variant, chunks, index, returned, cost)
+        return ChunkIndex(chunks, index, returned, cost | {"built": True})
+
+    def _save(self, path: Path, variant: Variant, chunks: list[Chunk], index: faiss.Index,
+              returned: pd.DataFrame, cost: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+        try:
+            table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in chunks], columns=_COLUMNS)
+            table = pd.concat([table, returned], axis=1)
+            table.to_parquet(tmp / "chunks.parquet", index=False)
+            faiss.write_index(index, str(tmp / "index.faiss"))
+            (tmp / "meta.json").write_text(json.dumps({"variant": variant.spec(), "label": variant.label, **cost}, indent=2))
+            try:
+                tmp.rename(path)
+            except OSError:  # another process finished the same entry first: keep theirs
+                if not (path / "meta.json").exists():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _load(self, path: Path, dataset: Dataset) -> ChunkIndex:
+        meta = json.loads((path / "meta.json").read_text())
+        table = pd.read_parquet(path / "chunks.parquet")
+        docs = dataset.docs
+        chunks = [
+            Chunk(
+                r.doc_id, int(r.start), int(r.end), docs[r.doc_id].text[int(r.start) : int(r.end)], r.heading,
+                None if pd.isna(r.embed_text) else r.embed_text,
+                None if pd.isna(r.parent_start) else int(r.parent_start),
+                None if pd.isna(r.parent_end) else int(r.parent_end),
+            )
+            for r in table.itertuples(index=False)
+        ]
+        index = faiss.read_index(str(path / "index.faiss"))
+        cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
+        returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
+        return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
+
+
+def _returned_tokens(chunks: Sequence[Chunk], dataset: Dataset) -> pd.DataFrame:
+    """Tiktoken sizes of what each chunk returns (its parent, if any): the unit of context cost."""
+    texts = [dataset.docs[s.doc_id].text[s.start : s.end] for s in (c.returned for c in chunks)]
+    return pd.DataFrame({enc: TiktokenTokenizer(enc).count_many(texts) for enc in TIKTOKEN_ENCODINGS})
