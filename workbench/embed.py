@@ -10,6 +10,7 @@ interrupted run keeps every finished batch and never leaves a corrupt cache.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -141,25 +142,40 @@ class Embedder:
 
         return AutoTokenizer.from_pretrained(str(self.path))
 
-    @property
+    @cached_property
     def max_tokens(self) -> int:
+        """The model's input window in word pieces (longer texts are truncated when embedded),
+        read from its config so that asking does not load the weights."""
+        config = self.path / "sentence_bert_config.json"
+        if config.exists():
+            return int(json.loads(config.read_text())["max_seq_length"])
         return int(self.model.max_seq_length)
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many texts exceed the model window (their tails are never seen by the model)."""
+        ids = self.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
+        return sum(len(x) > self.max_tokens for x in ids)
 
     @cached_property
     def dim(self) -> int:
         return int(self.model.get_embedding_dimension())
 
     def _compute(self, texts: list[str], desc: str) -> np.ndarray:
-        show = self.progress and len(texts) >= 2 * self.batch_size
-        out = []
-        for i in tqdm(range(0, len(texts), self.batch_size * 8), desc=desc, disable=not show, unit="batch"):
-            part = texts[i : i + self.batch_size * 8]
-            vecs = self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-            vecs = np.asarray(vecs, dtype=np.float32)
-            if self.cache is not None:
-                self.cache.put_many({text_key(t): v for t, v in zip(part, vecs, strict=True)})
-            out.append(vecs)
-        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+        """Embed in length order (least padding per batch), caching each finished call."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        step = self.batch_size * 8
+        with tqdm(total=len(texts), desc=desc, unit="text", disable=not self.progress or len(texts) < step) as bar:
+            for i in range(0, len(order), step):
+                rows = order[i : i + step]
+                part = [texts[r] for r in rows]
+                vecs = self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True)
+                vecs = np.asarray(vecs, dtype=np.float32)
+                if self.cache is not None:
+                    self.cache.put_many({text_key(t): v for t, v in zip(part, vecs, strict=True)})
+                out[rows] = vecs
+                bar.update(len(rows))
+        return out
 
     def encode(self, texts: Sequence[str], desc: str = "embedding") -> np.ndarray:
         """L2-normalised float32 vectors, one row per text; each distinct text computed once."""
