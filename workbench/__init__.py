@@ -1,5 +1,37 @@
-"""Chunking workbench: compare chunking strategies for RAG on span-labelled questions."""
+"""Chunking workbench: compare chunking strategies for RAG on span-labelled questions.
+
+    import workbench as wb
+    ds = wb.load_dataset("data/chroma_small")
+    result = wb.sweep(ds, wb.grid("fixed", size=[128, 256, 512]))
+    wb.plots.overview(result)
+    wb.report.export(result, "results/mine")
+"""
+
+import importlib
+from typing import Any
 
 from workbench import offline as _offline
 
-_offline.configure()
+_offline.configure()  # before any library that could try the network is imported
+
+from workbench.chunkers import STRATEGIES, register_function, register_node_parser  # noqa: E402
+from workbench.dataset import Dataset, DatasetError, Document, Question, Span, load_dataset  # noqa: E402
+from workbench.embed import Embedder  # noqa: E402
+from workbench.index import Hit, IndexStore  # noqa: E402
+from workbench.sweep import SweepResult, rankings, sweep  # noqa: E402
+from workbench.variant import Variant, grid, parse_variant  # noqa: E402
+
+_LAZY = {"drilldown", "metrics", "plots", "report", "stats", "widgets"}  # matplotlib/ipywidgets load on use
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return importlib.import_module(f"workbench.{name}")
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+
+
+__all__ = [
+    "STRATEGIES", "Dataset", "DatasetError", "Document", "Embedder", "Hit", "IndexStore", "Question", "Span",
+    "SweepResult", "Variant", "grid", "load_dataset", "parse_variant", "rankings", "register_function",
+    "register_node_parser", "sweep", *sorted(_LAZY),
+]

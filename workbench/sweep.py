@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from workbench import metrics, stats
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
-from workbench.index import IndexStore
+from workbench.index import Hit, IndexStore
 from workbench.io import atomic_write, write_text
 from workbench.variant import Variant
 
@@ -72,6 +72,21 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def rankings(
+    dataset: Dataset,
+    variant: Variant,
+    k: int = 10,
+    embedder: Embedder | None = None,
+    store: IndexStore | str | Path = "results/cache",
+    mode: str = "corpus",
+) -> list[list[Hit]]:
+    """One variant's top-k hits for every question (index loaded or built), e.g. to drill down."""
+    store = store if isinstance(store, IndexStore) else IndexStore(store)
+    embedder = embedder or Embedder(cache_dir=store.root)
+    qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
+    return store.get(variant, dataset, embedder).search(qvecs, dataset.questions, k, mode=mode)
 
 
 def sweep(

@@ -1,0 +1,164 @@
+"""Figures of a real tiny sweep: panel structure, error bars, colours, k handling, Pareto front."""
+
+from __future__ import annotations
+
+import io
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.image
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
+from matplotlib.container import BarContainer, ErrorbarContainer
+
+from workbench import plots
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.sweep import SweepResult, sweep
+from workbench.variant import Variant
+
+VARIANTS = [Variant.make("fixed", size=12), Variant.make("fixed", size=24, overlap=6), Variant.make("fixed", size=48)]
+LABELS = [v.label for v in VARIANTS]
+
+
+@pytest.fixture(scope="module")
+def result(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+    store = tmp_path_factory.mktemp("plots")
+    return sweep(tiny, VARIANTS, ks=(1, 3, 5), embedder=embedder, store=store, progress=False)
+
+
+def at(result: SweepResult, metric: str, k: int) -> pd.DataFrame:
+    s = result.summary
+    return s[(s.metric == metric) & (s.k == k)].set_index("variant")
+
+
+def errorbars(ax: matplotlib.axes.Axes) -> list[ErrorbarContainer]:
+    return [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+
+
+def test_overview_has_three_panels_with_one_errorbar_line_per_variant(result: SweepResult) -> None:
+    fig = plots.overview(result)
+    assert len(fig.axes) == 3
+    curves, mrr, cost = fig.axes
+    lines = errorbars(curves)
+    assert [c.get_label() for c in lines] == LABELS
+    recall = result.summary[result.summary.metric == "recall"]
+    for c, label in zip(lines, LABELS, strict=True):
+        assert c.has_yerr
+        line, _, bars = c.lines
+        mine = recall[recall.variant == label].sort_values("k")
+        np.testing.assert_allclose(line.get_xdata(), [1, 3, 5])
+        np.testing.assert_allclose(line.get_ydata(), mine["mean"])
+        # each error bar spans [ci_low, ci_high] at its k
+        segments = bars[0].get_segments()
+        np.testing.assert_allclose([s[:, 1].min() for s in segments], mine["ci_low"])
+        np.testing.assert_allclose([s[:, 1].max() for s in segments], mine["ci_high"])
+    assert "@5" in mrr.get_title() and "@5" in cost.get_title()  # k defaults to the largest swept k
+
+
+def test_mrr_bars_are_sorted_with_ci_whiskers(result: SweepResult) -> None:
+    """(MRR ties on this easy corpus; the sorting itself is checked on precision_omega below.)"""
+    fig = plots.overview(result, k=1)
+    mrr = fig.axes[1]
+    (bars,) = [c for c in mrr.containers if isinstance(c, BarContainer)]
+    widths = [p.get_width() for p in bars.patches]
+    expected = at(result, "mrr", 1)["mean"].sort_values()
+    np.testing.assert_allclose(widths, expected)  # ascending from the bottom: best on top
+    ticks = [t.get_text().replace("\n", " ") for t in mrr.get_yticklabels()]
+    assert [t.split("  ", 1)[1] for t in ticks] == list(expected.index)
+    assert bars.errorbar is not None and bars.errorbar.has_xerr
+
+
+def test_cost_panel_places_each_variant_at_its_means_with_both_cis(result: SweepResult) -> None:
+    cost_ax = plots.overview(result, k=3).axes[2]
+    points = errorbars(cost_ax)
+    assert len(points) == len(LABELS)
+    cost, recall = at(result, "context_tokens", 3), at(result, "recall", 3)
+    for c, label in zip(points, LABELS, strict=True):
+        assert c.has_xerr and c.has_yerr
+        line = c.lines[0]
+        assert line.get_xdata()[0] == pytest.approx(cost.at[label, "mean"])
+        assert line.get_ydata()[0] == pytest.approx(recall.at[label, "mean"])
+    # bigger chunks hand more tokens to the LLM at the same k
+    assert cost.at[LABELS[0], "mean"] < cost.at[LABELS[2], "mean"]
+
+
+def test_a_variant_keeps_its_colour_across_panels_and_subsets(result: SweepResult) -> None:
+    full = plots.overview(result)
+    line_color = {c.get_label(): to_rgba(c.lines[0].get_color()) for c in errorbars(full.axes[0])}
+    (bars,) = [c for c in full.axes[1].containers if isinstance(c, BarContainer)]
+    ticks = [t.get_text().replace("\n", " ").split("  ", 1)[1] for t in full.axes[1].get_yticklabels()]
+    for label, patch in zip(ticks, bars.patches, strict=True):
+        assert to_rgba(patch.get_facecolor()) == line_color[label]
+    assert len(set(line_color.values())) == len(LABELS)
+    subset = plots.overview(result, variants=[LABELS[2]])
+    (only,) = errorbars(subset.axes[0])
+    assert only.get_label() == LABELS[2] and to_rgba(only.lines[0].get_color()) == line_color[LABELS[2]]
+
+
+def test_highlighted_variant_is_drawn_bolder(result: SweepResult) -> None:
+    fig = plots.overview(result, highlight=LABELS[1])
+    widths = {c.get_label(): c.lines[0].get_linewidth() for c in errorbars(fig.axes[0])}
+    assert widths[LABELS[1]] > widths[LABELS[0]] == widths[LABELS[2]]
+
+
+def test_bad_k_and_unknown_variants_are_refused(result: SweepResult) -> None:
+    with pytest.raises(ValueError, match=r"k must be one of the swept ks \[1, 3, 5\], got 10"):
+        plots.overview(result, k=10)
+    with pytest.raises(ValueError, match="not in the result"):
+        plots.overview(result, variants=["fixed(size=999)"])
+    with pytest.raises(ValueError, match="empty"):
+        plots.overview(result, variants=[])
+    with pytest.raises(ValueError, match="metric 'nope' not in the result"):
+        plots.metric_curves(result, "nope")
+
+
+def test_pareto_front_hand_computed() -> None:
+    # (cost, quality): A(1, .5) B(2, .4) C(3, .7) D(4, .7) E(1, .3): B is beaten by A, D by C, E by A
+    assert plots.pareto_front([1, 2, 3, 4, 1], [0.5, 0.4, 0.7, 0.7, 0.3]) == [0, 2]
+    assert plots.pareto_front([5], [0.1]) == [0]
+
+
+def test_metric_curves_lines_per_variant_and_k_independent_bars(result: SweepResult) -> None:
+    fig = plots.metric_curves(result, "ndcg")
+    assert len(fig.axes) == 1 and [c.get_label() for c in errorbars(fig.axes[0])] == LABELS
+    omega = plots.metric_curves(result, "precision_omega").axes[0]
+    (bars,) = [c for c in omega.containers if isinstance(c, BarContainer)]
+    expected = at(result, "precision_omega", 0)["mean"].sort_values()
+    np.testing.assert_allclose([p.get_width() for p in bars.patches], expected)
+
+
+def test_figures_stay_out_of_pyplot_and_render_to_png(result: SweepResult) -> None:
+    before = plt.get_fignums()
+    fig = plots.overview(result)
+    assert plt.get_fignums() == before  # no global figure registry, nothing to close
+    png = plots.figure_to_png_bytes(fig, dpi=40)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    height, width, _ = matplotlib.image.imread(io.BytesIO(png)).shape
+    assert abs(width - fig.get_figwidth() * 40) <= 1 and abs(height - fig.get_figheight() * 40) <= 1
+
+
+def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -> None:
+    """A 15-variant result (the real rows relabelled): the legend sits below every panel."""
+    names = {v: f"semantic(breakpoint_percentile={90 + i}, buffer_size=1)+header+late" for i, v in enumerate(LABELS)}
+    many = [f"{names[v]} #{j}" for j in range(5) for v in LABELS]
+
+    def copies(t: pd.DataFrame) -> pd.DataFrame:
+        return pd.concat([t.assign(variant=t.variant.map(names) + f" #{j}") for j in range(5)], ignore_index=True)
+
+    big = SweepResult(copies(result.per_question), copies(result.summary), copies(result.variants), result.config)
+    fig = plots.overview(big)
+    assert len(errorbars(fig.axes[0])) == 15
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert [t.get_text().split("  ", 1)[1] for t in legend.get_texts()] == many
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer))

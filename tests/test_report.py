@@ -1,0 +1,122 @@
+"""The HTML report of a real tiny sweep: offline, escaped, complete, and written atomically."""
+
+from __future__ import annotations
+
+import base64
+import html.parser
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+from matplotlib.figure import Figure
+
+from workbench import plots
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.report import _cell, summary_table, variants_table, write_report
+from workbench.sweep import SweepResult, sweep
+from workbench.variant import Variant
+
+EVIL = "<script>alert(1)</script>"
+VARIANTS = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8)]
+
+
+@pytest.fixture(scope="module")
+def result(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+    r = sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path_factory.mktemp("report"), progress=False)
+    # a user-chosen label that tries to inject markup, in every table that carries labels
+    rename = {VARIANTS[1].label: EVIL}
+    return SweepResult(*(t.replace({"variant": rename}) for t in (r.per_question, r.summary, r.variants)), r.config)
+
+
+class Tags(html.parser.HTMLParser):
+    """Every start tag with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def parse(text: str) -> list[tuple[str, dict[str, str | None]]]:
+    p = Tags()
+    p.feed(text)
+    return p.tags
+
+
+def test_report_is_self_contained_and_complete(result: SweepResult, tmp_path: Path) -> None:
+    figures = {"overview": plots.overview(result), "ndcg": plots.metric_curves(result, "ndcg")}
+    path = write_report(result, tmp_path / "sub" / "report.html", figures=figures, title="Tiny <run>")
+    assert path == tmp_path / "sub" / "report.html"
+    text = path.read_text(encoding="utf-8")
+    for forbidden in ("http://", "https://", "<script src", "<script"):
+        assert forbidden not in text
+    tags = parse(text)
+    assert not [t for t, a in tags if t in ("script", "link", "iframe")]
+    images = [a["src"] for t, a in tags if t == "img"]
+    assert len(images) == 2 and text.count('<img src="data:image/png;base64,') == 2
+    for src in images:
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    c = result.config
+    for value in (c["dataset_fingerprint"], c["model_fingerprint"], c["corpus_fingerprint"], c["model"],
+                  c["date"], c["versions"]["torch"]):
+        assert value in text
+    assert "Tiny &lt;run&gt;" in text
+    # the malicious label is shown, escaped, in the score and variant tables
+    assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 2
+    # index cost and grid are there
+    for column in ("chunks", "tokens_embedded", "overlap_chars", "seconds"):
+        assert f"<th>{column}</th>" in text
+
+
+def test_default_figures_are_the_overview_and_a_few_metric_curves(result: SweepResult, tmp_path: Path) -> None:
+    text = write_report(result, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert text.count('<img src="data:image/png;base64,') == 5  # overview, hit, ndcg, iou, precision_omega
+    assert 'alt="overview"' in text and 'alt="precision_omega"' in text
+
+
+def test_cells_read_mean_and_interval() -> None:
+    assert _cell(0.6234, 0.5712, 0.6681, 2) == "0.62 [0.57, 0.67]"
+    assert _cell(1234.4, 1000.0, 1500.6, 0) == "1234 [1000, 1501]"
+    assert _cell(0.5, float("nan"), float("nan"), 2) == "0.50"  # no interval from a single question
+
+
+def test_summary_table_has_one_row_per_variant_and_a_column_per_metric_and_k(result: SweepResult) -> None:
+    table = summary_table(result)
+    assert list(table.index) == [VARIANTS[0].label, EVIL]
+    metrics = set(result.summary.metric)
+    assert len(table.columns) == 2 * (len(metrics) - 1) + 1  # two ks each, precision_omega once
+    assert table.columns[0] == ("recall", "@1") and ("precision_omega", "any k") in table.columns
+    row = result.summary.set_index(["variant", "metric", "k"]).loc[(EVIL, "recall", 3)]
+    assert table.loc[EVIL, ("recall", "@3")] == f"{row['mean']:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]"
+
+
+def test_a_failed_write_leaves_the_previous_report_intact(result: SweepResult, tmp_path: Path) -> None:
+    path = write_report(result, tmp_path / "report.html", figures={})
+    before = path.read_bytes()
+    broken = Figure()
+    broken.subplots().set_title(r"$\frac{$")  # invalid mathtext: fails only when drawn
+    good = plots.metric_curves(result, "hit")
+    with pytest.raises(ValueError):
+        write_report(result, path, figures={"good": good, "broken": broken})
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temporary file left
+
+
+def test_variant_table_shows_missing_parameters_as_blank(result: SweepResult, tmp_path: Path) -> None:
+    extra = result.variants.assign(breakpoint_percentile=[95.0, float("nan")])
+    r = SweepResult(result.per_question, result.summary, extra, result.config)
+    text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    assert "<td>95</td>" in text and "<td></td>" in text and ">nan<" not in text.lower()
+
+
+def test_variants_table_groups_identity_parameters_cost_then_key(result: SweepResult) -> None:
+    columns = list(variants_table(result).columns)
+    assert columns[:4] == ["variant", "strategy", "contextual_header", "late"]
+    assert set(columns[4:8]) == {"size", "overlap", "unit", "tokenizer"}  # the grid's parameters
+    assert columns[-1] == "key" and "chunks" in columns[8:] and sorted(columns) == sorted(result.variants.columns)

@@ -1,0 +1,200 @@
+"""An ipywidgets panel to try chunking parameters by hand and see where they land among others.
+
+It is a thin shell over `sweep` and `plots.overview`: picking parameters makes a Variant,
+sweeps it once if it is new (the IndexStore and the vector cache make a revisit cheap), merges
+it into the panel's result and redraws. Everything already measured is only filtered, never
+recomputed. Figures are shown as PNG in an Image widget, which needs no matplotlib backend.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+import pandas as pd
+
+from workbench.chunkers import STRATEGIES, get_strategy
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.plots import figure_to_png_bytes, overview, variant_order
+from workbench.sweep import DEFAULT_KS, SweepResult, sweep
+from workbench.variant import Variant
+
+MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "mode", "confidence")
+CONTROLLED = ("size", "overlap", "breakpoint_percentile")  # the parameters the panel can set
+
+
+def combine(results: Sequence[SweepResult]) -> SweepResult:
+    """Stack sweeps of the same data, model, ks and mode; a variant measured twice keeps its first
+    measurement. Raises ValueError naming the config field that differs."""
+    if not results:
+        raise ValueError("combine: no results")
+    first = results[0].config
+    for r in results[1:]:
+        for name in MUST_MATCH:
+            if r.config.get(name) != first.get(name):
+                raise ValueError(
+                    f"cannot combine results with different {name}: {first.get(name)!r} vs {r.config.get(name)!r}"
+                )
+    seen: set[str] = set()
+    parts = []
+    for r in results:
+        new = [v for v in variant_order(r) if v not in seen]
+        seen.update(new)
+        parts.append([t[t["variant"].isin(new)] for t in (r.per_question, r.summary, r.variants)])
+    per_question, summary, variants = (pd.concat(tables, ignore_index=True) for tables in zip(*parts, strict=True))
+    grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
+    config = first | {
+        "grid": list(grid.values()),
+        "texts_embedded": sum(r.config.get("texts_embedded", 0) for r in results),
+        "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
+        "date": max(str(r.config.get("date", "")) for r in results),
+    }
+    return SweepResult(per_question, summary, variants, config)
+
+
+def _controls() -> dict[str, w.ValueWidget]:
+    """One slider per CONTROLLED parameter; a strategy without that parameter gets it disabled."""
+    common = {"continuous_update": False, "style": {"description_width": "initial"}}
+    return {
+        "size": w.IntSlider(256, min=16, max=2048, step=16, description="chunk size", **common),
+        "overlap": w.IntSlider(0, min=0, max=1024, step=8, description="overlap", **common),
+        "breakpoint_percentile": w.FloatSlider(95, min=50, max=100, step=0.5, description="breakpoint percentile",
+                                               **common),
+    }
+
+
+def tunable_strategies() -> list[str]:
+    """Registered strategies that take at least one of the panel's parameters, the baseline first."""
+    names = [name for name, s in STRATEGIES.items() if set(s.params) & set(CONTROLLED)]
+    return sorted(names, key=lambda name: (name != "fixed", name))
+
+
+class Panel(w.VBox):
+    """Controls, a message line, a progress area and the overview figure.
+
+    `result` holds every variant measured so far; `compared` the labels drawn next to the
+    selected one; `draws` counts redraws (the figure is `plot.value`, PNG bytes).
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        embedder: Embedder | None = None,
+        store: str | Path = "results/cache",
+        ks: Sequence[int] = DEFAULT_KS,
+        result: SweepResult | None = None,
+    ):
+        self.dataset, self.store = dataset, store
+        self.embedder = embedder or Embedder(cache_dir=store)
+        if result is not None:
+            ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": self.embedder.fingerprint}
+            for name, value in ours.items():
+                if result.config.get(name) != value:
+                    raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
+        self.ks = tuple(result.config["ks"]) if result is not None else tuple(sorted(set(ks)))
+        self.mode = result.config.get("mode", "corpus") if result is not None else "corpus"
+        self.result = result
+        self.compared: list[str] = variant_order(result) if result is not None else []
+        self.selected: str | None = None
+        self.draws = 0
+
+        names = tunable_strategies()
+        self.strategy = w.Dropdown(options=names, value=names[0], description="strategy")
+        self.params = _controls()
+        self.k = w.SelectionSlider(options=list(self.ks), value=self.ks[-1], description="k")
+        self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
+        self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
+        self.message = w.HTML()
+        self.progress = w.Output()
+        self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
+        for control in (self.strategy, *self.params.values()):
+            control.observe(self._on_variant, names="value")
+        self.k.observe(lambda _: self._draw(), names="value")
+        self.add.on_click(lambda _: self._pin(True))
+        self.remove.on_click(lambda _: self._pin(False))
+        super().__init__([
+            w.HBox([self.strategy, self.add, self.remove]),
+            w.HBox([*self.params.values(), self.k]),
+            self.message, self.progress, self.plot,
+        ])
+        self._on_variant()
+
+    def variant(self) -> Variant:
+        """The Variant the controls describe; raises ValueError for an invalid combination."""
+        schema = get_strategy(self.strategy.value).params
+        params = {
+            name: control.value if schema[name].default is None else type(schema[name].default)(control.value)
+            for name, control in self.params.items() if name in schema
+        }
+        return Variant.make(self.strategy.value, **params)
+
+    def _on_variant(self, _: Any = None) -> None:
+        schema = get_strategy(self.strategy.value).params
+        for name, control in self.params.items():
+            control.disabled = name not in schema
+        try:
+            v = self.variant()
+        except ValueError as e:
+            self._error(e)
+            return
+        if (self.result is None or v.label not in set(self.result.variants["variant"])) and not self._measure(v):
+            return
+        self.selected = v.label
+        self.message.value = f"selected: <b>{html.escape(v.label)}</b>"
+        self._draw()
+
+    def _error(self, e: Exception) -> None:
+        self.message.value = f'<span style="color:#b00020">{html.escape(str(e))}</span>'
+
+    def _measure(self, v: Variant) -> bool:
+        """Sweep `v` into `result`; False if it failed (the reason is then shown in the panel)."""
+        self.message.value = f"indexing <b>{html.escape(v.label)}</b>…"
+        self.progress.outputs = ()
+        new = None
+        # In a kernel, tqdm.auto draws its bars here; the context also shows (and swallows) the
+        # traceback of an unexpected error, so only ValueError is caught, for the message line.
+        with self.progress:
+            try:
+                new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode)
+            except ValueError as e:
+                self._error(e)
+        if new is None:
+            return False
+        self.progress.outputs = ()
+        self.result = new if self.result is None else combine([self.result, new])
+        return True
+
+    def _pin(self, keep: bool) -> None:
+        """Add the selected variant to the comparison (keep) or drop it from it."""
+        if self.selected is None or (self.selected in self.compared) == keep:
+            return
+        if keep:
+            self.compared.append(self.selected)
+        else:
+            self.compared.remove(self.selected)
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.result is None or self.selected is None:
+            return
+        shown = list(dict.fromkeys([*self.compared, self.selected]))
+        fig = overview(self.result, k=self.k.value, variants=shown, highlight=self.selected)
+        self.plot.value = figure_to_png_bytes(fig)
+        self.draws += 1
+
+
+def panel(
+    dataset: Dataset,
+    embedder: Embedder | None = None,
+    store: str | Path = "results/cache",
+    ks: Sequence[int] = DEFAULT_KS,
+    result: SweepResult | None = None,
+) -> Panel:
+    """The interactive panel; with `result`, its variants are compared from the start (and its
+    ks and mode are used for new variants)."""
+    return Panel(dataset, embedder, store, ks, result)
