@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
 from textgen import documents
 
-import workbench.chunkers.markdown  # noqa: F401  (registers "markdown")
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.markdown import section_spans
 from workbench.dataset import Document

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
 from textgen import documents
 
-import workbench.chunkers.recursive  # noqa: F401  (registers "recursive")
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.recursive import PRESETS, Units, recursive_spans, split_pieces
 from workbench.dataset import Document

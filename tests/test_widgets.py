@@ -10,10 +10,6 @@ matplotlib.use("Agg")
 
 import pytest
 
-import workbench.chunkers.markdown  # noqa: F401  (registers more strategies for the dropdown)
-import workbench.chunkers.recursive  # noqa: F401
-import workbench.chunkers.semantic  # noqa: F401
-import workbench.chunkers.sentence  # noqa: F401
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.embed import Embedder

@@ -1,6 +1,6 @@
 """Chunking strategies, one module per family; importing this package registers them all."""
 
-from workbench.chunkers import fixed, markdown, recursive  # noqa: F401  (register their strategies)
+from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
 from workbench.chunkers.adapters import register_function, register_node_parser
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy

@@ -1,0 +1,131 @@
+"""Sentence splitting (exact offsets, abbreviations, CJK, line breaks) and the `sentence` packer."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from textgen import documents, texts
+from workbench.chunkers import ChunkEnv, get_strategy, run_strategy
+from workbench.chunkers.sentence import sentence_spans
+from workbench.dataset import Document
+from workbench.variant import Variant
+
+ENV = ChunkEnv()
+
+
+def split(text: str) -> list[str]:
+    return [text[a:b] for a, b in sentence_spans(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Dr. Smith arrived. He sat down.", ["Dr. Smith arrived.", "He sat down."]),
+        ("Pi is 3.14 roughly. Next one.", ["Pi is 3.14 roughly.", "Next one."]),
+        ("The U.S. economy grew. It did.", ["The U.S. economy grew.", "It did."]),
+        ("Fruit, e.g. apples, i.e. food. Fine.", ["Fruit, e.g. apples, i.e. food.", "Fine."]),
+        ("Why? Yes! Sure.", ["Why?", "Yes!", "Sure."]),
+        ("日本語です。你好！真的？", ["日本語です。", "你好！", "真的？"]),
+        ("待って。。。次です。", ["待って。。。", "次です。"]),
+        ("「はい。」と言った。", ["「はい。」", "と言った。"]),
+        ("# Title\nBody text here\n\nNew paragraph", ["# Title", "Body text here", "New paragraph"]),
+        ("  \n lead and trail.  \n\n ", ["lead and trail."]),
+        ("a | b | c\n1 | 2 | 3", ["a | b | c", "1 | 2 | 3"]),
+        ("   \n\t ", []),
+    ],
+)
+def test_sentence_cases(text: str, expected: list[str]) -> None:
+    assert split(text) == expected
+
+
+def test_exact_offsets_non_ascii() -> None:
+    text = "Café 😀 naïve. 👩‍💻 codes in Zürich! 中文。End"
+    assert sentence_spans(text) == [(0, 13), (14, 34), (35, 38), (38, 41)]
+    assert split(text) == ["Café 😀 naïve.", "👩‍💻 codes in Zürich!", "中文。", "End"]
+
+
+def assert_tiles_non_whitespace(text: str, spans: list[tuple[int, int]]) -> None:
+    owner = [0] * len(text)
+    for a, b in spans:
+        assert 0 <= a < b <= len(text)
+        assert not text[a].isspace() and not text[b - 1].isspace()
+        for i in range(a, b):
+            owner[i] += 1
+    for ch, n in zip(text, owner, strict=True):
+        assert n <= 1 if ch.isspace() else n == 1  # whitespace between sentences belongs to none
+
+
+@settings(max_examples=50, deadline=None)
+@given(texts)
+def test_sentences_tile_non_whitespace(text: str) -> None:
+    spans = sentence_spans(text)
+    assert spans == sorted(spans)
+    assert_tiles_non_whitespace(text, spans)
+
+
+def pack(text: str, **params: object) -> list[str]:
+    return [c.text for c in run_strategy("sentence", params, Document("d", "t", text), ENV)]
+
+
+def test_packing_hand_computed() -> None:
+    text = "Aa. Bb. Cc. Dd."
+    assert pack(text, size=7, unit="chars") == ["Aa. Bb.", "Cc. Dd."]
+    assert pack(text, size=11, unit="chars") == ["Aa. Bb. Cc.", "Dd."]
+    assert pack(text, size=11, overlap=1, unit="chars") == ["Aa. Bb. Cc.", "Cc. Dd."]
+    # overlap only where it fits: "Bb. Cc. Dd." would be 11 > 10 chars
+    assert pack(text, size=10, overlap=2, unit="chars") == ["Aa. Bb.", "Bb. Cc.", "Cc. Dd."]
+    # a sentence over `size` is cut into fixed windows; its neighbours stay whole
+    assert pack("abcdefghij. Next.", size=5, unit="chars") == ["abcde", "fghij", ".", "Next."]
+
+
+def test_packing_tokens_hand_computed() -> None:
+    # cl100k: "One two." = 3 tokens, "One two. Three four." = 6
+    text = "One two. Three four. Five six."
+    assert pack(text, size=6) == ["One two. Three four.", "Five six."]
+    assert pack(text, size=3) == ["One two.", "Three four.", "Five six."]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    documents,
+    st.integers(1, 40),
+    st.integers(0, 3),
+    st.sampled_from(["chars", "tokens"]),
+    st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_sentence_strategy_properties(doc: Document, size: int, overlap: int, unit: str, tokenizer: str) -> None:
+    params = {"size": size, "overlap": overlap, "unit": unit, "tokenizer": tokenizer}
+    chunks = run_strategy("sentence", params, doc, ENV)
+    assert chunks == run_strategy("sentence", params, doc, ENV)  # deterministic
+    length = ENV.length_fn(unit, tokenizer)
+    covered = [0] * len(doc.text)
+    for c in chunks:
+        assert c.text == doc.text[c.start : c.end] and c.text.strip() == c.text != ""
+        assert length(c.text) <= size or len(c.text) == 1  # one character can be several tokens
+        for i in range(c.start, c.end):
+            covered[i] = 1
+    assert all(covered[i] or ch.isspace() for i, ch in enumerate(doc.text))
+    starts = [c.start for c in chunks]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    if overlap == 0:  # no overlap: chunks are disjoint
+        assert all(a.end <= b.start for a, b in itertools.pairwise(chunks))
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"size": 0}, "size"),
+        ({"overlap": -1}, "overlap"),
+        ({"unit": "words"}, "unit"),
+        ({"tokenizer": "gpt2"}, "tokenizer"),
+    ],
+)
+def test_invalid_parameters_named(params: dict, name: str) -> None:
+    with pytest.raises(ValueError, match=f"'{name}'"):
+        Variant.make("sentence", **params)
+    with pytest.raises(ValueError, match=f"'{name}'"):
+        get_strategy("sentence").resolve(params)

@@ -1,0 +1,151 @@
+"""Sentence splitting (NLTK punkt, exact offsets) and sentence packing.
+
+Punkt knows abbreviations (Dr., U.S.) and decimals (3.14) but not CJK full stops, which need no
+following space, and it would glue a heading or a table row to the next line. So every line
+break ends a sentence (the shared corpora put headings, table rows and speaker turns on their
+own lines), punkt splits inside a line, and 。！？ split inside punkt's sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.fixed import TOKENIZER, UNIT, unit_boundaries, windows
+from workbench.chunkers.registry import Param, strategy
+from workbench.dataset import Document
+
+# Abbreviations punkt's English model lacks; "etc." is left out on purpose: it often ends a sentence.
+EXTRA_ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", "fig", "al", "approx")
+_LINE = re.compile(r"[^\n]+")
+_CJK_END = re.compile(r"[。！？]+[」』”’）)]*")  # a CJK sentence end, with any closing quotes
+
+Span = tuple[int, int]
+
+
+@lru_cache(maxsize=1)
+def _punkt() -> Any:
+    from nltk.tokenize.punkt import PunktTokenizer
+
+    tok = PunktTokenizer("english")
+    tok._params.abbrev_types.update(EXTRA_ABBREVIATIONS)  # the documented way to add abbreviations
+    return tok
+
+
+def strip_span(text: str, start: int, end: int) -> Span | None:
+    """[start, end) without its leading and trailing whitespace; None if nothing is left."""
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return None
+    lead = len(piece) - len(piece.lstrip())
+    return start + lead, start + lead + len(stripped)
+
+
+def sentence_spans(text: str) -> list[Span]:
+    """Sorted sentence spans that tile the non-whitespace text: each starts and ends on
+    non-whitespace, and every non-whitespace character lies in exactly one span."""
+    out: list[Span] = []
+    for line in _LINE.finditer(text):
+        for a, b in _punkt().span_tokenize(line.group()):
+            a, b = a + line.start(), b + line.start()
+            cuts = [m.end() for m in _CJK_END.finditer(text, a, b)]
+            for lo, hi in zip([a, *cuts], [*cuts, b]):
+                span = strip_span(text, lo, hi)
+                if span is not None:
+                    out.append(span)
+    return out
+
+
+def covered(text: str, spans: list[Span], start: int, end: int) -> list[Span]:
+    """The parts of `spans` inside [start, end), whitespace-trimmed (for packing inside a parent)."""
+    clipped = (strip_span(text, max(a, start), min(b, end)) for a, b in spans if a < end and b > start)
+    return [s for s in clipped if s is not None]
+
+
+def cut_windows(text: str, start: int, end: int, size: int, unit: str, tokenizer: str, env: ChunkEnv) -> list[Span]:
+    """A span too big for one chunk, cut into fixed windows of `size` units (no overlap).
+    A window that counts longer alone (BPE merges depend on context, e.g. " naï" vs "naï")
+    is cut again, so every piece fits unless it is a single unsplittable unit."""
+    length = env.length_fn(unit, tokenizer)
+    b = unit_boundaries(text[start:end], unit, tokenizer, env) + start
+    out: list[Span] = []
+    for i, j in windows(len(b) - 1, size, 0):
+        piece = strip_span(text, int(b[i]), int(b[j]))
+        if piece is None:
+            continue
+        if piece != (start, end) and length(text[piece[0] : piece[1]]) > size:
+            out += cut_windows(text, *piece, size, unit, tokenizer, env)
+        else:
+            out.append(piece)
+    return out
+
+
+def pack(
+    text: str, sentences: list[Span], size: int, overlap: int, unit: str, tokenizer: str, env: ChunkEnv
+) -> list[Span]:
+    """Greedily pack whole sentences into spans of at most `size` units (the span's own count),
+    starting each span with up to `overlap` sentences of the previous one when they fit.
+    A sentence longer than `size` is cut into fixed windows instead.
+
+    Why estimate first: counting every candidate exactly is quadratic; the document's own
+    token boundaries predict the last sentence that fits, and one or two exact counts confirm it.
+    """
+    if not sentences:
+        return []
+    length: Callable[[str], int] = env.length_fn(unit, tokenizer)
+    lo = sentences[0][0]
+    b = unit_boundaries(text[lo : sentences[-1][1]], unit, tokenizer, env) + lo
+    starts = np.array([s for s, _ in sentences])
+    ends = np.array([e for _, e in sentences])
+    n = len(sentences)
+
+    def fits(i: int, j: int) -> bool:  # sentences [i, j) together
+        return length(text[starts[i] : ends[j - 1]]) <= size
+
+    def extend(i: int, j: int) -> int:
+        """Largest end >= j such that [i, end) fits, given that [i, j) fits."""
+        first_unit = int(np.searchsorted(b, starts[i], "right")) - 1
+        limit = b[min(first_unit + size, len(b) - 1)]
+        end = max(j, int(np.searchsorted(ends, limit, "right")))
+        while end > j and not fits(i, end):
+            end -= 1
+        while end < n and fits(i, end + 1):
+            end += 1
+        return end
+
+    out: list[Span] = []
+    i = 0  # first sentence not yet in any span
+    while i < n:
+        if not fits(i, i + 1):
+            out += cut_windows(text, int(starts[i]), int(ends[i]), size, unit, tokenizer, env)
+            i += 1
+            continue
+        first = i
+        while first > max(i - overlap, 0) and fits(first - 1, i + 1):
+            first -= 1
+        end = extend(first, i + 1)
+        out.append((int(starts[first]), int(ends[end - 1])))
+        i = end
+    return out
+
+
+@strategy(
+    "sentence",
+    "Whole sentences (punkt, plus line breaks and CJK stops) packed up to `size` units; "
+    "`overlap` sentences repeated between neighbours; longer sentences cut like `fixed`.",
+    {
+        "size": Param(256, "max chunk size in `unit`", lo=1, label=True),
+        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True),
+        "unit": UNIT,
+        "tokenizer": TOKENIZER,
+    },
+)
+def sentence(doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str) -> list[Chunk]:
+    spans = pack(doc.text, sentence_spans(doc.text), size, overlap, unit, tokenizer, env)
+    return [make_chunk(doc, a, b) for a, b in spans]
