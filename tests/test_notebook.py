@@ -1,0 +1,44 @@
+"""The quickstart notebook, executed headless with the real model on a tiny corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from workbench.dataset import Dataset
+
+from conftest import REPO
+
+
+def write_dataset(ds: Dataset, folder: Path) -> Path:
+    folder.mkdir()
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as f:
+        for d in ds.documents:
+            f.write(json.dumps({"doc_id": d.doc_id, "title": d.title, "text": d.text}) + "\n")
+    with (folder / "questions.jsonl").open("w", encoding="utf-8") as f:
+        for q in ds.questions:
+            answers = [{"doc_id": a.doc_id, "start": a.start, "end": a.end} for a in q.answers]
+            f.write(json.dumps({"qid": q.qid, "question": q.question, "answers": answers}) + "\n")
+    return folder
+
+
+def test_quickstart_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:
+    nb = nbformat.read(REPO / "notebooks" / "01_quickstart.ipynb", as_version=4)
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "the notebook needs exactly one cell tagged 'parameters'"
+    data = write_dataset(tiny, tmp_path / "data")
+    params[0].source = (
+        f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\nOUT = {str(tmp_path / 'out')!r}\n"
+        "MAX_QUESTIONS = None\nKS = (1, 3, 5)"
+    )
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "the overview plot was not drawn"
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), "no widget panel"
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in report and tiny.fingerprint in report

@@ -1,0 +1,152 @@
+"""`python -m workbench sweep ...`: the headless sweep behind `make demo`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from workbench.chunkers import STRATEGIES
+from workbench.dataset import DatasetError, load_dataset
+from workbench.variant import Variant, parse_variant
+
+DEMO_GRID = (
+    "fixed:size=128",
+    "fixed:size=256",
+    "fixed:size=256,overlap=64",
+    "fixed:size=512",
+    "recursive:size=256",
+    "sentence:size=256",
+    "semantic:breakpoint_percentile=80",
+    "semantic:breakpoint_percentile=95",
+)
+
+EPILOG = """\
+variants are written strategy:name=value,name=value with optional modifiers +header
+(contextual chunk header) and +late (late chunking), e.g.
+  fixed:size=256,overlap=32        recursive:size=512,separators=markdown
+  semantic:breakpoint_percentile=90,buffer_size=1+header
+a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
+"contextual_header": bool, "late": bool}. Run `python -m workbench strategies` to list every
+strategy with its parameters, defaults and ranges.
+"""
+
+
+def _load_grid(path: Path) -> list[Variant]:
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"error: --grid {path}: {e}") from e
+    if not isinstance(items, list):
+        raise SystemExit(f"error: --grid {path}: expected a JSON list of variants")
+    out = []
+    for i, item in enumerate(items):
+        try:
+            if isinstance(item, str):
+                out.append(parse_variant(item))
+            else:
+                spec = dict(item)
+                out.append(Variant.make(spec.pop("strategy"), **spec))
+        except (ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"error: --grid {path}, item {i}: {e}") from e
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m workbench", description="Chunking workbench for RAG retrieval.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser(
+        "sweep",
+        help="chunk, embed, index and score a grid of variants",
+        description="Chunk the corpus with every variant, embed and index it (cached), retrieve for every "
+        "question and write tidy results, plots and a self-contained report.html.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("--data", type=Path, default=Path("data/chroma_small"),
+                   help="dataset folder: corpus.jsonl + questions.jsonl, or .md/.txt files + questions.jsonl "
+                   "(default: %(default)s)")
+    s.add_argument("--questions", type=Path, help="questions file, if not <data>/questions.jsonl")
+    s.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder (default: %(default)s)")
+    s.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
+                   help="a variant to sweep (repeatable); see below. Default: the demo grid")
+    s.add_argument("--grid", type=Path, help="JSON file with a list of variants (added to --variant)")
+    s.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5, 10], help="cut-offs k (default: 1 3 5 10)")
+    s.add_argument("--mode", choices=("corpus", "document"), default="corpus",
+                   help="search the whole corpus, or only each question's own document (default: corpus)")
+    s.add_argument("--model", help="local sentence-transformers model folder (default: bundled all-MiniLM-L6-v2)")
+    s.add_argument("--cache", type=Path, default=Path("results/cache"),
+                   help="embedding and index cache folder, shared by runs (default: %(default)s)")
+    s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
+    s.add_argument("--threads", type=int, help="torch threads (1 is faster when another process is busy)")
+    s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    sub.add_parser("strategies", help="list chunking strategies and their parameters")
+    return p
+
+
+def _strategies() -> None:
+    for name, s in sorted(STRATEGIES.items()):
+        print(f"{name}: {s.help}")
+        for pname, prm in s.params.items():
+            rng = f" one of {list(prm.choices)}" if prm.choices else (
+                f" in [{prm.lo if prm.lo is not None else '-inf'}, {prm.hi if prm.hi is not None else 'inf'}]"
+                if prm.lo is not None or prm.hi is not None else "")
+            print(f"    {pname} = {prm.default!r}{rng}: {prm.help}")
+
+
+def _sweep(args: argparse.Namespace) -> None:
+    from workbench.embed import Embedder
+    from workbench.index import IndexStore
+    from workbench.sweep import sweep
+
+    try:
+        variants = [parse_variant(v) for v in args.variant]
+    except ValueError as e:
+        raise SystemExit(f"error: --variant: {e}") from e
+    if args.grid:
+        variants += _load_grid(args.grid)
+    variants = variants or [parse_variant(v) for v in DEMO_GRID]
+    if args.max_questions is not None and args.max_questions < 1:
+        raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    try:
+        dataset = load_dataset(args.data, args.questions)
+    except DatasetError as e:
+        raise SystemExit(f"error: {e}") from e
+    if args.max_questions:
+        dataset = dataset.select(max_questions=args.max_questions)
+    t0 = time.perf_counter()
+    try:
+        embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet)
+    except ValueError as e:
+        raise SystemExit(f"error: --model: {e}") from e
+    print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
+          f"{len(variants)} variants, model {embedder.name}")
+    result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
+                   mode=args.mode, progress=not args.quiet)
+    if args.no_report:
+        paths = result.save(args.out)
+    else:
+        from workbench.report import export
+
+        paths = export(result, args.out)
+    built = int(result.variants["built"].sum())
+    new = result.config["texts_embedded"]
+    print(f"done in {time.perf_counter() - t0:.1f} s: {built} of {len(variants)} indexes built, "
+          + (f"{new} texts embedded" if new else "embedded nothing new (every vector came from the cache)"))
+    for name, path in paths.items():
+        print(f"  {name:<20} {path}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.command == "strategies":
+        _strategies()
+    else:
+        _sweep(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
