@@ -135,5 +135,5 @@ def test_unknown_preset_lists_the_choices() -> None:
 def test_variant_with_custom_separators_is_hashable_and_labelled() -> None:
     v = Variant.make("recursive", size=64, custom_separators=["\n\n", ". "])
     assert hash(v) == hash(Variant.make("recursive", size=64, custom_separators=("\n\n", ". ")))
-    assert v.label == "recursive(custom_separators=('\\n\\n', '. '), overlap=0, size=64)"
+    assert v.label == "recursive(size=64, overlap=0, custom_separators=('\\n\\n', '. '))"
     assert json.loads(json.dumps(v.spec()))["params"]["custom_separators"] == ["\n\n", ". "]

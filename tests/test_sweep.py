@@ -112,3 +112,37 @@ def test_vectors_in_index_match_embedder(tiny: Dataset, embedder: Embedder, tmp_
     index = IndexStore(tmp_path).get(GRID[0], tiny, embedder, progress=False)
     stored = index.index.reconstruct_n(0, index.index.ntotal)
     assert np.allclose(stored, embedder.encode([c.text for c in index.chunks]), atol=1e-6)
+
+
+def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    v = Variant.make("parent_child", child="fixed", child_size=8, parent="fixed", parent_size=48)
+    index = IndexStore(tmp_path).get(v, tiny, embedder, progress=False)
+    parents = {c.returned for c in index.chunks}
+    assert len(parents) < len(index.chunks)  # several children share each parent
+    qvecs = embedder.encode([q.question for q in tiny.questions])
+    k = 3
+    for hits in index.search(qvecs, tiny.questions, k):
+        spans = [h.span for h in hits]
+        assert len(spans) == len(set(spans)) == min(k, len(parents))
+        for h in hits:
+            child = index.chunks[h.chunk_id]
+            assert child.returned == h.span and h.span.start <= child.start and child.end <= h.span.end
+    result = sweep(tiny, [v], ks=(1, 3), embedder=embedder, store=IndexStore(tmp_path), progress=False)
+    enc = TiktokenTokenizer("cl100k_base")
+    cost = result.per_question.query("metric == 'context_tokens' and k == 1").set_index("qid")["value"]
+    for q, hits in zip(tiny.questions, index.search(qvecs, tiny.questions, 1), strict=True):
+        parent = hits[0].span
+        assert cost[q.qid] == enc.count(tiny.docs[parent.doc_id].text[parent.start:parent.end])
+
+
+def test_late_chunking_variant_sweeps(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    plain, late = Variant.make("fixed", size=24), Variant.make("fixed", size=24, late=True)
+    store = IndexStore(tmp_path)
+    a, b = store.get(plain, tiny, embedder, progress=False), store.get(late, tiny, embedder, progress=False)
+    assert [c.span for c in a.chunks] == [c.span for c in b.chunks]
+    va, vb = a.index.reconstruct_n(0, a.index.ntotal), b.index.reconstruct_n(0, b.index.ntotal)
+    assert np.allclose(np.linalg.norm(vb, axis=1), 1, atol=1e-5)
+    assert not np.allclose(va, vb, atol=1e-3)  # context changed the vectors
+    result = sweep(tiny, [plain, late], ks=(3,), embedder=embedder, store=store, progress=False)
+    assert set(result.summary["variant"]) == {plain.label, late.label}
+    assert result.variants.set_index("variant").loc[late.label, "truncated_chunks"] == 0

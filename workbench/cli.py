@@ -19,8 +19,8 @@ DEMO_GRID = (
     "fixed:size=512",
     "recursive:size=256",
     "sentence:size=256",
-    "semantic:breakpoint_percentile=80",
-    "semantic:breakpoint_percentile=95",
+    "semantic:breakpoint_percentile=80,max_size=256",
+    "semantic:breakpoint_percentile=95,max_size=256",
 )
 
 EPILOG = """\

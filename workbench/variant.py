@@ -58,7 +58,8 @@ class Variant:
         """Short human name: strategy, its main parameters, any others that differ from their
         defaults, and the modifiers."""
         schema = get_strategy(self.strategy).params
-        shown = [f"{k}={v}" for k, v in self.params if schema[k].label or schema[k].default != v]
+        values = self.kwargs
+        shown = [f"{k}={_short(values[k])}" for k, p in schema.items() if p.label or p.default != values[k]]
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
         return f"{self.strategy}({', '.join(shown)})" + "".join(mods)
 
@@ -73,6 +74,10 @@ class Variant:
             chunks = fn(doc, env, **self.kwargs)
             out.extend([with_header(doc, c) for c in chunks] if self.contextual_header else chunks)
         return out
+
+
+def _short(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def with_header(doc: Document, chunk: Chunk) -> Chunk:

@@ -1,0 +1,75 @@
+"""`python -m workbench`: help, strategy listing, a headless sweep, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_notebook import write_dataset
+
+from workbench.chunkers import STRATEGIES
+from workbench.cli import main
+from workbench.dataset import Dataset
+
+
+def test_help_explains_every_option() -> None:
+    out = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for option in ("--data", "--questions", "--out", "--variant", "--grid", "--ks", "--mode", "--model", "--cache",
+                   "--max-questions", "--threads", "--no-report", "--quiet", "+header", "+late"):
+        assert option in out
+
+
+def test_strategies_lists_every_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["strategies"])
+    out = capsys.readouterr().out
+    for name, s in STRATEGIES.items():
+        assert f"{name}: " in out
+        assert all(f"    {p} = " in out for p in s.params)
+    assert "breakpoint_percentile = 95.0 in [0, 100]" in out
+
+
+def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps([{"strategy": "recursive", "size": 32}]))
+    args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
+            "-v", "fixed:size=24,overlap=4", "--grid", str(grid), "--ks", "1", "3", "--quiet"]
+    main(args)
+    first = capsys.readouterr().out
+    assert "2 of 2 indexes built" in first and "texts embedded" in first
+    for name in ("summary.csv", "variants.csv", "per_question.parquet", "config.json", "overview.png", "report.html"):
+        assert (tmp_path / "out" / name).exists(), name
+        assert str(tmp_path / "out" / name) in first  # it says where everything is
+    main(args)
+    assert "0 of 2 indexes built, embedded nothing new" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["-v", "fixed:size=8,overlap=9"], "--variant: fixed: parameter 'overlap' must be in [0, size)"),
+        (["-v", "chonk:size=8"], "--variant: unknown strategy 'chonk'"),
+        (["--max-questions", "0"], "--max-questions must be >= 1"),
+        (["--model", "sentence-transformers/all-MiniLM-L6-v2"], "--model: model"),
+    ],
+)
+def test_bad_arguments_fail_before_work(tiny: Dataset, tmp_path: Path, extra: list[str], message: str) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    with pytest.raises(SystemExit) as err:
+        main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"), *extra])
+    assert message in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_data_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "corpus.jsonl").write_text('{"doc_id": "a", "text": "x"}\n{"doc_id": "a", "text": "y"}\n')
+    (tmp_path / "d" / "questions.jsonl").write_text("")
+    with pytest.raises(SystemExit) as err:
+        main(["sweep", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "out")])
+    assert "corpus.jsonl, line 2: field 'doc_id' duplicate id 'a'" in str(err.value)
