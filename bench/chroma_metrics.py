@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import tiktoken
 
 import workbench  # noqa: F401  (offline tiktoken data; must precede tiktoken)
-import tiktoken
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset, load_dataset
 from workbench.metrics import score_omega

@@ -11,6 +11,7 @@ from textgen import documents
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Document
 
+
 @PROPS
 @given(doc=documents, size=st.integers(1, 40), data=st.data())
 def test_fixed_contract_on_random_text(doc: Document, size: int, data: st.DataObject) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from textgen import documents
+
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy, run_strategy
 from workbench.chunkers.markdown import section_spans
 from workbench.dataset import Document

@@ -3,20 +3,17 @@ kept whole, the chunk contract on random text, and the fallback to recursive spl
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
+from conftest import BILLING, SPACE
 from hypothesis import given
 from hypothesis import strategies as st
-from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
 from textgen import documents
 
-from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.chunkers import run_strategy
 from workbench.chunkers.markdown import section_spans
 from workbench.dataset import Document
 from workbench.variant import Variant
-
-from conftest import BILLING, SPACE
 
 GUIDE = """Preamble line.
 

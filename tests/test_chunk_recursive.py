@@ -6,17 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
 from hypothesis import given
 from hypothesis import strategies as st
-from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
 from textgen import documents
 
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.recursive import PRESETS, Units, recursive_spans, split_pieces
 from workbench.dataset import Document
 from workbench.variant import Variant
-
-
 
 
 def texts(doc: Document, **params) -> list[str]:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from textgen import documents
+
 from workbench.chunkers import ChunkEnv, get_strategy, run_strategy
 from workbench.chunkers.semantic import breakpoints, group_texts
 from workbench.chunkers.sentence import sentence_spans

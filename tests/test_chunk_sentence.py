@@ -7,8 +7,8 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from textgen import documents, texts
+
 from workbench.chunkers import ChunkEnv, get_strategy, run_strategy
 from workbench.chunkers.sentence import sentence_spans
 from workbench.dataset import Document

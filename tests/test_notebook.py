@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import nbformat
+from conftest import REPO
 from nbclient import NotebookClient
 
 from workbench.dataset import Dataset
-
-from conftest import REPO
 
 
 def write_dataset(ds: Dataset, folder: Path) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+
 import matplotlib
 
 matplotlib.use("Agg")

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets as w
 import pytest
 
-from workbench.chunkers import STRATEGIES
+from workbench.chunkers import STRATEGIES, Param, register_function
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
-from workbench.widgets import CONTROLLED, Panel, combine, panel, tunable_strategies
+from workbench.widgets import Panel, combine, control, panel, read
 
 KS = (1, 3)
 BASE = [Variant.make("fixed", size=16), Variant.make("fixed", size=48)]
@@ -45,7 +47,10 @@ def test_controls_drive_measurements_and_redraws(
     assert first[:8] == b"\x89PNG\r\n\x1a\n" and p.draws == 1
     default = Variant.make("fixed").label  # the controls start at the strategy's defaults
     assert p.selected == default and labels(p.result) == [*labels(base), default]
-    assert not p.params["size"].disabled and p.params["breakpoint_percentile"].disabled
+    assert set(p.params) == set(STRATEGIES["fixed"].params)
+    assert isinstance(p.params["size"], w.IntSlider) and isinstance(p.params["unit"], w.Dropdown)
+    # A drag measures once, on release:
+    assert not (p.params["size"].continuous_update or p.params["overlap"].continuous_update or p.k.continuous_update)
 
     p.params["size"].value = 32  # a new variant: measured, merged, drawn
     new = Variant.make("fixed", size=32).label
@@ -71,6 +76,73 @@ def test_invalid_parameters_show_the_message_not_a_traceback(tiny: Dataset, embe
     assert p.selected == Variant.make("fixed", size=32, overlap=8).label and p.draws == draws + 1
 
 
+@pytest.fixture
+def halves() -> Iterator[str]:
+    """A user strategy registered for one test, then unregistered so it leaks into no other."""
+    register_function("halves", lambda text: [text[: len(text) // 2], text[len(text) // 2:]])
+    yield "halves"
+    del STRATEGIES["halves"]
+
+
+def test_every_registered_strategy_is_offered_with_its_own_controls(
+    tiny: Dataset, embedder: Embedder, store: Path, halves: str
+) -> None:
+    p = panel(tiny, embedder, store, ks=KS)
+    assert list(p.strategy.options) == list(STRATEGIES)
+    assert {"fixed", "recursive", "semantic", "parent_child", "sentence_window", "halves"} <= set(p.strategy.options)
+
+    p.strategy.value = "parent_child"
+    schema = STRATEGIES["parent_child"].params
+    assert list(p.params) == list(schema) and list(p.param_box.children) == list(p.params.values())
+    assert {n: c.value for n, c in p.params.items()} == {n: q.default for n, q in schema.items()}
+    assert p.params["child_size"].tooltip == schema["child_size"].help
+    assert p.params["parent"].options == ("fixed", "window", "section")
+    assert p.selected == Variant.make("parent_child").label and p.plot.value
+
+    draws, picture = p.draws, p.plot.value
+    p.params["parent"].value = "window"  # a new variant of the new strategy: measured and drawn
+    assert p.selected == Variant.make("parent_child", parent="window").label
+    assert p.draws == draws + 1 and p.plot.value != picture
+
+    draws = p.draws
+    p.strategy.value = halves  # no parameters: still selectable, measured and drawn
+    assert p.params == {} and p.param_box.children == () and p.selected == "halves()" and p.draws == draws + 1
+
+
+def test_controls_follow_the_schema() -> None:
+    percentile = control("breakpoint_percentile", STRATEGIES["semantic"].params["breakpoint_percentile"])
+    assert isinstance(percentile, w.FloatSlider) and (percentile.min, percentile.max, percentile.value) == (0, 100, 95)
+    assert not percentile.continuous_update and percentile.tooltip.startswith("percentile of adjacent")
+    unbounded = control("size", Param(256, "chunk size"))
+    assert isinstance(unbounded, w.IntSlider) and (unbounded.min, unbounded.max) == (0, 1024)
+    assert control("window", Param(3, "sentences", lo=1, hi=6)).max == 6
+    assert isinstance(control("flag", Param(False, "a switch")), w.Checkbox)
+    assert isinstance(control("name", Param("x", "free text")), w.Text)
+    seps = Param((), "separators")
+    box = control("seps", seps)
+    assert box.value == "[]"
+    box.value = '["\\n\\n", ". "]'
+    assert read("seps", seps, box) == ["\n\n", ". "]
+    box.value = "[oops"
+    with pytest.raises(ValueError, match="parameter 'seps' must be JSON"):
+        read("seps", seps, box)
+
+
+def test_modifiers_make_their_variants_and_refuse_to_combine(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    p = panel(tiny, embedder, store, ks=KS)
+    p.params["size"].value = 48
+    p.header.value = True
+    assert p.selected == Variant.make("fixed", size=48, contextual_header=True).label
+    assert p.selected.endswith("+header")
+    selected, draws = p.selected, p.draws
+    p.late.value = True  # both at once: Variant.make refuses, the panel says why
+    assert "contextual_header and late cannot be combined" in p.message.value
+    assert (p.selected, p.draws) == (selected, draws)
+    p.header.value = False
+    assert p.selected == Variant.make("fixed", size=48, late=True).label and p.selected.endswith("+late")
+    assert p.draws == draws + 1
+
+
 def test_add_and_remove_variants_from_the_comparison(tiny: Dataset, embedder: Embedder, store: Path) -> None:
     p = panel(tiny, embedder, store, ks=KS)
     assert p.compared == []
@@ -82,18 +154,6 @@ def test_add_and_remove_variants_from_the_comparison(tiny: Dataset, embedder: Em
     assert p.compared == [Variant.make("fixed").label, BASE[1].label]
     p.remove.click()
     assert p.compared == [Variant.make("fixed").label] and p.draws == 5
-
-
-def test_irrelevant_controls_are_disabled_for_every_strategy(tiny: Dataset, embedder: Embedder, store: Path) -> None:
-    names = tunable_strategies()
-    assert names[0] == "fixed" and {"recursive", "semantic"} <= set(names)
-    assert all(set(STRATEGIES[n].params) & set(CONTROLLED) for n in names)
-    p = panel(tiny, embedder, store, ks=KS)
-    for name in names[1:]:
-        p.strategy.value = name
-        assert p.selected is not None and p.selected.startswith(name), p.message.value
-        schema = STRATEGIES[name].params
-        assert {c: not w.disabled for c, w in p.params.items()} == {c: c in schema for c in CONTROLLED}
 
 
 def test_a_result_from_other_data_is_refused(tiny: Dataset, embedder: Embedder, store: Path, base: SweepResult) -> None:

@@ -11,7 +11,7 @@ import json
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -147,7 +147,7 @@ def sweep(
         "texts_embedded": embedder.stats.embedded - before[0],
         "texts_cached": embedder.stats.cached - before[1],
         "versions": versions(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     summary = stats.summarize(per_question, confidence=confidence)
     return SweepResult(per_question, summary, pd.DataFrame(rows), config)

@@ -7,7 +7,7 @@ embedding model's own word-piece tokenizer (what its 256-token window is counted
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,7 +27,7 @@ class Tokenizer(Protocol):
         ...
 
 
-@lru_cache(maxsize=None)
+@cache
 def _encoding(name: str) -> Any:
     import tiktoken
 

@@ -1,6 +1,8 @@
 """An ipywidgets panel to try chunking parameters by hand and see where they land among others.
 
-It is a thin shell over `sweep` and `plots.overview`: picking parameters makes a Variant,
+Every registered strategy is offered, with controls generated from its Param schema (so a
+user-registered chunker needs no panel code). It is a thin shell over `sweep` and
+`plots.overview`: picking a strategy, parameters and modifiers makes a Variant,
 sweeps it once if it is new (the IndexStore and the vector cache make a revisit cheap), merges
 it into the panel's result and redraws. Everything already measured is only filtered, never
 recomputed. Figures are shown as PNG in an Image widget, which needs no matplotlib backend.
@@ -17,7 +19,7 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from workbench.chunkers import STRATEGIES, get_strategy
+from workbench.chunkers import STRATEGIES, Param
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.plots import figure_to_png_bytes, overview, variant_order
@@ -25,7 +27,6 @@ from workbench.sweep import DEFAULT_KS, SweepResult, sweep
 from workbench.variant import Variant
 
 MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "mode", "confidence")
-CONTROLLED = ("size", "overlap", "breakpoint_percentile")  # the parameters the panel can set
 
 
 def combine(results: Sequence[SweepResult]) -> SweepResult:
@@ -57,28 +58,49 @@ def combine(results: Sequence[SweepResult]) -> SweepResult:
     return SweepResult(per_question, summary, variants, config)
 
 
-def _controls() -> dict[str, w.ValueWidget]:
-    """One slider per CONTROLLED parameter; a strategy without that parameter gets it disabled."""
-    common = {"continuous_update": False, "style": {"description_width": "initial"}}
-    return {
-        "size": w.IntSlider(256, min=16, max=2048, step=16, description="chunk size", **common),
-        "overlap": w.IntSlider(0, min=0, max=1024, step=8, description="overlap", **common),
-        "breakpoint_percentile": w.FloatSlider(95, min=50, max=100, step=0.5, description="breakpoint percentile",
-                                               **common),
-    }
+def typed_as_json(p: Param) -> bool:
+    """Tuples (e.g. custom separators) and untyped parameters are typed as JSON, which keeps
+    escapes such as "\\n\\n" exact; every other kind has a native widget."""
+    return p.choices is None and not isinstance(p.default, bool | int | float | str)
 
 
-def tunable_strategies() -> list[str]:
-    """Registered strategies that take at least one of the panel's parameters, the baseline first."""
-    names = [name for name, s in STRATEGIES.items() if set(s.params) & set(CONTROLLED)]
-    return sorted(names, key=lambda name: (name != "fixed", name))
+def control(name: str, p: Param) -> w.ValueWidget:
+    """The widget for one parameter, chosen from its schema alone, so any registered strategy
+    (built in or user-registered) gets its controls without the panel knowing it."""
+    common = {"description": name.replace("_", " "), "tooltip": p.help, "style": {"description_width": "initial"}}
+    if typed_as_json(p):
+        common["tooltip"] += " (as JSON)"
+        return w.Text(value=json.dumps(p.default), continuous_update=False, **common)
+    if p.choices is not None:
+        return w.Dropdown(options=list(p.choices), value=p.default, **common)
+    if isinstance(p.default, bool):
+        return w.Checkbox(value=p.default, **common)
+    if isinstance(p.default, str):
+        return w.Text(value=p.default, continuous_update=False, **common)
+    # An open upper bound gets a roomy slider; its readout still accepts a typed value.
+    lo = min(0, p.default) if p.lo is None else p.lo
+    hi = max(4 * p.default, 1024) if p.hi is None else p.hi
+    if isinstance(p.default, int):
+        return w.IntSlider(value=p.default, min=lo, max=hi, continuous_update=False, **common)
+    return w.FloatSlider(value=p.default, min=lo, max=hi, step=(hi - lo) / 200, continuous_update=False, **common)
+
+
+def read(name: str, p: Param, widget: w.ValueWidget) -> Any:
+    """The control's value for `Variant.make`; raises ValueError naming the parameter."""
+    if not typed_as_json(p):
+        return widget.value
+    try:
+        return json.loads(widget.value)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"parameter '{name}' must be JSON, e.g. {json.dumps(p.default)}: {e}") from None
 
 
 class Panel(w.VBox):
-    """Controls, a message line, a progress area and the overview figure.
+    """Strategy, parameter and modifier controls, a message line, a progress area and the figure.
 
     `result` holds every variant measured so far; `compared` the labels drawn next to the
-    selected one; `draws` counts redraws (the figure is `plot.value`, PNG bytes).
+    selected one; `params` the current strategy's controls by parameter name; `draws` counts
+    redraws (the figure is `plot.value`, PNG bytes).
     """
 
     def __init__(
@@ -103,40 +125,54 @@ class Panel(w.VBox):
         self.selected: str | None = None
         self.draws = 0
 
-        names = tunable_strategies()
-        self.strategy = w.Dropdown(options=names, value=names[0], description="strategy")
-        self.params = _controls()
-        self.k = w.SelectionSlider(options=list(self.ks), value=self.ks[-1], description="k")
+        self.strategy = w.Dropdown(options=list(STRATEGIES), description="strategy")
+        self.about = w.HTML()
+        self.params: dict[str, w.ValueWidget] = {}
+        self.param_box = w.HBox(layout=w.Layout(flex_flow="row wrap"))
+        self.header = w.Checkbox(False, description="contextual header",
+                                 tooltip="embed 'title > heading path' above each chunk's text")
+        self.late = w.Checkbox(False, description="late chunking",
+                               tooltip="pool token embeddings of the whole document window")
+        self.k = w.SelectionSlider(options=list(self.ks), value=self.ks[-1], description="k", continuous_update=False)
         self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
         self.message = w.HTML()
         self.progress = w.Output()
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
-        for control in (self.strategy, *self.params.values()):
-            control.observe(self._on_variant, names="value")
+        self.strategy.observe(self._on_strategy, names="value")
+        for modifier in (self.header, self.late):
+            modifier.observe(self._on_variant, names="value")
         self.k.observe(lambda _: self._draw(), names="value")
         self.add.on_click(lambda _: self._pin(True))
         self.remove.on_click(lambda _: self._pin(False))
         super().__init__([
-            w.HBox([self.strategy, self.add, self.remove]),
-            w.HBox([*self.params.values(), self.k]),
+            w.HBox([self.strategy, self.about]),
+            self.param_box,
+            w.HBox([self.header, self.late, self.k, self.add, self.remove]),
             self.message, self.progress, self.plot,
         ])
-        self._on_variant()
+        self._on_strategy()
 
     def variant(self) -> Variant:
         """The Variant the controls describe; raises ValueError for an invalid combination."""
-        schema = get_strategy(self.strategy.value).params
-        params = {
-            name: control.value if schema[name].default is None else type(schema[name].default)(control.value)
-            for name, control in self.params.items() if name in schema
-        }
-        return Variant.make(self.strategy.value, **params)
+        schema = STRATEGIES[self.strategy.value].params
+        params = {name: read(name, schema[name], widget) for name, widget in self.params.items()}
+        return Variant.make(self.strategy.value, contextual_header=self.header.value, late=self.late.value, **params)
+
+    def _on_strategy(self, _: Any = None) -> None:
+        """New controls at the strategy's defaults, then select. The old ones are closed once
+        no longer shown, so their kernel-side comms do not pile up."""
+        spec, old = STRATEGIES[self.strategy.value], self.params.values()
+        self.params = {name: control(name, p) for name, p in spec.params.items()}
+        for widget in self.params.values():
+            widget.observe(self._on_variant, names="value")
+        self.param_box.children = list(self.params.values())
+        for widget in old:
+            widget.close()
+        self.about.value = f"<i>{html.escape(spec.help)}</i>" + ("" if spec.params else " (no parameters)")
+        self._on_variant()
 
     def _on_variant(self, _: Any = None) -> None:
-        schema = get_strategy(self.strategy.value).params
-        for name, control in self.params.items():
-            control.disabled = name not in schema
         try:
             v = self.variant()
         except ValueError as e:

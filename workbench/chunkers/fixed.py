@@ -13,6 +13,7 @@ from workbench.dataset import Document
 from workbench.tokens import MODEL_TOKENIZER, TIKTOKEN_ENCODINGS
 
 UNIT = Param("tokens", "size unit: tokens of `tokenizer`, or characters", choices=("tokens", "chars"))
+SIZE = Param(256, "chunk size in `unit`", lo=1, label=True)
 TOKENIZER = Param("cl100k_base", "tokenizer for unit=tokens", choices=(*TIKTOKEN_ENCODINGS, MODEL_TOKENIZER))
 
 
@@ -64,7 +65,7 @@ def char_windows(b: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]
     "fixed",
     "Cut every `size` units, repeating the last `overlap` units at the start of the next chunk.",
     {
-        "size": Param(256, "chunk size in `unit`", lo=1, label=True),
+        "size": SIZE,
         "overlap": Param(0, "units repeated between neighbours, in [0, size)", lo=0, label=True),
         "unit": UNIT,
         "tokenizer": TOKENIZER,

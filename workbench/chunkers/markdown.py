@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.fixed import TOKENIZER, UNIT, unit_boundaries
+from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.recursive import LINES, PRESETS, Bounds, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import Param, check_overlap, strategy
 from workbench.dataset import Document
@@ -119,7 +119,7 @@ def _section_pieces(
     "One section per Markdown heading (chunks carry the heading path); tables and code blocks "
     "kept whole when they fit; long sections split recursively.",
     {
-        "size": Param(256, "chunk size in `unit`", lo=1, label=True),
+        "size": SIZE,
         "overlap": Param(0, "units repeated between neighbours of a section, in [0, size)", lo=0, label=True),
         "unit": UNIT,
         "tokenizer": TOKENIZER,

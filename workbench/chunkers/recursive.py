@@ -18,7 +18,7 @@ from itertools import pairwise
 import numpy as np
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.fixed import TOKENIZER, UNIT, unit_boundaries
+from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.registry import Param, check_overlap, strategy
 from workbench.dataset import Document
 
@@ -149,7 +149,7 @@ def check_separators(p: dict) -> None:
     "recursive",
     "Split on paragraphs, then lines, sentences and words until pieces fit; merge neighbours up to `size`.",
     {
-        "size": Param(256, "chunk size in `unit`", lo=1, label=True),
+        "size": SIZE,
         "overlap": Param(0, "units repeated between neighbours, in [0, size), whole pieces only", lo=0, label=True),
         "unit": UNIT,
         "tokenizer": TOKENIZER,

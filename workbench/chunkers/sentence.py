@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.fixed import TOKENIZER, UNIT, unit_boundaries, windows
+from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.chunkers.registry import Param, strategy
 from workbench.dataset import Document
 
@@ -140,7 +140,7 @@ def pack(
     "Whole sentences (punkt, plus line breaks and CJK stops) packed up to `size` units; "
     "`overlap` sentences repeated between neighbours; longer sentences cut like `fixed`.",
     {
-        "size": Param(256, "max chunk size in `unit`", lo=1, label=True),
+        "size": SIZE,
         "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
