@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
+from chunkcheck import ENV, PROPS, check_random_doc
 from hypothesis import given
 from hypothesis import strategies as st
 from textgen import documents
 
-from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.chunkers import run_strategy
 from workbench.dataset import Document
 
 
@@ -30,31 +29,3 @@ def test_fixed_skips_whitespace_only_windows() -> None:
     assert texts == ["ab", "cd"]
 
 
-@pytest.mark.parametrize("unit,tokenizer", UNITS)
-def test_fixed_exact_offsets_on_non_ascii(unit: str, tokenizer: str) -> None:
-    doc = Document("d", "t", MIXED)
-    chunks = run_strategy("fixed", dict(size=5, overlap=2, unit=unit, tokenizer=tokenizer), doc, ENV)
-    assert len(chunks) > 3
-    assert_chunk_contract(doc, chunks, 5, 2, unit, tokenizer, ENV)
-
-
-def test_fixed_model_tokenizer_exact_offsets(embedder) -> None:
-    env = ChunkEnv(model_tokenizer=embedder.tokenizer)
-    doc = Document("d", "t", MIXED)
-    chunks = run_strategy("fixed", dict(size=6, tokenizer="model"), doc, env)
-    assert len(chunks) > 2
-    assert_chunk_contract(doc, chunks, 6, 0, "tokens", "model", env)
-
-
-@pytest.mark.parametrize(
-    "params,named",
-    [
-        (dict(size=4, overlap=4), "overlap"),
-        (dict(size=0), "size"),
-        (dict(unit="words"), "unit"),
-        (dict(tokenizer="gpt2"), "tokenizer"),
-    ],
-)
-def test_fixed_invalid_parameters(params: dict, named: str) -> None:
-    with pytest.raises(ValueError, match=f"'{named}'"):
-        run_strategy("fixed", params, Document("d", "t", "text"), ENV)

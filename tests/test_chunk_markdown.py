@@ -148,11 +148,8 @@ def test_markdown_exact_offsets_on_non_ascii(unit: str, tokenizer: str) -> None:
 @pytest.mark.parametrize(
     "params,named",
     [
-        (dict(size=4, overlap=4), "overlap"),
-        (dict(size=0), "size"),
-        (dict(unit="words"), "unit"),
-        (dict(tokenizer="gpt2"), "tokenizer"),
         (dict(max_heading_level=7), "max_heading_level"),
+        (dict(max_heading_level=0), "max_heading_level"),
     ],
 )
 def test_markdown_invalid_parameters(params: dict, named: str) -> None:
