@@ -4,11 +4,11 @@ re-runs across percentiles, size limits and properties, all with the real bundle
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from textgen import documents
@@ -20,7 +20,7 @@ from workbench.dataset import Document
 from workbench.embed import Embedder
 from workbench.variant import Variant
 
-CORPUS = Path("/work/shared/datasets/chroma_general/corpus.jsonl")
+CORPUS = SHARED / "chroma_general" / "corpus.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,7 @@ def spans_from_llamaindex(text: str, node_texts: list[str], first: int) -> list[
     return out
 
 
+@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/datasets not beside the repo")
 @pytest.mark.parametrize(
     ("doc_id", "offset", "n_chars", "buffer_size", "percentiles"),
     [

@@ -7,27 +7,21 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.chunkers import ChunkEnv, make_chunk, run_strategy
 from workbench.chunkers.late import OVERLAP, late_vectors, plan_windows
 from workbench.dataset import Document
-from workbench.embed import Embedder
 
-CORPUS = "/work/shared/datasets/chroma_general/corpus.jsonl"
 SHORT = Document("s", "S", "Zürich café is naïve. The city lies on a lake. It has many banks.\n\n   \nBye.")
-
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory) -> Embedder:
-    return Embedder(cache_dir=tmp_path_factory.mktemp("late"), progress=False)
 
 
 @pytest.fixture(scope="module")
 def long_doc() -> Document:
     """A real text long enough for 4 model windows (about 760 word pieces)."""
-    with open(CORPUS, encoding="utf-8") as f:
+    with open(REPO / "data" / "chroma_small" / "corpus.jsonl", encoding="utf-8") as f:
         row = json.loads(f.readline())
     return Document("sotu", row["title"], row["text"][:3500])
 
