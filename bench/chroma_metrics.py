@@ -33,7 +33,7 @@ from workbench.metrics import score_omega
 from workbench.variant import Variant
 
 CONFIGS = ((800, 400), (400, 200), (250, 125), (200, 0))  # (size, overlap) in cl100k_base tokens
-DEFAULT_DATA = Path("/work/shared/datasets/chroma_general")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "chroma_general"
 # The report's results table could not be retrieved offline (see bench/chroma_metrics.md): no values.
 PUBLISHED: dict[tuple[int, int], float] = {}
 

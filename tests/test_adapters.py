@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO
 from llama_index.core import Document as LlamaDocument
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, TokenTextSplitter
 from llama_index.core.schema import MetadataMode
@@ -14,14 +15,13 @@ from workbench.chunkers.adapters import locate, register_function, register_node
 from workbench.dataset import Document
 from workbench.variant import Variant
 
-CORPUS = "/work/shared/datasets/chroma_general/corpus.jsonl"
 UNICODE = "Café naïve 😀.\n\n  中文段落。日本語です。 \n\nZürich —  end."
 
 
 @pytest.fixture(scope="module")
 def speech() -> Document:
     """A real text: the first 3000 characters of the State of the Union (it opens with a repeat)."""
-    with open(CORPUS, encoding="utf-8") as f:
+    with open(REPO / "data" / "chroma_small" / "corpus.jsonl", encoding="utf-8") as f:
         row = json.loads(f.readline())
     assert row["doc_id"] == "state_of_the_union"
     return Document(row["doc_id"], row["title"], row["text"][:3000])

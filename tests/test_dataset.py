@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
 
 from workbench.dataset import DatasetError, Span, load_dataset
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 DOCS = [
     {"doc_id": "a", "title": "Alpha", "text": "Café au lait. 中文句子。"},
