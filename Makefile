@@ -27,8 +27,10 @@ test: setup  ## the test suite (real model, real FAISS, small corpora)
 lab: setup  ## JupyterLab on notebooks/
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
-bench: setup  ## benchmarks: ratios measured side by side
+bench: setup  ## benchmarks: ratios measured side by side (about 10 minutes)
 	$(BIN)/python bench/chroma_metrics.py
+	$(BIN)/python bench/chunker_costs.py
+	$(BIN)/python bench/demo_times.py --json bench/demo_times.json
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache

@@ -14,7 +14,7 @@ from workbench.tokens import MODEL_TOKENIZER, TIKTOKEN_ENCODINGS
 
 UNIT = Param("tokens", "size unit: tokens of `tokenizer`, or characters", choices=("tokens", "chars"))
 SIZE = Param(256, "chunk size in `unit`", lo=1, label=True)
-TOKENIZER = Param("cl100k_base", "tokenizer for unit=tokens", choices=(*TIKTOKEN_ENCODINGS, MODEL_TOKENIZER))
+TOKENIZER = Param("cl100k_base", "tokenizer that counts sizes: a tiktoken encoding, or model (the embedding model's own)", choices=(*TIKTOKEN_ENCODINGS, MODEL_TOKENIZER))
 
 
 def unit_boundaries(text: str, unit: str, tokenizer: str, env: ChunkEnv) -> np.ndarray:
