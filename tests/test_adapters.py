@@ -6,9 +6,11 @@ import json
 
 import pytest
 from conftest import REPO
+from hypothesis import given, settings
 from llama_index.core import Document as LlamaDocument
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, TokenTextSplitter
 from llama_index.core.schema import MetadataMode
+from textgen import documents
 
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.adapters import locate, register_function, register_node_parser
@@ -126,3 +128,29 @@ def test_parser_settings_change_the_variant_key():
     assert Variant.make("test_sized").key == small  # the same settings give the same key again
     register_node_parser("test_sized", TokenTextSplitter(chunk_size=64, chunk_overlap=8))
     assert Variant.make("test_sized").key != small  # so does another parser class
+
+
+@settings(max_examples=50, deadline=None)
+@given(doc=documents)
+def test_wrapped_functions_keep_the_chunk_contract_on_random_text(doc: Document) -> None:
+    """Paragraphs stripped and words with collapsed whitespace, on random Unicode text: exact
+    spans, in order, covering every non-space character, deterministic."""
+    register_function("test_prop_paragraphs", lambda t: [p.strip() for p in t.split("\n\n")])
+    register_function("test_prop_lines", lambda t: [" ".join(line.split()) for line in t.splitlines()])
+    for name in ("test_prop_paragraphs", "test_prop_lines"):
+        chunks = run_strategy(name, {}, doc, ChunkEnv())
+        covered = [False] * len(doc.text)
+        for c in chunks:
+            assert c.text == doc.text[c.start:c.end] and c.text.strip()
+            covered[c.start:c.end] = [True] * (c.end - c.start)
+        assert all(covered[i] or ch.isspace() for i, ch in enumerate(doc.text))
+        assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+        assert run_strategy(name, {}, doc, ChunkEnv()) == chunks
+
+
+@settings(max_examples=25, deadline=None)
+@given(doc=documents)
+def test_wrapped_llamaindex_splitter_gives_exact_spans_on_random_text(doc: Document) -> None:
+    register_node_parser("test_prop_li", SentenceSplitter(chunk_size=24, chunk_overlap=4))
+    chunks = run_strategy("test_prop_li", {}, doc, ChunkEnv())
+    assert chunks and all(c.text == doc.text[c.start:c.end] for c in chunks)
