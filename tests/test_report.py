@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.figure import Figure
 
-from workbench import plots
+from workbench import plots, stats
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.report import _cell, summary_table, variants_table, write_report
@@ -120,3 +120,13 @@ def test_variants_table_groups_identity_parameters_cost_then_key(result: SweepRe
     assert columns[:4] == ["variant", "strategy", "contextual_header", "late"]
     assert set(columns[4:8]) == {"size", "overlap", "unit", "tokenizer"}  # the grid's parameters
     assert columns[-1] == "key" and "chunks" in columns[8:] and sorted(columns) == sorted(result.variants.columns)
+
+
+def test_report_pairs_every_variant_against_the_best(result: SweepResult, tmp_path: Path) -> None:
+    text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    table = stats.against_best(result.per_question, "recall", 3)
+    assert "Against the best variant" in text and "recall@3" in text
+    assert html.escape(table["best"].iloc[0]) in text
+    assert len(table) == result.per_question["variant"].nunique() - 1
+    assert (table["diff"] <= 0).all()  # nothing beats the best on average
+    assert f"{table['diff'].iloc[0]:.3f}" in text

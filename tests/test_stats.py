@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from workbench.stats import mean_ci, paired_compare, summarize
+from workbench.stats import against_best, mean_ci, paired_compare, summarize
 
 
 def frame(variant: str, values, metric: str = "recall", k: int = 5) -> pd.DataFrame:
@@ -119,3 +119,15 @@ def test_paired_compare_names_what_is_missing():
         paired_compare(df, "a", "b", "recall", 5)
     with pytest.raises(ValueError, match="duplicate qids for variant='a'"):
         paired_compare(pd.concat([df, df, frame("b", np.zeros(5))]), "a", "b", "recall", 5)
+
+
+def test_against_best_ranks_and_pairs_every_other_variant():
+    base = np.linspace(0, 1, 12)
+    pq = pd.concat([frame("a", base), frame("b", base + 0.1), frame("c", base - 0.2)], ignore_index=True)
+    table = against_best(pq, "recall", 5)
+    assert set(table["best"]) == {"b"}
+    assert list(table["variant"]) == ["a", "c"]  # best first, then by mean
+    assert table["diff"].round(12).tolist() == [-0.1, -0.3]
+    assert (table["ci_high"] < 0).all() and (table["p_value"] < 0.01).all()
+    with pytest.raises(ValueError, match="no rows for metric='mrr'"):
+        against_best(pq, "mrr", 5)

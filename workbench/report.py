@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from workbench import plots
+from workbench import plots, stats
 from workbench.io import atomic_write
 
 if TYPE_CHECKING:
@@ -119,10 +119,28 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure], tit
     confidence = c.get("confidence", 0.95)
     out.write(f"<h2>Scores</h2>\n<p>mean [{confidence:.0%} confidence interval] over questions.</p>\n"
               f'<div class="scroll">{summary_table(result).to_html(escape=True)}</div>\n')
+    out.write(_against_best(result))
     out.write("<h2>Variants and index cost</h2>\n<div class=\"scroll\">"
               + variants_table(result).to_html(index=False, na_rep="", float_format=lambda x: f"{x:g}", escape=True)
               + "</div>\n")
     out.write(f"<h2>Configuration</h2>\n{_config(c)}</body>\n</html>\n")
+
+
+def _against_best(result: SweepResult, metric: str = "recall") -> str:
+    """Every variant paired against the best on recall@k (k = 5 when swept, else the largest)."""
+    ks = sorted(k for k in result.per_question["k"].unique() if k > 0)
+    if result.per_question["variant"].nunique() < 2 or not ks:
+        return ""
+    k = 5 if 5 in ks else ks[-1]
+    table = stats.against_best(result.per_question, metric, k)
+    best = table["best"].iloc[0]
+    shown = table[["variant", "mean", "diff", "ci_low", "ci_high", "p_value"]].rename(
+        columns={"mean": f"{metric}@{k}", "diff": "difference", "ci_low": "low", "ci_high": "high", "p_value": "p"})
+    return (f"<h2>Against the best variant</h2>\n<p>Each variant minus <b>{html.escape(str(best))}</b> on "
+            f"{metric}@{k}, paired over the same questions: BCa bootstrap interval of the difference and "
+            "the p-value of a sign-flip permutation test (uncorrected for the number of comparisons).</p>\n"
+            '<div class="scroll">' + shown.to_html(index=False, float_format=lambda x: f"{x:.3f}", escape=True)
+            + "</div>\n")
 
 
 def default_figures(result: SweepResult) -> dict[str, Figure]:

@@ -154,3 +154,19 @@ def paired_compare(
         "ci_high": float(high[0]),
         "p_value": float(test.pvalue),
     }
+
+
+def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5, n_resamples: int = 2000,
+                 seed: int = 0) -> pd.DataFrame:
+    """Every variant paired against the one with the best mean `metric`@k: the difference, its
+    interval and p-value, so a table of means is never read as a ranking the data cannot support."""
+    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    if sel.empty:
+        raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
+    means = sel.groupby("variant", sort=False)["value"].mean()
+    best = str(means.idxmax())
+    rows = [paired_compare(per_question, best, v, metric, k, n_resamples=n_resamples, seed=seed)
+            for v in means.sort_values(ascending=False).index if v != best]
+    cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n"]
+    table = pd.DataFrame(rows, columns=cols).rename(columns={"b": "variant", "mean_b": "mean"})
+    return table.assign(best=best, metric=metric, k=k)
