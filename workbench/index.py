@@ -66,6 +66,7 @@ class ChunkIndex:
         self.chunks = chunks
         self.index = index
         self.returned_tokens = returned_tokens  # one column per tiktoken encoding, one row per chunk
+        self._tokens = {enc: returned_tokens[enc].to_numpy() for enc in TIKTOKEN_ENCODINGS}  # fast lookups
         self.cost = cost
         self._returned = [c.returned for c in chunks]
         self._doc_rows: dict[str, list[int]] = {}
@@ -88,7 +89,7 @@ class ChunkIndex:
             if span in seen:  # several children of one parent: return the parent once
                 continue
             seen.add(span)
-            tokens = {enc: int(self.returned_tokens.at[int(i), enc]) for enc in TIKTOKEN_ENCODINGS}
+            tokens = {enc: int(col[i]) for enc, col in self._tokens.items()}
             hits.append(Hit(span, float(s), int(i), tokens))
             if len(hits) == k:
                 break

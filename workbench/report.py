@@ -81,8 +81,9 @@ def _k_order(at: str) -> int:
     return int(at[1:]) if at.startswith("@") else 0
 
 
-def _figure(name: str, fig: Figure, dpi: int) -> str:
-    data = base64.b64encode(plots.figure_to_png_bytes(fig, dpi)).decode("ascii")
+def _figure(name: str, fig: Figure | bytes, dpi: int) -> str:
+    png = fig if isinstance(fig, bytes) else plots.figure_to_png_bytes(fig, dpi)
+    data = base64.b64encode(png).decode("ascii")
     alt = html.escape(name)
     return f'<figure><img src="data:image/png;base64,{data}" alt="{alt}"><figcaption>{alt}</figcaption></figure>\n'
 
@@ -104,7 +105,7 @@ def _config(config: Mapping[str, Any]) -> str:
     return out
 
 
-def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure], title: str, dpi: int) -> None:
+def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes], title: str, dpi: int) -> None:
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
             f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
@@ -154,11 +155,12 @@ def default_figures(result: SweepResult) -> dict[str, Figure]:
 def write_report(
     result: SweepResult,
     path: str | Path,
-    figures: Mapping[str, Figure] | None = None,
+    figures: Mapping[str, Figure | bytes] | None = None,
     title: str = "Chunking workbench report",
     dpi: int = 100,
 ) -> Path:
-    """Write the report to `path` (atomically) and return it; figures default to `default_figures`."""
+    """Write the report to `path` (atomically) and return it. Figures are matplotlib figures or
+    PNG bytes already rendered; they default to `default_figures`."""
     figures = default_figures(result) if figures is None else figures
 
     def write(tmp: str) -> None:
@@ -174,8 +176,8 @@ def export(result: SweepResult, folder: str | Path, figures: Mapping[str, Figure
     folder = Path(folder)
     figures = dict(figures) if figures is not None else default_figures(result)
     paths = result.save(folder)
-    for name, fig in figures.items():
-        png = plots.figure_to_png_bytes(fig, dpi=120)
+    images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
+    for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
-    paths["report"] = write_report(result, folder / "report.html", figures)
+    paths["report"] = write_report(result, folder / "report.html", images)
     return paths
