@@ -116,6 +116,7 @@ def test_controls_follow_the_schema() -> None:
     unbounded = control("size", Param(256, "chunk size"))
     assert isinstance(unbounded, w.IntSlider) and (unbounded.min, unbounded.max) == (0, 1024)
     assert control("window", Param(3, "sentences", lo=1, hi=6)).max == 6
+    assert control("window", STRATEGIES["sentence_window"].params["window"]).max == 10  # a count, not a size
     assert isinstance(control("flag", Param(False, "a switch")), w.Checkbox)
     assert isinstance(control("name", Param("x", "free text")), w.Text)
     seps = Param((), "separators")

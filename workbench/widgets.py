@@ -77,9 +77,10 @@ def control(name: str, p: Param) -> w.ValueWidget:
         return w.Checkbox(value=p.default, **common)
     if isinstance(p.default, str):
         return w.Text(value=p.default, continuous_update=False, **common)
-    # An open upper bound gets a roomy slider; its readout still accepts a typed value.
+    # An open upper bound gets the schema's slider end, or a roomy one for sizes; the readout
+    # still accepts a typed value beyond it.
     lo = min(0, p.default) if p.lo is None else p.lo
-    hi = max(4 * p.default, 1024) if p.hi is None else p.hi
+    hi = p.hi if p.hi is not None else p.slider_hi if p.slider_hi is not None else max(4 * p.default, 1024)
     if isinstance(p.default, int):
         return w.IntSlider(value=p.default, min=lo, max=hi, continuous_update=False, **common)
     return w.FloatSlider(value=p.default, min=lo, max=hi, step=(hi - lo) / 200, continuous_update=False, **common)

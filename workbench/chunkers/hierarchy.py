@@ -80,7 +80,7 @@ def _check_parent_child(p: dict[str, Any]) -> None:
         ),
         "parent": Param("fixed", "what a child returns", choices=("fixed", "window", "section"), label=True),
         "parent_size": Param(512, "parent size in tokens, for parent='fixed'", lo=1),
-        "window": Param(2, "sentences on each side of the child, for parent='window'", lo=0),
+        "window": Param(2, "sentences on each side of the child, for parent='window'", lo=0, slider_hi=10),
         "max_parent_tokens": MAX_PARENT_TOKENS,
         "tokenizer": TOKENIZER,
     },
@@ -131,7 +131,7 @@ def parent_child(
     "Embed each sentence alone; return it with `window` sentences on each side "
     "(LlamaIndex's SentenceWindowNodeParser, as exact spans).",
     {
-        "window": Param(3, "sentences returned on each side of the matched one", lo=0, label=True),
+        "window": Param(3, "sentences returned on each side of the matched one", lo=0, label=True, slider_hi=10),
         "max_parent_tokens": MAX_PARENT_TOKENS,
         "tokenizer": TOKENIZER,
     },

@@ -29,6 +29,7 @@ class Param:
     hi: float | None = None
     choices: tuple[Any, ...] | None = None
     label: bool = False  # always shown in variant labels (else only when not the default)
+    slider_hi: float | None = None  # where the widget's slider ends when `hi` is open (counts, not sizes)
 
     def validate(self, strategy: str, name: str, value: Any) -> Any:
         kind = type(self.default)

@@ -141,7 +141,7 @@ def pack(
     "`overlap` sentences repeated between neighbours; longer sentences cut like `fixed`.",
     {
         "size": SIZE,
-        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True),
+        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True, slider_hi=10),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
     },
