@@ -73,3 +73,9 @@ def test_contextual_header_changes_only_what_is_embedded(tiny: Dataset) -> None:
     assert refunds.embed_text == f"Billing guide > Billing > Refunds\n\n{refunds.text}"
     space = next(c for c in headed if c.doc_id == "space.txt")
     assert space.embed_text.startswith("Voyager\n\n")  # no heading: the title alone
+
+
+def test_parse_variant_takes_json_values_with_separators_inside() -> None:
+    v = parse_variant('recursive:size=128,custom_separators=["\\n\\n", ", ", "a+b"]+header')
+    assert v.kwargs["custom_separators"] == ("\n\n", ", ", "a+b") and v.contextual_header
+    assert parse_variant('recursive:custom_separators=["\\"quoted, and escaped\\""],size=64').kwargs["size"] == 64

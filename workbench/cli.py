@@ -28,6 +28,7 @@ variants are written strategy:name=value,name=value with optional modifiers +hea
 (contextual chunk header) and +late (late chunking), e.g.
   fixed:size=256,overlap=32        recursive:size=512,separators=markdown
   semantic:breakpoint_percentile=90,buffer_size=1+header
+  'recursive:size=256,custom_separators=["\\n\\n", ". "]'   (values are JSON when they parse)
 a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
 "contextual_header": bool, "late": bool}. Run `python -m workbench strategies` to list every
 strategy with its parameters, defaults and ranges.

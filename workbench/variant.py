@@ -94,15 +94,34 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
+def _split_outside_json(text: str, sep: str) -> list[str]:
+    """Split on `sep` except inside JSON strings and brackets, so a value may be a JSON list."""
+    parts, depth, start, in_string, escaped = [], 0, 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
+
+
 def parse_variant(text: str) -> Variant:
-    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header' and '+late'."""
-    head, *mods = text.strip().split("+")
+    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header' and '+late'. A value
+    may be JSON: 'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
+    head, *mods = _split_outside_json(text.strip(), "+")
     unknown = sorted(set(mods) - {"header", "late"})
     if unknown:
         raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: +header, +late")
     name, _, args = head.partition(":")
     params: dict[str, Any] = {}
-    for item in filter(None, (a.strip() for a in args.split(","))):
+    for item in filter(None, (a.strip() for a in _split_outside_json(args, ","))):
         key, eq, raw = item.partition("=")
         if not eq:
             raise ValueError(f"variant {text!r}: expected name=value, got {item!r}")
