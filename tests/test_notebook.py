@@ -10,6 +10,7 @@ from conftest import REPO
 from nbclient import NotebookClient
 
 from workbench.dataset import Dataset
+from workbench.viewer import EVIDENCE
 
 
 def write_dataset(ds: Dataset, folder: Path) -> Path:
@@ -38,6 +39,7 @@ def test_quickstart_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "the overview plot was not drawn"
+    assert any(EVIDENCE in o.get("data", {}).get("text/html", "") for o in outputs), "no chunk viewer"
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), "no widget panel"
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in report and tiny.fingerprint in report

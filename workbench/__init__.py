@@ -21,7 +21,7 @@ from workbench.index import Hit, IndexStore  # noqa: E402
 from workbench.sweep import SweepResult, rankings, sweep  # noqa: E402
 from workbench.variant import Variant, grid, parse_variant  # noqa: E402
 
-_LAZY = {"drilldown", "metrics", "plots", "report", "stats", "widgets"}  # matplotlib/ipywidgets load on use
+_LAZY = {"drilldown", "metrics", "plots", "report", "stats", "viewer", "widgets"}  # matplotlib/ipywidgets load on use
 
 
 def __getattr__(name: str) -> Any:

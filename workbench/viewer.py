@@ -1,0 +1,78 @@
+"""See where a variant cuts: a passage of a document with its chunk boundaries and the evidence.
+
+For teaching and for debugging a chunker: neighbouring chunks alternate between two colours,
+text held by two chunks at once (overlap) gets a third, the evidence of a question is underlined,
+and every piece carries a tooltip naming the chunks that hold it. Plain HTML and inline styles,
+so it renders in a notebook and in any saved page alike.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from workbench.chunkers import Chunk
+from workbench.dataset import Dataset, Span
+
+COLORS = ("#dbeafe", "#fde68a")  # alternate chunks
+OVERLAP = "#c4b5fd"  # held by two or more chunks
+EVIDENCE = "border-bottom: 3px solid #dc2626;"
+
+
+def chunk_html(
+    dataset: Dataset,
+    chunks: Sequence[Chunk],
+    doc_id: str,
+    start: int = 0,
+    end: int | None = None,
+    evidence: Sequence[Span] = (),
+) -> str:
+    """HTML of `doc_id`[start:end] with the chunks (of that document) that touch it."""
+    if doc_id not in dataset.docs:
+        raise KeyError(f"doc_id {doc_id!r} is not in dataset {dataset.name!r}")
+    text = dataset.docs[doc_id].text
+    end = len(text) if end is None else min(end, len(text))
+    if not 0 <= start < end:
+        raise ValueError(f"passage [{start}, {end}) is empty or out of range for {doc_id!r} (len {len(text)})")
+    mine = [(i, c) for i, c in enumerate(chunks) if c.doc_id == doc_id and c.start < end and c.end > start]
+    marks = [e for e in evidence if e.doc_id == doc_id]
+    cuts = sorted({start, end, *(x for _, c in mine for x in (c.start, c.end) if start < x < end),
+                   *(x for e in marks for x in (e.start, e.end) if start < x < end)})
+    rank = {i: n for n, (i, _) in enumerate(mine)}  # colour by order within the passage
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        holders = [i for i, c in mine if c.start <= a and b <= c.end]
+        if len(holders) > 1:
+            style = f"background:{OVERLAP};"
+        elif holders:
+            style = f"background:{COLORS[rank[holders[0]] % 2]};"
+        else:
+            style = ""
+        if any(e.start <= a and b <= e.end for e in marks):
+            style += EVIDENCE
+        tip = ", ".join(f"chunk {i} [{chunks[i].start}, {chunks[i].end})" for i in holders) or "in no chunk"
+        out.append(f'<span style="{style}" title="{html.escape(tip)}">{html.escape(text[a:b])}</span>')
+    legend = (f'<span style="background:{COLORS[0]}">chunk</span> <span style="background:{COLORS[1]}">next chunk'
+              f'</span> <span style="background:{OVERLAP}">overlap</span> <span style="{EVIDENCE}">evidence</span>')
+    return (f'<div style="font-size:0.85em;color:#555">{html.escape(doc_id)} [{start}, {end}): {len(mine)} chunks. '
+            f'{legend}</div><div style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
+            + "".join(out) + "</div>")
+
+
+def show_chunks(
+    dataset: Dataset,
+    chunks: Sequence[Chunk],
+    doc_id: str,
+    start: int = 0,
+    end: int | None = None,
+    evidence: Sequence[Span] = (),
+):  # -> IPython.display.HTML (imported lazily: the package works without IPython)
+    """`chunk_html` for a notebook cell."""
+    from IPython.display import HTML
+
+    return HTML(chunk_html(dataset, chunks, doc_id, start, end, evidence))
+
+
+def around(span: Span, chars: int = 600) -> tuple[str, int, int]:
+    """(doc_id, start, end) of a passage with `chars` of context on each side of `span`."""
+    return span.doc_id, max(0, span.start - chars), span.end + chars
