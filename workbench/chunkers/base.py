@@ -47,6 +47,16 @@ def make_chunk(doc: Document, start: int, end: int, **extra: Any) -> Chunk:
     return Chunk(doc.doc_id, start, end, doc.text[start:end], **extra)
 
 
+def strip_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """[start, end) without its leading and trailing whitespace; None if nothing is left."""
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return None
+    lead = len(piece) - len(piece.lstrip())
+    return start + lead, start + lead + len(stripped)
+
+
 @dataclass
 class ChunkEnv:
     """What a chunker may need beyond the document: tokenizers and (for semantic chunking)

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import TOKENIZER, fixed, unit_boundaries
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.registry import Param, strategy
-from workbench.chunkers.sentence import Span, covered, cut_windows, pack, sentence_spans, strip_span
+from workbench.chunkers.sentence import Span, covered, cut_windows, pack, sentence_spans
 from workbench.dataset import Document
 
 MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0)

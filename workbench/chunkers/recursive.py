@@ -17,7 +17,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.registry import Param, check_overlap, strategy
 from workbench.dataset import Document
@@ -91,16 +91,6 @@ def split_pieces(
     return list(pairwise([start, *units.inside(start, end), end]))
 
 
-def _trim(text: str, start: int, end: int) -> Bounds:
-    """[start, end) without its leading and trailing whitespace (empty when all whitespace)."""
-    piece = text[start:end]
-    stripped = piece.strip()
-    if not stripped:
-        return start, start
-    s = start + len(piece) - len(piece.lstrip())
-    return s, s + len(stripped)
-
-
 def merge_pieces(text: str, pieces: Sequence[Bounds], units: Units, size: int, overlap: int) -> list[Bounds]:
     """Greedily join contiguous pieces into spans of at most `size` units; each new span starts
     with the trailing pieces of the previous one that fit in `overlap` units (but never with its
@@ -111,7 +101,7 @@ def merge_pieces(text: str, pieces: Sequence[Bounds], units: Units, size: int, o
 
     def emit() -> int:
         """Append the window's trimmed span if it adds text; return where its text starts."""
-        s, e = _trim(text, window[0][0], window[-1][1])
+        s, e = strip_span(text, window[0][0], window[-1][1]) or (window[0][0], window[0][0])
         if e > s and (not out or e > out[-1][1]):
             out.append((s, e))
         return s

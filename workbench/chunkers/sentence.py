@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.chunkers.registry import Param, strategy
 from workbench.dataset import Document
@@ -35,16 +35,6 @@ def _punkt() -> Any:
     tok = PunktTokenizer("english")
     tok._params.abbrev_types.update(EXTRA_ABBREVIATIONS)  # the documented way to add abbreviations
     return tok
-
-
-def strip_span(text: str, start: int, end: int) -> Span | None:
-    """[start, end) without its leading and trailing whitespace; None if nothing is left."""
-    piece = text[start:end]
-    stripped = piece.strip()
-    if not stripped:
-        return None
-    lead = len(piece) - len(piece.lstrip())
-    return start + lead, start + lead + len(stripped)
 
 
 def sentence_spans(text: str) -> list[Span]:
