@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import Any
 
 from workbench.chunkers import Chunk
 from workbench.dataset import Dataset, Span
@@ -59,18 +60,12 @@ def chunk_html(
             + "".join(out) + "</div>")
 
 
-def show_chunks(
-    dataset: Dataset,
-    chunks: Sequence[Chunk],
-    doc_id: str,
-    start: int = 0,
-    end: int | None = None,
-    evidence: Sequence[Span] = (),
-):  # -> IPython.display.HTML (imported lazily: the package works without IPython)
-    """`chunk_html` for a notebook cell."""
+def show_chunks(*args: Any, **kwargs: Any) -> Any:
+    """`chunk_html` (same arguments) as an IPython HTML object, for a notebook cell; IPython is
+    imported here so that the rest of the package works without it."""
     from IPython.display import HTML
 
-    return HTML(chunk_html(dataset, chunks, doc_id, start, end, evidence))
+    return HTML(chunk_html(*args, **kwargs))
 
 
 def around(span: Span, chars: int = 600) -> tuple[str, int, int]:
