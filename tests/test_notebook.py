@@ -25,21 +25,34 @@ def write_dataset(ds: Dataset, folder: Path) -> Path:
     return folder
 
 
-def test_quickstart_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:
-    nb = nbformat.read(REPO / "notebooks" / "01_quickstart.ipynb", as_version=4)
-    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(params) == 1, "the notebook needs exactly one cell tagged 'parameters'"
-    data = write_dataset(tiny, tmp_path / "data")
-    params[0].source = (
-        f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\nOUT = {str(tmp_path / 'out')!r}\n"
-        "MAX_QUESTIONS = None\nKS = (1, 3, 5)"
-    )
+def execute(name: str, params: str) -> list:
+    """Run notebooks/<name> headless with its 'parameters' cell replaced; return the outputs."""
+    nb = nbformat.read(REPO / "notebooks" / name, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{name} needs exactly one cell tagged 'parameters'"
+    cells[0].source = params
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    return outputs
+
+
+def test_quickstart_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    outputs = execute("01_quickstart.ipynb", f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
+                      f"OUT = {str(tmp_path / 'out')!r}\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
     assert any("image/png" in o.get("data", {}) for o in outputs), "the overview plot was not drawn"
     assert any(EVIDENCE in o.get("data", {}).get("text/html", "") for o in outputs), "no chunk viewer"
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), "no widget panel"
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in report and tiny.fingerprint in report
+
+
+def test_tradeoffs_notebook_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    outputs = execute("02_tradeoffs.ipynb", f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
+                      f"OUT = {str(tmp_path / 'out')!r}\nMAX_QUESTIONS = None\nK = 3\nKS = (1, 3)")
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 3
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    for label in ("fixed(size=64, overlap=0)", "recursive(size=256, overlap=0)+late", "sentence_window(window=3)"):
+        assert label in report

@@ -11,7 +11,7 @@ import pytest
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.index import IndexStore
-from workbench.sweep import sweep
+from workbench.sweep import SweepResult, combine, sweep
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant, grid
 
@@ -146,3 +146,19 @@ def test_late_chunking_variant_sweeps(tiny: Dataset, embedder: Embedder, tmp_pat
     result = sweep(tiny, [plain, late], ks=(3,), embedder=embedder, store=store, progress=False)
     assert set(result.summary["variant"]) == {plain.label, late.label}
     assert result.variants.set_index("variant").loc[late.label, "truncated_chunks"] == 0
+
+
+def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, embedder: Embedder,
+                                                                tmp_path: Path) -> None:
+    a, b, new = Variant.make("fixed", size=16), Variant.make("fixed", size=48), Variant.make("fixed", size=24)
+    base = sweep(tiny, [a, b], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    extra = sweep(tiny, [b, new], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    both = combine([base, extra])
+    assert both.labels == [a.label, b.label, new.label]
+    assert len(both.summary) == len(base.summary) + len(extra.summary) // 2
+    assert len(both.config["grid"]) == 3
+    kept = both.summary[both.summary.variant == b.label]
+    assert kept.equals(base.summary[base.summary.variant == b.label])
+    other = SweepResult(extra.per_question, extra.summary, extra.variants, extra.config | {"ks": [1, 5]})
+    with pytest.raises(ValueError, match="different ks"):
+        combine([base, other])

@@ -17,7 +17,7 @@ from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
-from workbench.widgets import Panel, combine, control, panel, read
+from workbench.widgets import Panel, control, panel, read
 
 KS = (1, 3)
 BASE = [Variant.make("fixed", size=16), Variant.make("fixed", size=48)]
@@ -33,20 +33,16 @@ def base(tiny: Dataset, embedder: Embedder, store: Path) -> SweepResult:
     return sweep(tiny, BASE, ks=KS, embedder=embedder, store=store, progress=False)
 
 
-def labels(r: SweepResult) -> list[str]:
-    return list(r.variants["variant"])
-
-
 def test_controls_drive_measurements_and_redraws(
     tiny: Dataset, embedder: Embedder, store: Path, base: SweepResult
 ) -> None:
     p = panel(tiny, embedder, store, result=base)
     assert isinstance(p, Panel) and p.ks == KS and p.k.value == 3
-    assert p.compared == labels(base)
+    assert p.compared == base.labels
     first = p.plot.value
     assert first[:8] == b"\x89PNG\r\n\x1a\n" and p.draws == 1
     default = Variant.make("fixed").label  # the controls start at the strategy's defaults
-    assert p.selected == default and labels(p.result) == [*labels(base), default]
+    assert p.selected == default and p.result.labels == [*base.labels, default]
     assert set(p.params) == set(STRATEGIES["fixed"].params)
     assert isinstance(p.params["size"], w.IntSlider) and isinstance(p.params["unit"], w.Dropdown)
     # A drag measures once, on release:
@@ -54,7 +50,7 @@ def test_controls_drive_measurements_and_redraws(
 
     p.params["size"].value = 32  # a new variant: measured, merged, drawn
     new = Variant.make("fixed", size=32).label
-    assert p.selected == new and labels(p.result)[-1] == new and p.draws == 2
+    assert p.selected == new and p.result.labels[-1] == new and p.draws == 2
     assert new in p.message.value and p.plot.value != first
 
     measured, embedded = len(p.result.variants), embedder.stats.embedded
@@ -161,18 +157,3 @@ def test_a_result_from_other_data_is_refused(tiny: Dataset, embedder: Embedder, 
     other = SweepResult(base.per_question, base.summary, base.variants, base.config | {"dataset_fingerprint": "0" * 16})
     with pytest.raises(ValueError, match="dataset_fingerprint"):
         panel(tiny, embedder, store, result=other)
-
-
-def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, embedder: Embedder, store: Path,
-                                                                base: SweepResult) -> None:
-    new = Variant.make("fixed", size=24)
-    extra = sweep(tiny, [BASE[1], new], ks=KS, embedder=embedder, store=store, progress=False)
-    both = combine([base, extra])
-    assert labels(both) == [*labels(base), new.label]
-    assert len(both.summary) == len(base.summary) + len(extra.summary) // 2
-    assert len(both.config["grid"]) == 3
-    kept = both.summary[both.summary.variant == BASE[1].label]
-    assert kept.equals(base.summary[base.summary.variant == BASE[1].label])
-    other = SweepResult(extra.per_question, extra.summary, extra.variants, extra.config | {"ks": [1, 5]})
-    with pytest.raises(ValueError, match="different ks"):
-        combine([base, other])

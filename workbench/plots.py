@@ -27,13 +27,6 @@ RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 
 
-def variant_order(result: SweepResult) -> list[str]:
-    """Variant labels in sweep (grid) order."""
-    if len(result.variants):
-        return list(dict.fromkeys(result.variants["variant"]))
-    return list(dict.fromkeys(result.summary["variant"]))
-
-
 def variant_colors(labels: Sequence[str]) -> dict[str, Any]:
     """One distinct colour per label: tab10, tab20, then an evenly sampled continuous map."""
     n = len(labels)
@@ -48,7 +41,7 @@ def variant_colors(labels: Sequence[str]) -> dict[str, Any]:
 
 def _select(result: SweepResult, variants: Sequence[str] | None) -> tuple[list[str], dict[str, Any]]:
     """The labels to draw (in sweep order) and the colour of every label of the result."""
-    order = variant_order(result)
+    order = result.labels
     colors = variant_colors(order)
     if variants is None:
         return order, colors

@@ -63,7 +63,7 @@ def summary_table(result: SweepResult) -> pd.DataFrame:
     table = cells.pivot(index="variant", columns=["metric", "at"], values="cell")
     columns = [(m, at) for m in _ordered_metrics(set(s["metric"]))
                for at in sorted({a for mm, a in table.columns if mm == m}, key=_k_order)]
-    order = [v for v in plots.variant_order(result) if v in table.index]
+    order = [v for v in result.labels if v in table.index]
     return table.loc[order, columns].rename_axis(index=None, columns=["metric", "k"])
 
 

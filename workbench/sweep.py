@@ -28,6 +28,7 @@ from workbench.variant import Variant
 
 DEFAULT_KS = (1, 3, 5, 10)
 MODES = ("corpus", "document")
+MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "mode", "confidence")  # for `combine`
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "tiktoken", "llama-index-core", "numpy", "pandas")
 
 
@@ -46,6 +47,12 @@ class SweepResult:
     summary: pd.DataFrame
     variants: pd.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str]:
+        """Variant labels in sweep (grid) order."""
+        table = self.variants if len(self.variants) else self.summary
+        return list(dict.fromkeys(table["variant"]))
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """Write the tables (CSV + Parquet) and config.json, each atomically."""
@@ -151,3 +158,32 @@ def sweep(
     }
     summary = stats.summarize(per_question, confidence=confidence)
     return SweepResult(per_question, summary, pd.DataFrame(rows), config)
+
+
+def combine(results: Sequence[SweepResult]) -> SweepResult:
+    """Stack sweeps of the same data, model, ks and mode; a variant measured twice keeps its first
+    measurement. Raises ValueError naming the config field that differs."""
+    if not results:
+        raise ValueError("combine: no results")
+    first = results[0].config
+    for r in results[1:]:
+        for name in MUST_MATCH:
+            if r.config.get(name) != first.get(name):
+                raise ValueError(
+                    f"cannot combine results with different {name}: {first.get(name)!r} vs {r.config.get(name)!r}"
+                )
+    seen: set[str] = set()
+    parts = []
+    for r in results:
+        new = [v for v in r.labels if v not in seen]
+        seen.update(new)
+        parts.append([t[t["variant"].isin(new)] for t in (r.per_question, r.summary, r.variants)])
+    per_question, summary, variants = (pd.concat(tables, ignore_index=True) for tables in zip(*parts, strict=True))
+    grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
+    config = first | {
+        "grid": list(grid.values()),
+        "texts_embedded": sum(r.config.get("texts_embedded", 0) for r in results),
+        "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
+        "date": max(str(r.config.get("date", "")) for r in results),
+    }
+    return SweepResult(per_question, summary, variants, config)

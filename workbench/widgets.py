@@ -17,45 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
-import pandas as pd
 
 from workbench.chunkers import STRATEGIES, Param
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
-from workbench.plots import figure_to_png_bytes, overview, variant_order
-from workbench.sweep import DEFAULT_KS, SweepResult, sweep
+from workbench.plots import figure_to_png_bytes, overview
+from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep
 from workbench.variant import Variant
-
-MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "mode", "confidence")
-
-
-def combine(results: Sequence[SweepResult]) -> SweepResult:
-    """Stack sweeps of the same data, model, ks and mode; a variant measured twice keeps its first
-    measurement. Raises ValueError naming the config field that differs."""
-    if not results:
-        raise ValueError("combine: no results")
-    first = results[0].config
-    for r in results[1:]:
-        for name in MUST_MATCH:
-            if r.config.get(name) != first.get(name):
-                raise ValueError(
-                    f"cannot combine results with different {name}: {first.get(name)!r} vs {r.config.get(name)!r}"
-                )
-    seen: set[str] = set()
-    parts = []
-    for r in results:
-        new = [v for v in variant_order(r) if v not in seen]
-        seen.update(new)
-        parts.append([t[t["variant"].isin(new)] for t in (r.per_question, r.summary, r.variants)])
-    per_question, summary, variants = (pd.concat(tables, ignore_index=True) for tables in zip(*parts, strict=True))
-    grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
-    config = first | {
-        "grid": list(grid.values()),
-        "texts_embedded": sum(r.config.get("texts_embedded", 0) for r in results),
-        "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
-        "date": max(str(r.config.get("date", "")) for r in results),
-    }
-    return SweepResult(per_question, summary, variants, config)
 
 
 def typed_as_json(p: Param) -> bool:
@@ -122,7 +90,7 @@ class Panel(w.VBox):
         self.ks = tuple(result.config["ks"]) if result is not None else tuple(sorted(set(ks)))
         self.mode = result.config.get("mode", "corpus") if result is not None else "corpus"
         self.result = result
-        self.compared: list[str] = variant_order(result) if result is not None else []
+        self.compared: list[str] = result.labels if result is not None else []
         self.selected: str | None = None
         self.draws = 0
 
