@@ -154,3 +154,9 @@ def test_wrapped_llamaindex_splitter_gives_exact_spans_on_random_text(doc: Docum
     register_node_parser("test_prop_li", SentenceSplitter(chunk_size=24, chunk_overlap=4))
     chunks = run_strategy("test_prop_li", {}, doc, ChunkEnv())
     assert chunks and all(c.text == doc.text[c.start:c.end] for c in chunks)
+
+
+def test_a_piece_is_not_placed_inside_the_previous_one() -> None:
+    """Found by the property test: lines of "the the \\n the" must not put the second "the" at 4."""
+    register_function("test_lines", lambda t: [" ".join(line.split()) for line in t.splitlines()])
+    assert spans(run_strategy("test_lines", {}, Document("d", "T", "the the \n the"), ChunkEnv())) == [(0, 7), (10, 13)]
