@@ -24,16 +24,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import faiss
 import numpy as np
-import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.late import OVERLAP, late_vectors, plan_windows
+from workbench.chunkers.late import late_vectors, plan_windows, window_size
 from workbench.dataset import Dataset, Document, load_dataset
 from workbench.embed import Embedder, VectorCache
-from workbench.index import ChunkIndex, embed_texts, overlap_chars
-from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
+from workbench.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
+from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
 
 SMALL = Path("data/chroma_small")
@@ -72,11 +70,11 @@ def fastest(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
 
 def late_windows(dataset: Dataset, embedder: Embedder) -> int:
     """Model passes late chunking makes: windows of the model's size over each whole document."""
-    size = embedder.max_tokens - embedder.tokenizer.num_special_tokens_to_add()
+    size, overlap = window_size(embedder)
     n = 0
     for d in dataset.documents:
         tokens = len(embedder.tokenizer(d.text, add_special_tokens=False, verbose=False)["input_ids"])
-        n += len(plan_windows(tokens, size, int(size * OVERLAP)))
+        n += len(plan_windows(tokens, size, overlap))
     return n
 
 
@@ -130,11 +128,7 @@ def measure(variant: Variant, dataset: Dataset, subset: Dataset, embedder: Embed
     embed_seconds, vectors = fastest(embed, 2)
     embedded = late_windows(dataset, embedder) if variant.late else len(set(texts))
 
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
-    returned = [subset.docs[c.doc_id].text[c.returned.start : c.returned.end] for c in mine]
-    tokens = pd.DataFrame({enc: TiktokenTokenizer(enc).count_many(returned) for enc in TIKTOKEN_ENCODINGS})
-    hits = ChunkIndex(mine, index, tokens, {}).search(qvecs, subset.questions, K)
+    hits = ChunkIndex(mine, flat_index(vectors), returned_token_counts(mine, subset), {}).search(qvecs, subset.questions, K)
     per_hit = [h.tokens["cl100k_base"] for hs in hits for h in hs]
     units = [make_chunk(dataset.docs[s.doc_id], s.start, s.end) for s in dict.fromkeys(c.returned for c in chunks)]
     return {

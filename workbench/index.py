@@ -62,11 +62,11 @@ def overlap_chars(chunks: Sequence[Chunk]) -> int:
 class ChunkIndex:
     """A variant's chunks, their returned spans and token sizes, and the FAISS index over them."""
 
-    def __init__(self, chunks: list[Chunk], index: faiss.Index, returned_tokens: pd.DataFrame, cost: dict[str, Any]):
+    def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
         self.chunks = chunks
         self.index = index
-        self.returned_tokens = returned_tokens  # one column per tiktoken encoding, one row per chunk
-        self._tokens = {enc: returned_tokens[enc].to_numpy() for enc in TIKTOKEN_ENCODINGS}  # fast lookups
+        # tiktoken size of what each chunk returns, one array per encoding (read per hit)
+        self._tokens = {enc: returned[enc].to_numpy() for enc in TIKTOKEN_ENCODINGS}
         self.cost = cost
         self._returned = [c.returned for c in chunks]
         self._doc_rows: dict[str, list[int]] = {}
@@ -143,23 +143,22 @@ class IndexStore:
         chunks = variant.chunk(dataset, env)
         if not chunks:
             raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+        texts = embed_texts(chunks)
         if variant.late:
             from workbench.chunkers.late import late_vectors
 
             vectors = late_vectors(dataset.docs, chunks, embedder)
         else:
-            vectors = embedder.encode(embed_texts(chunks), desc=f"chunks {variant.label}")
-        index = faiss.IndexFlatIP(vectors.shape[1])  # exact cosine: vectors are L2-normalised
-        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        returned = _returned_tokens(chunks, dataset)
-        embedded_tokens = sum(TiktokenTokenizer("cl100k_base").count_many(embed_texts(chunks)))
+            vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
+        index = flat_index(vectors)
+        returned = returned_token_counts(chunks, dataset)
         cost = {
             "chunks": len(chunks),
             "chars": sum(c.end - c.start for c in chunks),
             "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
-            "tokens_embedded": embedded_tokens,
+            "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(texts)),
             # chunks longer than the model window lose their tail (late chunking pools windows instead)
-            "truncated_chunks": 0 if variant.late else embedder.count_truncated(embed_texts(chunks)),
+            "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
             "overlap_chars": overlap_chars(chunks),
             "texts_embedded": embedder.stats.embedded - before,
             "seconds": round(time.perf_counter() - t0, 3),
@@ -204,7 +203,14 @@ class IndexStore:
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
 
 
-def _returned_tokens(chunks: Sequence[Chunk], dataset: Dataset) -> pd.DataFrame:
+def flat_index(vectors: np.ndarray) -> faiss.Index:
+    """Exact inner-product search; the vectors are L2-normalised, so scores are cosines."""
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def returned_token_counts(chunks: Sequence[Chunk], dataset: Dataset) -> pd.DataFrame:
     """Tiktoken sizes of what each chunk returns (its parent, if any): the unit of context cost."""
     texts = [dataset.docs[s.doc_id].text[s.start : s.end] for s in (c.returned for c in chunks)]
     return pd.DataFrame({enc: TiktokenTokenizer(enc).count_many(texts) for enc in TIKTOKEN_ENCODINGS})

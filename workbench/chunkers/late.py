@@ -105,6 +105,13 @@ def _pool(doc: _DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (csum[stop] - csum[first]) / np.maximum(count, 1)[:, None], count
 
 
+def window_size(embedder: Embedder) -> tuple[int, int]:
+    """(content tokens per window, tokens shared with the previous window) for this model."""
+    prefix, suffix = _frame(embedder.tokenizer)
+    size = embedder.max_tokens - len(prefix) - len(suffix)
+    return size, int(size * OVERLAP)
+
+
 def late_vectors(docs: Mapping[str, Document], chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
     """L2-normalised float32 late-chunking vectors, one row per chunk.
 
@@ -118,8 +125,7 @@ def late_vectors(docs: Mapping[str, Document], chunks: Sequence[Chunk], embedder
             raise KeyError(f"chunk {row} belongs to document {c.doc_id!r}, which is not in `docs`")
         rows_of.setdefault(c.doc_id, []).append(row)
     frame = _frame(embedder.tokenizer)
-    size = embedder.max_tokens - len(frame[0]) - len(frame[1])
-    overlap = int(size * OVERLAP)
+    size, overlap = window_size(embedder)
 
     groups: list[list[tuple[str, _DocTokens, list]]] = [[]]  # documents whose windows run together
     n_windows = 0
