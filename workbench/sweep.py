@@ -81,6 +81,12 @@ def versions() -> dict[str, str]:
     return out
 
 
+def resolve_store(store: IndexStore | str | Path, embedder: Embedder | None) -> tuple[IndexStore, Embedder]:
+    """A store from a folder name, and by default an embedder caching its vectors in that folder."""
+    store = store if isinstance(store, IndexStore) else IndexStore(store)
+    return store, embedder or Embedder(cache_dir=store.root)
+
+
 def rankings(
     dataset: Dataset,
     variant: Variant,
@@ -90,8 +96,7 @@ def rankings(
     mode: str = "corpus",
 ) -> list[list[Hit]]:
     """One variant's top-k hits for every question (index loaded or built), e.g. to drill down."""
-    store = store if isinstance(store, IndexStore) else IndexStore(store)
-    embedder = embedder or Embedder(cache_dir=store.root)
+    store, embedder = resolve_store(store, embedder)
     qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
     return store.get(variant, dataset, embedder).search(qvecs, dataset.questions, k, mode=mode)
 
@@ -120,8 +125,7 @@ def sweep(
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
         raise ValueError(f"duplicate variants in the grid: {sorted(x for x in labels if labels.count(x) > 1)}")
-    embedder = embedder or Embedder(cache_dir=store if not isinstance(store, IndexStore) else store.root)
-    store = store if isinstance(store, IndexStore) else IndexStore(store)
+    store, embedder = resolve_store(store, embedder)
     before = (embedder.stats.embedded, embedder.stats.cached)
     qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
     bounds = metrics.token_bounds(dataset)  # for token-level recall, once per corpus

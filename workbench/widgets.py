@@ -21,8 +21,9 @@ import ipywidgets as w
 from workbench.chunkers import STRATEGIES, Param
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
+from workbench.index import IndexStore
 from workbench.plots import figure_to_png_bytes, overview
-from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep
+from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
 from workbench.variant import Variant
 
 
@@ -76,12 +77,12 @@ class Panel(w.VBox):
         self,
         dataset: Dataset,
         embedder: Embedder | None = None,
-        store: str | Path = "results/cache",
+        store: IndexStore | str | Path = "results/cache",
         ks: Sequence[int] = DEFAULT_KS,
         result: SweepResult | None = None,
     ):
-        self.dataset, self.store = dataset, store
-        self.embedder = embedder or Embedder(cache_dir=store)
+        self.dataset = dataset
+        self.store, self.embedder = resolve_store(store, embedder)
         if result is not None:
             ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": self.embedder.fingerprint}
             for name, value in ours.items():
@@ -147,7 +148,7 @@ class Panel(w.VBox):
         except ValueError as e:
             self._error(e)
             return
-        if (self.result is None or v.label not in set(self.result.variants["variant"])) and not self._measure(v):
+        if (self.result is None or v.label not in self.result.labels) and not self._measure(v):
             return
         self.selected = v.label
         self.message.value = f"selected: <b>{html.escape(v.label)}</b>"
@@ -196,7 +197,7 @@ class Panel(w.VBox):
 def panel(
     dataset: Dataset,
     embedder: Embedder | None = None,
-    store: str | Path = "results/cache",
+    store: IndexStore | str | Path = "results/cache",
     ks: Sequence[int] = DEFAULT_KS,
     result: SweepResult | None = None,
 ) -> Panel:
