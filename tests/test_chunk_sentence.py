@@ -9,10 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textgen import documents, texts
 
-from workbench.chunkers import ChunkEnv, get_strategy, run_strategy
+from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.sentence import sentence_spans
 from workbench.dataset import Document
-from workbench.variant import Variant
 
 ENV = ChunkEnv()
 
@@ -114,18 +113,3 @@ def test_sentence_strategy_properties(doc: Document, size: int, overlap: int, un
     if overlap == 0:  # no overlap: chunks are disjoint
         assert all(a.end <= b.start for a, b in itertools.pairwise(chunks))
 
-
-@pytest.mark.parametrize(
-    ("params", "name"),
-    [
-        ({"size": 0}, "size"),
-        ({"overlap": -1}, "overlap"),
-        ({"unit": "words"}, "unit"),
-        ({"tokenizer": "gpt2"}, "tokenizer"),
-    ],
-)
-def test_invalid_parameters_named(params: dict, name: str) -> None:
-    with pytest.raises(ValueError, match=f"'{name}'"):
-        Variant.make("sentence", **params)
-    with pytest.raises(ValueError, match=f"'{name}'"):
-        get_strategy("sentence").resolve(params)
