@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset, Document, Question, Span, load_dataset
 from workbench.embed import Embedder
 
@@ -66,3 +68,12 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
 @pytest.fixture(scope="session")
 def chroma_small() -> Dataset:
     return load_dataset(REPO / "data" / "chroma_small")
+
+
+@pytest.fixture(autouse=True)
+def restore_strategies() -> Iterator[None]:
+    """Strategies a test registers (or unregisters) are undone after it, so none leaks into another."""
+    saved = dict(STRATEGIES)
+    yield
+    STRATEGIES.clear()
+    STRATEGIES.update(saved)

@@ -12,7 +12,7 @@ from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, T
 from llama_index.core.schema import MetadataMode
 from textgen import documents
 
-from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.chunkers import STRATEGIES, ChunkEnv, run_strategy, unregister
 from workbench.chunkers.adapters import locate, register_function, register_node_parser
 from workbench.dataset import Document
 from workbench.variant import Variant
@@ -160,3 +160,22 @@ def test_a_piece_is_not_placed_inside_the_previous_one() -> None:
     """Found by the property test: lines of "the the \\n the" must not put the second "the" at 4."""
     register_function("test_lines", lambda t: [" ".join(line.split()) for line in t.splitlines()])
     assert spans(run_strategy("test_lines", {}, Document("d", "T", "the the \n the"), ChunkEnv())) == [(0, 7), (10, 13)]
+
+
+def test_unregister_removes_a_strategy_and_refuses_an_unknown_name():
+    register_function("test_gone", str.split)
+    assert unregister("test_gone").name == "test_gone"
+    with pytest.raises(ValueError, match="unknown strategy 'test_gone'"):
+        Variant.make("test_gone")
+    with pytest.raises(ValueError, match="cannot unregister unknown strategy 'test_gone'; registered: .*'fixed'"):
+        unregister("test_gone")
+
+
+def test_a_registration_is_undone_after_its_test():
+    """Registers a strategy left for the next test to check: conftest's fixture must remove it."""
+    register_function("test_leak", str.split)
+    unregister("fixed")
+
+
+def test_the_previous_test_left_no_trace():
+    assert "test_leak" not in STRATEGIES and "fixed" in STRATEGIES

@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+EMPTY_DOCS = ("skip", "error")  # what load_dataset does with empty or whitespace-only documents
+_NAMED_EMPTY = 5  # how many skipped ids a warning lists
 
 
 class DatasetError(ValueError):
@@ -29,6 +32,10 @@ class DatasetError(ValueError):
         self.path, self.line, self.field, self.problem = str(path), line, field, problem
 
 
+class DatasetWarning(UserWarning):
+    """Data that loads but not as written (e.g. empty documents skipped): filter it by category."""
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """Half-open character range [start, end) of one document."""
@@ -39,6 +46,16 @@ class Span:
 
     def __len__(self) -> int:
         return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved unit, after parent expansion and deduplication: what the LLM would get."""
+
+    span: Span  # the returned span (the parent for small-to-big variants)
+    score: float  # cosine similarity of the best searched chunk that returned it
+    chunk_id: int  # row of that searched chunk in the variant's chunk table
+    tokens: Mapping[str, int]  # tiktoken size of the returned text: {"cl100k_base": n, "o200k_base": m}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +159,17 @@ def _field(obj: dict, key: str, kind: type, path: Path, line: int, optional: boo
     return value
 
 
-def _load_corpus_jsonl(path: Path) -> list[Document]:
-    docs: list[Document] = []
+@dataclass(frozen=True, slots=True)
+class _Located:
+    """A document and where it was read, so that a later rule can still name file and line."""
+
+    doc: Document
+    path: Path
+    line: int | None
+
+
+def _load_corpus_jsonl(path: Path) -> list[_Located]:
+    docs: list[_Located] = []
     seen: dict[str, int] = {}
     for n, obj in _read_jsonl(path):
         doc_id = _field(obj, "doc_id", str, path, n)
@@ -151,16 +177,14 @@ def _load_corpus_jsonl(path: Path) -> list[Document]:
         title = _field(obj, "title", str, path, n, optional=True) or doc_id
         if doc_id in seen:
             raise DatasetError(path, n, "doc_id", f"duplicate id {doc_id!r} (first on line {seen[doc_id]})")
-        if not text.strip():
-            raise DatasetError(path, n, "text", f"document {doc_id!r} has empty text")
         seen[doc_id] = n
-        docs.append(Document(doc_id, title, text))
+        docs.append(_Located(Document(doc_id, title, text), path, n))
     if not docs:
         raise DatasetError(path, None, None, "no documents")
     return docs
 
 
-def _load_text_folder(folder: Path) -> list[Document]:
+def _load_text_folder(folder: Path) -> list[_Located]:
     """Every .md/.txt file below `folder`; doc_id is its relative path, title its first heading."""
     docs = []
     for f in sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file()):
@@ -168,17 +192,34 @@ def _load_text_folder(folder: Path) -> list[Document]:
             text = f.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise DatasetError(f, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from e
-        if not text.strip():
-            raise DatasetError(f, None, "text", "file is empty")
-        first = text.lstrip().splitlines()[0]
+        first = (text.lstrip().splitlines() or [""])[0]
         title = first.lstrip("#").strip() if first.startswith("#") else f.stem
-        docs.append(Document(f.relative_to(folder).as_posix(), title, text))
+        docs.append(_Located(Document(f.relative_to(folder).as_posix(), title, text), f, None))
     if not docs:
         raise DatasetError(folder, None, None, f"no {'/'.join(TEXT_SUFFIXES)} files found")
     return docs
 
 
-def _load_questions(path: Path, docs: dict[str, Document]) -> list[Question]:
+def _drop_empty(located: list[_Located], empty_docs: str, where: Path) -> list[Document]:
+    """Documents with text, warning (DatasetWarning) about the empty ones or, with
+    empty_docs="error", raising on the first, naming its file, line and field."""
+    empty = [x for x in located if not x.doc.text.strip()]
+    if empty and empty_docs == "error":
+        x = empty[0]
+        raise DatasetError(x.path, x.line, "text", f"document {x.doc.doc_id!r} is empty or whitespace-only "
+                           f"({len(empty)} such documents; load_dataset(..., empty_docs='skip') skips them)")
+    docs = [x.doc for x in located if x.doc.text.strip()]
+    if not docs:
+        raise DatasetError(where, None, None, f"all {len(empty)} documents are empty or whitespace-only")
+    if empty:
+        named = ", ".join(repr(x.doc.doc_id) for x in empty[:_NAMED_EMPTY])
+        more = f" and {len(empty) - _NAMED_EMPTY} more" if len(empty) > _NAMED_EMPTY else ""
+        warnings.warn(f"{where}: skipped {len(empty)} empty or whitespace-only document(s): {named}{more} "
+                      "(load_dataset(..., empty_docs='error') refuses them)", DatasetWarning, stacklevel=3)
+    return docs
+
+
+def _load_questions(path: Path, docs: dict[str, Document], skipped: set[str]) -> list[Question]:
     questions: list[Question] = []
     seen: dict[str, int] = {}
     for n, obj in _read_jsonl(path):
@@ -198,6 +239,9 @@ def _load_questions(path: Path, docs: dict[str, Document]) -> list[Question]:
                 raise DatasetError(path, n, f, f"must be an object with doc_id, start, end; got {a!r:.40}")
             doc_id = _field(a, "doc_id", str, path, n)
             start, end = _field(a, "start", int, path, n), _field(a, "end", int, path, n)
+            if doc_id in skipped:
+                raise DatasetError(path, n, f + ".doc_id", f"document {doc_id!r} is empty or whitespace-only "
+                                   "and was skipped: no answer can point into it")
             if doc_id not in docs:
                 raise DatasetError(path, n, f + ".doc_id", f"unknown document {doc_id!r}")
             size = len(docs[doc_id].text)
@@ -216,19 +260,30 @@ def _load_questions(path: Path, docs: dict[str, Document]) -> list[Question]:
     return questions
 
 
-def load_dataset(path: str | Path, questions: str | Path | None = None, name: str | None = None) -> Dataset:
+def load_dataset(
+    path: str | Path,
+    questions: str | Path | None = None,
+    name: str | None = None,
+    empty_docs: Literal["skip", "error"] = "skip",
+) -> Dataset:
     """Load a dataset folder.
 
     Two layouts: `corpus.jsonl` + `questions.jsonl` (the shared format), or a folder of
     .md/.txt files (doc_id = relative path) with a `questions.jsonl` beside or given explicitly.
+    Empty or whitespace-only documents have nothing to chunk: `empty_docs="skip"` leaves them
+    out with a DatasetWarning naming them, `"error"` raises a DatasetError naming the first.
     """
+    if empty_docs not in EMPTY_DOCS:
+        raise ValueError(f"load_dataset: parameter 'empty_docs' must be one of {list(EMPTY_DOCS)}, got {empty_docs!r}")
     root = Path(path)
     if not root.is_dir():
         raise DatasetError(root, None, None, "is not a folder (expected corpus.jsonl + questions.jsonl, or .md/.txt files)")
     corpus = root / "corpus.jsonl"
-    doc_list = _load_corpus_jsonl(corpus) if corpus.exists() else _load_text_folder(root)
+    located = _load_corpus_jsonl(corpus) if corpus.exists() else _load_text_folder(root)
+    doc_list = _drop_empty(located, empty_docs, corpus if corpus.exists() else root)
     qpath = Path(questions) if questions is not None else root / "questions.jsonl"
     if not qpath.exists():
         raise DatasetError(qpath, None, None, "questions file not found")
     docs = {d.doc_id: d for d in doc_list}
-    return Dataset(name or root.name, tuple(doc_list), tuple(_load_questions(qpath, docs)))
+    skipped = {x.doc.doc_id for x in located} - set(docs)
+    return Dataset(name or root.name, tuple(doc_list), tuple(_load_questions(qpath, docs, skipped)))

@@ -3,9 +3,9 @@
 from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
 from workbench.chunkers.adapters import register_function, register_node_parser
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy
+from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy, unregister
 
 __all__ = [
     "STRATEGIES", "Chunk", "ChunkEnv", "Param", "get_strategy", "make_chunk", "register_function",
-    "register_node_parser", "run_strategy",
+    "register_node_parser", "run_strategy", "unregister",
 ]

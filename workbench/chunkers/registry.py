@@ -97,6 +97,14 @@ def get_strategy(name: str) -> Strategy:
     return STRATEGIES[name]
 
 
+def unregister(name: str) -> Strategy:
+    """Remove strategy `name` and return it, e.g. a user function that was only an experiment
+    (re-registering an adapter replaces it without this)."""
+    if name not in STRATEGIES:
+        raise ValueError(f"cannot unregister unknown strategy {name!r}; registered: {sorted(STRATEGIES)}")
+    return STRATEGIES.pop(name)
+
+
 def check_overlap(size_key: str = "size", overlap_key: str = "overlap") -> Callable[[dict[str, Any]], None]:
     """Cross-parameter rule shared by sized chunkers: 0 <= overlap < size."""
 
