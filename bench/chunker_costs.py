@@ -27,15 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.late import late_vectors, plan_windows, window_size
 from workbench.dataset import Dataset, Document, load_dataset
 from workbench.embed import Embedder, VectorCache
 from workbench.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
+from workbench.late import late_vectors, plan_windows, window_size
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
 
-SMALL = Path("data/chroma_small")
-LONG = Path("/work/shared/datasets/chroma_general")
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "data" / "chroma_small"
+LONG = REPO.parent / "shared" / "datasets" / "chroma_general"  # the shared data beside the repo
 LONG_DOC = "finance"
 SUBSET_DOC = "state_of_the_union"  # embedding and retrieval columns: one document keeps the run short
 K = 5

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_notebook import write_dataset
 
-from workbench.chunkers import STRATEGIES
+from workbench.chunkers import STRATEGIES, register_function
 from workbench.cli import main
 from workbench.dataset import Dataset
 
@@ -73,3 +73,27 @@ def test_bad_data_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as err:
         main(["sweep", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "out")])
     assert "corpus.jsonl, line 2: field 'doc_id' duplicate id 'a'" in str(err.value)
+
+
+def test_a_failing_variant_is_one_line_naming_it(tiny: Dataset, tmp_path: Path) -> None:
+    register_function("nothing", lambda text: [])
+    data = write_dataset(tiny, tmp_path / "data")
+    with pytest.raises(SystemExit) as err:
+        main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
+              "-v", "fixed:size=24", "-v", "nothing", "--quiet", "--no-report"])
+    message = str(err.value)
+    assert message.startswith("error: ValueError: variant nothing() produced no chunks")
+    assert "while sweeping variant nothing()" in message and "\n" not in message
+    assert err.value.code not in (0, None)
+
+
+def test_quiet_prints_only_the_final_summary(tiny: Dataset, tmp_path: Path) -> None:
+    """A cold run (the model loads, texts are embedded): nothing on stderr, no bar, no banner."""
+    data = write_dataset(tiny, tmp_path / "data")
+    run = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--data", str(data), "--out",
+                          str(tmp_path / "out"), "--cache", str(tmp_path / "c"), "-v", "fixed:size=24", "--quiet",
+                          "--no-report"], capture_output=True, text=True, check=True)
+    assert run.stderr == ""
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("done in ") and "1 of 1 indexes built" in lines[0]
+    assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == 5  # the four tables

@@ -17,7 +17,7 @@ from llama_index.core.evaluation.retrieval.metrics import MRR, NDCG, HitRate
 from bench.chroma_metrics import chroma_locate, chroma_omega, chroma_split
 from workbench.chunkers import Chunk, ChunkEnv, run_strategy
 from workbench.dataset import Dataset, Span, load_dataset
-from workbench.index import Hit
+from workbench.dataset import Hit
 from workbench.metrics import score_omega, score_question
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "chroma_small"

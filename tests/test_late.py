@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.chunkers import ChunkEnv, make_chunk, run_strategy
-from workbench.chunkers.late import OVERLAP, late_vectors, plan_windows
+from workbench.late import OVERLAP, late_vectors, plan_windows
 from workbench.dataset import Document
 
 SHORT = Document("s", "S", "Zürich café is naïve. The city lies on a lake. It has many banks.\n\n   \nBye.")

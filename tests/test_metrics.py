@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.drilldown import drilldown, miss_reason
-from workbench.index import Hit
+from workbench.dataset import Hit
 from workbench.metrics import METRICS, OMEGA, precision_omega, score_omega, score_question, score_rankings
 
 

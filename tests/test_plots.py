@@ -63,16 +63,26 @@ def test_overview_has_three_panels_with_one_errorbar_line_per_variant(result: Sw
 
 
 def test_mrr_bars_are_sorted_with_ci_whiskers(result: SweepResult) -> None:
-    """(MRR ties on this easy corpus; the sorting itself is checked on precision_omega below.)"""
-    fig = plots.overview(result, k=1)
-    mrr = fig.axes[1]
-    (bars,) = [c for c in mrr.containers if isinstance(c, BarContainer)]
-    widths = [p.get_width() for p in bars.patches]
-    expected = at(result, "mrr", 1)["mean"].sort_values()
-    np.testing.assert_allclose(widths, expected)  # ascending from the bottom: best on top
-    ticks = [t.get_text().replace("\n", " ") for t in mrr.get_yticklabels()]
-    assert [t.split("  ", 1)[1] for t in ticks] == list(expected.index)
-    assert bars.errorbar is not None and bars.errorbar.has_xerr
+    """Best on top; variants tied on the mean keep sweep order, the first on top."""
+    for k in (1, 5):
+        mrr = plots.overview(result, k=k).axes[1]
+        (bars,) = [c for c in mrr.containers if isinstance(c, BarContainer)]
+        means = at(result, "mrr", k)["mean"]
+        top_down = sorted(LABELS, key=lambda v: (-means[v], LABELS.index(v)))
+        ticks = [t.get_text().replace("\n", " ").split("  ", 1)[1] for t in mrr.get_yticklabels()]
+        assert ticks == top_down[::-1]  # bars are listed from the bottom up
+        np.testing.assert_allclose([p.get_width() for p in bars.patches], means[top_down[::-1]])
+        assert bars.errorbar is not None and bars.errorbar.has_xerr
+
+
+def test_tied_bars_keep_sweep_order() -> None:
+    """A hand-made tie: three variants, the last two equal; the earlier one sits higher."""
+    rows = pd.DataFrame({"key": ["a", "b", "c"], "variant": ["A", "B", "C"], "metric": "mrr", "k": 1,
+                         "mean": [0.2, 0.5, 0.5], "ci_low": [0.1, 0.4, 0.4], "ci_high": [0.3, 0.6, 0.6], "n": 9})
+    fig = matplotlib.figure.Figure()
+    ax = fig.subplots()
+    plots._bars(ax, rows, {"a": "r", "b": "g", "c": "b"}, None, "mrr", {"a": 1, "b": 2, "c": 3})
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1  A", "3  C", "2  B"]
 
 
 def test_cost_panel_places_each_variant_at_its_means_with_both_cis(result: SweepResult) -> None:
@@ -150,7 +160,8 @@ def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -
     many = [f"{names[v]} #{j}" for j in range(5) for v in LABELS]
 
     def copies(t: pd.DataFrame) -> pd.DataFrame:
-        return pd.concat([t.assign(variant=t.variant.map(names) + f" #{j}") for j in range(5)], ignore_index=True)
+        return pd.concat([t.assign(variant=t.variant.map(names) + f" #{j}", key=t.key + f"-{j}") for j in range(5)],
+                         ignore_index=True)
 
     big = SweepResult(copies(result.per_question), copies(result.summary), copies(result.variants), result.config)
     fig = plots.overview(big)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.dataset import Dataset
+from workbench.chunkers import ChunkEnv, Param, make_chunk
+from workbench.chunkers.registry import strategy
+from workbench.dataset import Dataset, Document
 from workbench.embed import Embedder
 from workbench.index import IndexStore
+from workbench.plots import overview
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant, grid
@@ -26,10 +30,11 @@ def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     assert list(first.variants["variant"]) == labels and first.variants["built"].all()
     assert first.config["texts_embedded"] > 0
     pq = first.per_question
-    assert set(pq.columns) == {"variant", "qid", "k", "metric", "value"}
+    assert list(pq.columns) == ["key", "variant", "qid", "k", "metric", "value"]
+    assert dict(zip(pq["key"], pq["variant"], strict=True)) == {v.key: v.label for v in GRID}
     assert len(pq[(pq.metric == "recall") & (pq.k == 3)]) == len(GRID) * len(tiny.questions)
     s = first.summary
-    assert {"variant", "metric", "k", "mean", "ci_low", "ci_high", "n"} <= set(s.columns)
+    assert {"key", "variant", "metric", "k", "mean", "ci_low", "ci_high", "n"} <= set(s.columns)
     row = s[(s.metric == "recall") & (s.k == 3)].iloc[0]
     assert row.ci_low <= row["mean"] <= row.ci_high
     # better than chance on an easy corpus: the right passage is in the top 3 for most questions
@@ -51,15 +56,15 @@ def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
 def test_index_entry_is_reused_and_keyed(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     v = GRID[0]
-    built = store.get(v, tiny, embedder, progress=False)
-    loaded = store.get(v, tiny, embedder, progress=False)
+    built = store.get(v, tiny, embedder)
+    loaded = store.get(v, tiny, embedder)
     assert built.cost["built"] and not loaded.cost["built"]
     assert [c.span for c in built.chunks] == [c.span for c in loaded.chunks]
     assert all(c.text == tiny.docs[c.doc_id].text[c.start:c.end] for c in loaded.chunks)
     assert store.path(v, tiny, embedder) != store.path(GRID[1], tiny, embedder)
     changed = Dataset(tiny.name, (tiny.documents[0],), ())
     assert store.path(v, changed, embedder) != store.path(v, tiny, embedder)
-    assert not (tmp_path / "index" / ".pickle").exists()
+    assert [p.name for p in (tmp_path / "index").iterdir()] == [store.path(v, tiny, embedder).name]  # no temp left
     assert {p.name for p in store.path(v, tiny, embedder).iterdir()} == {"chunks.parquet", "index.faiss", "meta.json"}
 
 
@@ -73,16 +78,16 @@ def test_interrupted_build_leaves_no_entry(tiny: Dataset, embedder: Embedder, tm
 
     monkeypatch.setattr("workbench.index.faiss.write_index", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        store.get(v, tiny, embedder, progress=False)
+        store.get(v, tiny, embedder)
     monkeypatch.undo()
     assert not (tmp_path / "index").exists() or list((tmp_path / "index").iterdir()) == []
-    assert store.get(v, tiny, embedder, progress=False).cost["built"]
+    assert store.get(v, tiny, embedder).cost["built"]
 
 
 def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     v = Variant.make("fixed", size=16, overlap=0)
-    index = store.get(v, tiny, embedder, progress=False)
+    index = store.get(v, tiny, embedder)
     qvecs = embedder.encode([q.question for q in tiny.questions])
     corpus = index.search(qvecs, tiny.questions, 5, mode="corpus")
     own = index.search(qvecs, tiny.questions, 5, mode="document")
@@ -109,14 +114,14 @@ def test_sweep_rejects_bad_arguments(tiny: Dataset, embedder: Embedder, tmp_path
 
 
 def test_vectors_in_index_match_embedder(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
-    index = IndexStore(tmp_path).get(GRID[0], tiny, embedder, progress=False)
+    index = IndexStore(tmp_path).get(GRID[0], tiny, embedder)
     stored = index.index.reconstruct_n(0, index.index.ntotal)
     assert np.allclose(stored, embedder.encode([c.text for c in index.chunks]), atol=1e-6)
 
 
 def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     v = Variant.make("parent_child", child="fixed", child_size=8, parent="fixed", parent_size=48)
-    index = IndexStore(tmp_path).get(v, tiny, embedder, progress=False)
+    index = IndexStore(tmp_path).get(v, tiny, embedder)
     parents = {c.returned for c in index.chunks}
     assert len(parents) < len(index.chunks)  # several children share each parent
     qvecs = embedder.encode([q.question for q in tiny.questions])
@@ -138,7 +143,7 @@ def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder
 def test_late_chunking_variant_sweeps(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     plain, late = Variant.make("fixed", size=24), Variant.make("fixed", size=24, late=True)
     store = IndexStore(tmp_path)
-    a, b = store.get(plain, tiny, embedder, progress=False), store.get(late, tiny, embedder, progress=False)
+    a, b = store.get(plain, tiny, embedder), store.get(late, tiny, embedder)
     assert [c.span for c in a.chunks] == [c.span for c in b.chunks]
     va, vb = a.index.reconstruct_n(0, a.index.ntotal), b.index.reconstruct_n(0, b.index.ntotal)
     assert np.allclose(np.linalg.norm(vb, axis=1), 1, atol=1e-5)
@@ -162,3 +167,46 @@ def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, e
     other = SweepResult(extra.per_question, extra.summary, extra.variants, extra.config | {"ks": [1, 5]})
     with pytest.raises(ValueError, match="different ks"):
         combine([base, other])
+
+
+def test_variants_are_identified_by_key_not_label(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    """Two variants whose labels print alike (an untyped parameter, 1 and "1") are both measured,
+    kept apart in every table, given distinct labels, and found by key or label."""
+    def by_words(doc: Document, env: ChunkEnv, *, n: object) -> list:
+        words = list(re.finditer(r"\S+", doc.text))
+        step = int(n) * 4 if isinstance(n, str) else int(n) * 8  # the two values chunk differently
+        return [make_chunk(doc, words[i].start(), words[min(i + step, len(words)) - 1].end())
+                for i in range(0, len(words), step)]
+
+    strategy("alike", "words, untyped n", {"n": Param(None, "any value", label=True)})(by_words)
+    one, text_one = Variant.make("alike", n=1), Variant.make("alike", n="1")
+    assert one.label == text_one.label and one.key != text_one.key
+    result = sweep(tiny, [one, text_one], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    assert result.keys == [one.key, text_one.key]
+    assert len(set(result.labels)) == 2 and all(label.startswith(one.label) for label in result.labels)
+    assert result.summary.groupby("key").size().tolist() == [len(result.summary) // 2] * 2
+    chunks = result.variants.set_index("key")["chunks"]
+    assert chunks[one.key] != chunks[text_one.key]  # measured apart, not merged
+    assert result.key_of(result.labels[1]) == text_one.key == result.key_of(text_one)
+    plotted = overview(result, k=3)
+    legend = [t.get_text() for t in plotted.legends[0].get_texts()]
+    assert legend == [f"1  {result.labels[0]}", f"2  {result.labels[1]}"]
+    with pytest.raises(ValueError, match="duplicate variants"):
+        sweep(tiny, [one, Variant.make("alike", n=1)], embedder=embedder, store=tmp_path, progress=False)
+    # combined with a later sweep, the pair stays two variants and the labels stay unique
+    more = combine([result, sweep(tiny, [text_one], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)])
+    assert more.keys == result.keys and more.labels == result.labels
+
+
+def test_floats_that_print_alike_get_different_labels() -> None:
+    a, b = Variant.make("semantic", breakpoint_percentile=95), Variant.make("semantic", breakpoint_percentile=95.0000001)
+    assert a.key != b.key and a.label != b.label and "95.0000001" in b.label and "=95," in a.label
+
+
+def test_progress_false_draws_no_bar_at_all(tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedder would draw its bars (batch 1: a bar from 8 texts on) unless the sweep says no."""
+    loud = Embedder(cache_dir=tmp_path / "a", batch_size=1, progress=True)
+    sweep(tiny, [GRID[0]], ks=(1,), embedder=loud, store=tmp_path / "a", progress=False)
+    assert capsys.readouterr().err == "" and loud.progress  # and the embedder's own setting is kept
+    sweep(tiny, [Variant.make("fixed", size=10)], ks=(1,), embedder=loud, store=tmp_path / "a", progress=True)
+    assert "chunks" in capsys.readouterr().err  # the bars it hid are real

@@ -22,12 +22,16 @@ def test_key_is_canonical_and_hashable() -> None:
         a.strategy = "recursive"  # type: ignore[misc]
 
 
-def test_key_tracks_the_strategy_version(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_tracks_the_strategy_version(tiny: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variant keeps the version it was made with (its key never changes under it); made again
+    after a bump it is a new variant, and the old one refuses to chunk with the new code."""
     v = Variant.make("fixed", size=256)
     old = v.key
     bumped = dataclasses.replace(get_strategy("fixed"), version=get_strategy("fixed").version + 1)
     monkeypatch.setitem(STRATEGIES, "fixed", bumped)
-    assert v.key != old
+    assert v.key == old and Variant.make("fixed", size=256).key != old
+    with pytest.raises(ValueError, match="was made for version"):
+        v.chunk(tiny, ChunkEnv())
 
 
 def test_labels_show_main_parameters_in_schema_order() -> None:

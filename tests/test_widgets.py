@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,25 +39,25 @@ def test_controls_drive_measurements_and_redraws(
 ) -> None:
     p = panel(tiny, embedder, store, result=base)
     assert isinstance(p, Panel) and p.ks == KS and p.k.value == 3
-    assert p.compared == base.labels
+    assert p.compared == base.keys
     first = p.plot.value
     assert first[:8] == b"\x89PNG\r\n\x1a\n" and p.draws == 1
-    default = Variant.make("fixed").label  # the controls start at the strategy's defaults
-    assert p.selected == default and p.result.labels == [*base.labels, default]
+    default = Variant.make("fixed").key  # the controls start at the strategy's defaults
+    assert p.selected == default and p.result.keys == [*base.keys, default]
     assert set(p.params) == set(STRATEGIES["fixed"].params)
     assert isinstance(p.params["size"], w.IntSlider) and isinstance(p.params["unit"], w.Dropdown)
     # A drag measures once, on release:
     assert not (p.params["size"].continuous_update or p.params["overlap"].continuous_update or p.k.continuous_update)
 
     p.params["size"].value = 32  # a new variant: measured, merged, drawn
-    new = Variant.make("fixed", size=32).label
-    assert p.selected == new and p.result.labels[-1] == new and p.draws == 2
-    assert new in p.message.value and p.plot.value != first
+    new = Variant.make("fixed", size=32).key
+    assert p.selected == new and p.result.keys[-1] == new and p.draws == 2
+    assert html.escape(p.result.label_of(new)) in p.message.value and p.plot.value != first
 
     measured, embedded = len(p.result.variants), embedder.stats.embedded
     p.k.value = 1  # only a redraw
     p.params["size"].value = 16  # already in the result: a filter and a redraw
-    assert p.draws == 4 and p.selected == BASE[0].label
+    assert p.draws == 4 and p.selected == BASE[0].key
     assert len(p.result.variants) == measured and embedder.stats.embedded == embedded
 
 
@@ -69,7 +70,7 @@ def test_invalid_parameters_show_the_message_not_a_traceback(tiny: Dataset, embe
     assert "Traceback" not in p.message.value
     assert (p.selected, p.draws, p.plot.value) == (selected, draws, picture)  # the last good view stays
     p.params["overlap"].value = 8
-    assert p.selected == Variant.make("fixed", size=32, overlap=8).label and p.draws == draws + 1
+    assert p.selected == Variant.make("fixed", size=32, overlap=8).key and p.draws == draws + 1
 
 
 @pytest.fixture
@@ -93,16 +94,16 @@ def test_every_registered_strategy_is_offered_with_its_own_controls(
     assert {n: c.value for n, c in p.params.items()} == {n: q.default for n, q in schema.items()}
     assert p.params["child_size"].tooltip == schema["child_size"].help
     assert p.params["parent"].options == ("fixed", "window", "section")
-    assert p.selected == Variant.make("parent_child").label and p.plot.value
+    assert p.selected == Variant.make("parent_child").key and p.plot.value
 
     draws, picture = p.draws, p.plot.value
     p.params["parent"].value = "window"  # a new variant of the new strategy: measured and drawn
-    assert p.selected == Variant.make("parent_child", parent="window").label
+    assert p.selected == Variant.make("parent_child", parent="window").key
     assert p.draws == draws + 1 and p.plot.value != picture
 
     draws = p.draws
     p.strategy.value = halves  # no parameters: still selectable, measured and drawn
-    assert p.params == {} and p.param_box.children == () and p.selected == "halves()" and p.draws == draws + 1
+    assert p.params == {} and p.param_box.children == () and p.result.label_of(p.selected) == "halves()" and p.draws == draws + 1
 
 
 def test_controls_follow_the_schema() -> None:
@@ -129,14 +130,14 @@ def test_modifiers_make_their_variants_and_refuse_to_combine(tiny: Dataset, embe
     p = panel(tiny, embedder, store, ks=KS)
     p.params["size"].value = 48
     p.header.value = True
-    assert p.selected == Variant.make("fixed", size=48, contextual_header=True).label
-    assert p.selected.endswith("+header")
+    assert p.selected == Variant.make("fixed", size=48, contextual_header=True).key
+    assert p.result.label_of(p.selected).endswith("+header")
     selected, draws = p.selected, p.draws
     p.late.value = True  # both at once: Variant.make refuses, the panel says why
     assert "contextual_header and late cannot be combined" in p.message.value
     assert (p.selected, p.draws) == (selected, draws)
     p.header.value = False
-    assert p.selected == Variant.make("fixed", size=48, late=True).label and p.selected.endswith("+late")
+    assert p.selected == Variant.make("fixed", size=48, late=True).key and p.result.label_of(p.selected).endswith("+late")
     assert p.draws == draws + 1
 
 
@@ -145,12 +146,12 @@ def test_add_and_remove_variants_from_the_comparison(tiny: Dataset, embedder: Em
     assert p.compared == []
     p.add.click()
     p.params["size"].value = 48
-    assert p.compared == [Variant.make("fixed").label] and p.selected == BASE[1].label
+    assert p.compared == [Variant.make("fixed").key] and p.selected == BASE[1].key
     p.add.click()
     p.add.click()  # twice: still once
-    assert p.compared == [Variant.make("fixed").label, BASE[1].label]
+    assert p.compared == [Variant.make("fixed").key, BASE[1].key]
     p.remove.click()
-    assert p.compared == [Variant.make("fixed").label] and p.draws == 5
+    assert p.compared == [Variant.make("fixed").key] and p.draws == 5
 
 
 def test_a_result_from_other_data_is_refused(tiny: Dataset, embedder: Embedder, store: Path, base: SweepResult) -> None:

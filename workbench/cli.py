@@ -10,6 +10,7 @@ from pathlib import Path
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, load_dataset
+from workbench.errors import describe
 from workbench.variant import Variant, parse_variant
 
 DEMO_GRID = (
@@ -83,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
     s.add_argument("--threads", type=int, help="torch threads (1 is faster when another process is busy)")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
-    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
     sub.add_parser("strategies", help="list chunking strategies and their parameters")
     return p
 
@@ -123,16 +124,20 @@ def _sweep(args: argparse.Namespace) -> None:
         embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet)
     except ValueError as e:
         raise SystemExit(f"error: --model: {e}") from e
-    print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
-          f"{len(variants)} variants, model {embedder.name}")
-    result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
-                   mode=args.mode, progress=not args.quiet)
-    if args.no_report:
-        paths = result.save(args.out)
-    else:
-        from workbench.report import export
+    if not args.quiet:
+        print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
+              f"{len(variants)} variants, model {embedder.name}")
+    try:
+        result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
+                       mode=args.mode, progress=not args.quiet)
+        if args.no_report:
+            paths = result.save(args.out)
+        else:
+            from workbench.report import export
 
-        paths = export(result, args.out)
+            paths = export(result, args.out)
+    except Exception as e:  # one line, never a traceback: what failed, where, and why
+        raise SystemExit(f"error: {describe(e)}") from e
     built = int(result.variants["built"].sum())
     new = result.config["texts_embedded"]
     print(f"done in {time.perf_counter() - t0:.1f} s: {built} of {len(variants)} indexes built, "

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -130,10 +131,27 @@ class Embedder:
     def model(self) -> Any:
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
         if self.threads:
             torch.set_num_threads(self.threads)
-        return SentenceTransformer(str(self.path), device="cpu")
+        shown = hf_logging.is_progress_bar_enabled()
+        if not self.progress:  # the "Loading weights" bar
+            hf_logging.disable_progress_bar()
+        try:
+            return SentenceTransformer(str(self.path), device="cpu")
+        finally:
+            if shown:
+                hf_logging.enable_progress_bar()
+
+    @contextmanager
+    def progress_bars(self, on: bool) -> Iterator[None]:
+        """Show (or hide) this embedder's progress bars for a while, e.g. inside a quiet sweep."""
+        before, self.progress = self.progress, self.progress and on
+        try:
+            yield
+        finally:
+            self.progress = before
 
     @cached_property
     def tokenizer(self) -> Any:
@@ -169,7 +187,8 @@ class Embedder:
             for i in range(0, len(order), step):
                 rows = order[i : i + step]
                 part = [texts[r] for r in rows]
-                vecs = self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True)
+                vecs = self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True,
+                                         show_progress_bar=False)
                 vecs = np.asarray(vecs, dtype=np.float32)
                 if self.cache is not None:
                     self.cache.put_many({text_key(t): v for t, v in zip(part, vecs, strict=True)})

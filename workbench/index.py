@@ -12,8 +12,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +21,12 @@ import numpy as np
 import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv
-from workbench.dataset import Dataset, Question, Span
+from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.embed import Embedder
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
 _COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One retrieved unit, after parent expansion and deduplication: what the LLM would get."""
-
-    span: Span  # the returned span (the parent for small-to-big variants)
-    score: float  # cosine similarity of the best searched chunk that returned it
-    chunk_id: int  # row of that searched chunk in the variant's chunk table
-    tokens: Mapping[str, int]  # tiktoken size of the returned text: {"cl100k_base": n, "o200k_base": m}
 
 
 def embed_texts(chunks: Sequence[Chunk]) -> list[str]:
@@ -65,6 +54,7 @@ class ChunkIndex:
     def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
         self.chunks = chunks
         self.index = index
+        self.returned_tokens = returned  # tiktoken sizes of what each chunk returns, per encoding
         # tiktoken size of what each chunk returns, one array per encoding (read per hit)
         self._tokens = {enc: returned[enc].to_numpy() for enc in TIKTOKEN_ENCODINGS}
         self.cost = cost
@@ -130,52 +120,25 @@ class IndexStore:
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         return self.root / "index" / f"{variant.key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}"
 
-    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, progress: bool = True) -> ChunkIndex:
+    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
         path = self.path(variant, dataset, embedder)
         if (path / "meta.json").exists():
             return self._load(path, dataset)
-        return self._build(path, variant, dataset, embedder, progress)
+        index = build_index(variant, dataset, embedder)
+        self._save(path, variant, index)
+        return index
 
-    def _build(self, path: Path, variant: Variant, dataset: Dataset, embedder: Embedder, progress: bool) -> ChunkIndex:
-        t0 = time.perf_counter()
-        before = embedder.stats.embedded
-        env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer)
-        chunks = variant.chunk(dataset, env)
-        if not chunks:
-            raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
-        texts = embed_texts(chunks)
-        if variant.late:
-            from workbench.chunkers.late import late_vectors
-
-            vectors = late_vectors(dataset.docs, chunks, embedder)
-        else:
-            vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
-        index = flat_index(vectors)
-        returned = returned_token_counts(chunks, dataset)
-        cost = {
-            "chunks": len(chunks),
-            "chars": sum(c.end - c.start for c in chunks),
-            "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
-            "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(texts)),
-            # chunks longer than the model window lose their tail (late chunking pools windows instead)
-            "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
-            "overlap_chars": overlap_chars(chunks),
-            "texts_embedded": embedder.stats.embedded - before,
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
-        self._save(path, variant, chunks, index, returned, cost)
-        return ChunkIndex(chunks, index, returned, cost | {"built": True})
-
-    def _save(self, path: Path, variant: Variant, chunks: list[Chunk], index: faiss.Index,
-              returned: pd.DataFrame, cost: dict[str, Any]) -> None:
+    def _save(self, path: Path, variant: Variant, built: ChunkIndex) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
         try:
-            table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in chunks], columns=_COLUMNS)
-            table = pd.concat([table, returned], axis=1)
+            table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in built.chunks], columns=_COLUMNS)
+            table = pd.concat([table, built.returned_tokens], axis=1)
             table.to_parquet(tmp / "chunks.parquet", index=False)
-            faiss.write_index(index, str(tmp / "index.faiss"))
-            (tmp / "meta.json").write_text(json.dumps({"variant": variant.spec(), "label": variant.label, **cost}, indent=2))
+            faiss.write_index(built.index, str(tmp / "index.faiss"))
+            cost = {k: v for k, v in built.cost.items() if k != "built"}
+            meta = {"variant": variant.spec(), "label": variant.label, **cost}
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
             try:
                 tmp.rename(path)
             except OSError:  # another process finished the same entry first: keep theirs
@@ -201,6 +164,36 @@ class IndexStore:
         cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
         returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
+
+
+def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
+    """The whole build of one variant: chunk, embed (or late-embed), index, and count its cost."""
+    t0 = time.perf_counter()
+    before = embedder.stats.embedded
+    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer)
+    chunks = variant.chunk(dataset, env)
+    if not chunks:
+        raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    texts = embed_texts(chunks)
+    if variant.late:
+        from workbench.late import late_vectors
+
+        vectors = late_vectors(dataset.docs, chunks, embedder)
+    else:
+        vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
+    cost = {
+        "chunks": len(chunks),
+        "chars": sum(c.end - c.start for c in chunks),
+        "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
+        "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(texts)),
+        # chunks longer than the model window lose their tail (late chunking pools windows instead)
+        "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
+        "overlap_chars": overlap_chars(chunks),
+        "texts_embedded": embedder.stats.embedded - before,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "built": True,
+    }
+    return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
 
 
 def flat_index(vectors: np.ndarray) -> faiss.Index:

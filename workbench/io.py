@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,3 @@ def atomic_write(path: str | Path, write: Callable[[str], Any]) -> Path:
 def write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
-
-def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path:
-    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    return write_text(path, body)

@@ -14,8 +14,7 @@ from math import log2
 import numpy as np
 import pandas as pd
 
-from workbench.dataset import Dataset, Question, Span
-from workbench.index import Hit
+from workbench.dataset import Dataset, Hit, Question, Span
 
 # Per-k metrics, in output order. "recall_tokens" is emitted only when token boundaries are given.
 METRICS = (

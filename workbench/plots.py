@@ -4,6 +4,8 @@ Every function returns a fresh matplotlib Figure built without pyplot, so nothin
 global state (safe under Agg, in tests, in widgets and in the notebook alike). Each variant keeps
 one colour across panels and across calls: colours follow the variant's position in
 `result.variants`, not in the filtered subset, so a redraw with fewer variants repaints nothing.
+Variants are identified by key (a label is accepted too, see SweepResult.key_of) and drawn with
+their labels.
 """
 
 from __future__ import annotations
@@ -27,31 +29,32 @@ RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 
 
-def variant_colors(labels: Sequence[str]) -> dict[str, Any]:
-    """One distinct colour per label: tab10, tab20, then an evenly sampled continuous map."""
-    n = len(labels)
+def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
+    """One distinct colour per variant: tab10, tab20, then an evenly sampled continuous map."""
+    n = len(keys)
     if n <= 10:
         colors = matplotlib.colormaps["tab10"].colors[:n]
     elif n <= 20:
         colors = matplotlib.colormaps["tab20"].colors[:n]
     else:
         colors = matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n))
-    return dict(zip(labels, colors, strict=True))
+    return dict(zip(keys, colors, strict=True))
 
 
 def _select(result: SweepResult, variants: Sequence[str] | None) -> tuple[list[str], dict[str, Any]]:
-    """The labels to draw (in sweep order) and the colour of every label of the result."""
-    order = result.labels
+    """The keys to draw (in sweep order) and the colour of every variant of the result, by key."""
+    order = result.keys
     colors = variant_colors(order)
     if variants is None:
         return order, colors
-    unknown = [v for v in variants if v not in colors]
-    if unknown:
-        raise ValueError(f"variants {unknown} are not in the result; known: {order}")
     if not variants:
         raise ValueError("variants is empty: nothing to plot")
-    wanted = set(variants)
+    wanted = {result.key_of(v) for v in variants}
     return [v for v in order if v in wanted], colors
+
+
+def _key(result: SweepResult, highlight: str | None) -> str | None:
+    return None if highlight is None else result.key_of(highlight)
 
 
 def _ks(result: SweepResult) -> list[int]:
@@ -68,10 +71,10 @@ def _pick_k(result: SweepResult, k: int | None) -> int:
     return int(k)
 
 
-def _rows(result: SweepResult, metric: str, labels: Sequence[str], k: int | None = None) -> pd.DataFrame:
-    """Summary rows of one metric (at one k, if given) for `labels`."""
+def _rows(result: SweepResult, metric: str, keys: Sequence[str], k: int | None = None) -> pd.DataFrame:
+    """Summary rows of one metric (at one k, if given) for the variants `keys`."""
     s = result.summary
-    s = s[(s["metric"] == metric) & s["variant"].isin(labels)]
+    s = s[(s["metric"] == metric) & s["key"].isin(keys)]
     if k is not None:
         s = s[s["k"] == k]
     return s
@@ -85,18 +88,19 @@ def _err(rows: pd.DataFrame) -> np.ndarray:
 
 
 def _curves(
-    ax: Axes, result: SweepResult, metric: str, labels: Sequence[str], colors: dict, highlight: str | None
+    ax: Axes, result: SweepResult, metric: str, keys: Sequence[str], colors: dict, highlight: str | None
 ) -> None:
     """metric against k, one errorbar line per variant (label = variant label)."""
-    s = _rows(result, metric, labels)
+    s = _rows(result, metric, keys)
     s = s[s["k"] > 0]
-    for label in labels:
-        r = s[s["variant"] == label].sort_values("k")
+    for key in keys:
+        r = s[s["key"] == key].sort_values("k")
         if r.empty:
             continue
-        strong = label == highlight
+        strong = key == highlight
         ax.errorbar(
-            r["k"].to_numpy(float), r["mean"].to_numpy(float), yerr=_err(r), label=label, color=colors[label],
+            r["k"].to_numpy(float), r["mean"].to_numpy(float), yerr=_err(r), label=result.label_of(key),
+            color=colors[key],
             marker="o", markersize=4, linewidth=3 if strong else 1.5, capsize=3, elinewidth=1, alpha=0.95,
             zorder=3 if strong else 2,
         )
@@ -108,17 +112,17 @@ def _curves(
 
 
 def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xlabel: str, number: dict) -> None:
-    """Horizontal bars sorted by mean (best on top), with CI whiskers; tick labels carry the
-    variant's legend number."""
-    rows = rows.sort_values("mean")
+    """Horizontal bars sorted by mean (best on top; ties in sweep order, the first on top), with CI
+    whiskers; tick labels carry the variant's legend number."""
+    rows = rows.iloc[::-1].sort_values("mean", kind="stable")
     y = np.arange(len(rows))
-    labels = list(rows["variant"])
+    keys = list(rows["key"])
     ax.barh(
-        y, rows["mean"].to_numpy(float), xerr=_err(rows), color=[colors[v] for v in labels], capsize=3,
-        edgecolor=["black" if v == highlight else "none" for v in labels], linewidth=2,
+        y, rows["mean"].to_numpy(float), xerr=_err(rows), color=[colors[v] for v in keys], capsize=3,
+        edgecolor=["black" if v == highlight else "none" for v in keys], linewidth=2,
     )
     wrap = textwrap.TextWrapper(_WRAP, break_long_words=False, break_on_hyphens=False)
-    ax.set_yticks(y, [wrap.fill(f"{number[v]}  {v}") for v in labels], fontsize=8)
+    ax.set_yticks(y, [wrap.fill(f"{number[k]}  {v}") for k, v in zip(keys, rows["variant"], strict=True)], fontsize=8)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
 
@@ -136,17 +140,17 @@ def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:
 
 
 def _tradeoff(
-    ax: Axes, result: SweepResult, k: int, labels: Sequence[str], colors: dict, highlight: str | None
+    ax: Axes, result: SweepResult, k: int, keys: Sequence[str], colors: dict, highlight: str | None
 ) -> None:
     """Context tokens against recall at k: up and to the left is better."""
-    cost = _rows(result, COST, labels, k).set_index("variant")
-    rec = _rows(result, RECALL, labels, k).set_index("variant")
-    shown = [v for v in labels if v in cost.index and v in rec.index]
+    cost = _rows(result, COST, keys, k).set_index("key")
+    rec = _rows(result, RECALL, keys, k).set_index("key")
+    shown = [v for v in keys if v in cost.index and v in rec.index]
     if not shown:
         ax.text(0.5, 0.5, f"no {COST} / {RECALL} at k={k}", ha="center", va="center", transform=ax.transAxes)
         return
     cost, rec = cost.loc[shown], rec.loc[shown]
-    number = _numbers(labels)
+    number = _numbers(keys)
     for v in shown:
         strong = v == highlight
         ax.errorbar(
@@ -167,13 +171,13 @@ def _tradeoff(
     ax.grid(alpha=0.3)
 
 
-def _numbers(labels: Sequence[str]) -> dict[str, int]:
+def _numbers(keys: Sequence[str]) -> dict[str, int]:
     """Short names for crowded panels; the legend spells them out."""
-    return {v: i + 1 for i, v in enumerate(labels)}
+    return {v: i + 1 for i, v in enumerate(keys)}
 
 
-def _legend_text(labels: Sequence[str], numbered: bool) -> list[str]:
-    return [f"{n}  {v}" if numbered else v for v, n in _numbers(labels).items()]
+def _legend_text(result: SweepResult, keys: Sequence[str], numbered: bool) -> list[str]:
+    return [f"{n}  {result.label_of(v)}" if numbered else result.label_of(v) for v, n in _numbers(keys).items()]
 
 
 def _ncol(text: Sequence[str]) -> int:
@@ -181,9 +185,9 @@ def _ncol(text: Sequence[str]) -> int:
     return max(1, min(len(text), 170 // (max(map(len, text)) + 8)))
 
 
-def _legend(fig: Figure, labels: Sequence[str], colors: dict, text: Sequence[str]) -> None:
+def _legend(fig: Figure, keys: Sequence[str], colors: dict, text: Sequence[str]) -> None:
     """One figure legend below the panels, so it never covers data."""
-    handles = [Line2D([], [], color=colors[v], marker="o", linewidth=2) for v in labels]
+    handles = [Line2D([], [], color=colors[v], marker="o", linewidth=2) for v in keys]
     fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text), fontsize=8, frameon=False)
 
 
@@ -196,16 +200,17 @@ def overview(
     one variant (e.g. the one selected in the widget) bolder.
     """
     k = _pick_k(result, k)
-    labels, colors = _select(result, variants)
-    text = _legend_text(labels, numbered=True)
+    keys, colors = _select(result, variants)
+    highlight = _key(result, highlight)
+    text = _legend_text(result, keys, numbered=True)
     legend_rows = -(-len(text) // _ncol(text))
-    fig = Figure(figsize=(17, max(4.8, 0.3 * len(labels) + 1.8) + 0.22 * legend_rows), layout="constrained")
+    fig = Figure(figsize=(17, max(4.8, 0.3 * len(keys) + 1.8) + 0.22 * legend_rows), layout="constrained")
     ax_curve, ax_mrr, ax_cost = fig.subplots(1, 3, width_ratios=[1, 1.1, 1.1])
-    _curves(ax_curve, result, RECALL, labels, colors, highlight)
-    _bars(ax_mrr, _rows(result, MRR, labels, k), colors, highlight, f"mean {MRR}@{k}", _numbers(labels))
+    _curves(ax_curve, result, RECALL, keys, colors, highlight)
+    _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys))
     ax_mrr.set_title(f"{MRR}@{k} (best on top)")
-    _tradeoff(ax_cost, result, k, labels, colors, highlight)
-    _legend(fig, labels, colors, text)
+    _tradeoff(ax_cost, result, k, keys, colors, highlight)
+    _legend(fig, keys, colors, text)
     return fig
 
 
@@ -216,15 +221,16 @@ def metric_curves(
     precision_omega) is drawn as a ranking instead."""
     if metric not in set(result.summary["metric"]):
         raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(result.summary['metric']))}")
-    labels, colors = _select(result, variants)
-    rows = _rows(result, metric, labels)
-    fig = Figure(figsize=(10, max(4.5, 0.3 * len(labels) + 1.5)), layout="constrained")
+    keys, colors = _select(result, variants)
+    highlight = _key(result, highlight)
+    rows = _rows(result, metric, keys)
+    fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
     ax = fig.subplots()
     if (rows["k"] > 0).any():
-        _curves(ax, result, metric, labels, colors, highlight)
-        _legend(fig, labels, colors, _legend_text(labels, numbered=False))
+        _curves(ax, result, metric, keys, colors, highlight)
+        _legend(fig, keys, colors, _legend_text(result, keys, numbered=False))
     else:
-        _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(labels))
+        _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(keys))
         ax.set_title(f"{metric} (independent of k)")
     return fig
 

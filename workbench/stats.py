@@ -17,7 +17,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-KEYS = ["variant", "metric", "k"]
+KEYS = ["variant", "metric", "k"]  # plus "key" first when present: the variant's identity
+
+
+def _keys(per_question: pd.DataFrame) -> list[str]:
+    return ["key", *KEYS] if "key" in per_question.columns else KEYS
+
+
+def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """Rows of one variant, named by key (when the table has keys) or by label."""
+    if "key" in sel.columns and (sel["key"] == variant).any():
+        return sel[sel["key"] == variant]
+    return sel[sel["variant"] == variant]
 _MAX_CELLS = 20_000_000  # bound on rows x resamples x n held in memory by one bootstrap call
 
 
@@ -80,8 +91,9 @@ def summarize(
     if missing:
         raise ValueError(f"per_question: missing column(s) {missing}; need variant, qid, k, metric, value")
     # values ordered by qid, so the resampled questions (and the CI) do not depend on row order
-    by_key = dict(list(per_question.sort_values("qid", kind="stable").groupby(KEYS, sort=False)["value"]))
-    groups = [(key, by_key[key]) for key in per_question[KEYS].drop_duplicates().itertuples(index=False, name=None)]
+    keys = _keys(per_question)
+    by_key = dict(list(per_question.sort_values("qid", kind="stable").groupby(keys, sort=False)["value"]))
+    groups = [(key, by_key[key]) for key in per_question[keys].drop_duplicates().itertuples(index=False, name=None)]
     sizes = np.array([len(v) for _, v in groups])
     low, high = np.empty(len(groups)), np.empty(len(groups))
     for n in np.unique(sizes):
@@ -89,17 +101,9 @@ def summarize(
         low[idx], high[idx] = mean_ci(
             np.stack([groups[i][1].to_numpy(np.float64) for i in idx]), confidence, n_resamples, seed, method
         )
-    return pd.DataFrame(
-        {
-            "variant": [key[0] for key, _ in groups],
-            "metric": [key[1] for key, _ in groups],
-            "k": np.array([key[2] for key, _ in groups], dtype=np.int64),
-            "mean": [float(np.mean(v.to_numpy(np.float64))) for _, v in groups],
-            "ci_low": low,
-            "ci_high": high,
-            "n": sizes.astype(np.int64),
-        }
-    )
+    ids = pd.DataFrame([key for key, _ in groups], columns=keys).astype({"k": np.int64})
+    means = [float(np.mean(v.to_numpy(np.float64))) for _, v in groups]
+    return ids.assign(mean=means, ci_low=low, ci_high=high, n=sizes.astype(np.int64))
 
 
 def paired_compare(
@@ -120,7 +124,7 @@ def paired_compare(
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     cols = {}
     for v in (a, b):
-        rows = sel[sel["variant"] == v]
+        rows = _rows_of(sel, v)
         if rows.empty:
             raise ValueError(f"paired_compare: no rows for variant={v!r}, metric={metric!r}, k={k}")
         if rows["qid"].duplicated().any():
@@ -163,10 +167,16 @@ def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5,
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     if sel.empty:
         raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
-    means = sel.groupby("variant", sort=False)["value"].mean()
+    ident = _keys(sel)[0]  # the key when the table has one, else the label
+    means = sel.groupby(ident, sort=False)["value"].mean()
     best = str(means.idxmax())
     rows = [paired_compare(per_question, best, v, metric, k, n_resamples=n_resamples, seed=seed)
             for v in means.sort_values(ascending=False).index if v != best]
     cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n"]
-    table = pd.DataFrame(rows, columns=cols).rename(columns={"b": "variant", "mean_b": "mean"})
+    table = pd.DataFrame(rows, columns=cols).rename(columns={"b": ident, "mean_b": "mean"})
+    if ident == "key":
+        label = dict(zip(sel["key"], sel["variant"], strict=False))
+        table.insert(1, "variant", table["key"].map(label))
+        table = table.assign(best_key=best)
+        best = label[best]
     return table.assign(best=best, metric=metric, k=k)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -20,9 +21,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench import metrics, stats
-from workbench.dataset import Dataset
+from workbench.dataset import Dataset, Hit
 from workbench.embed import Embedder
-from workbench.index import Hit, IndexStore
+from workbench.index import IndexStore
 from workbench.io import atomic_write, write_text
 from workbench.variant import Variant
 
@@ -36,11 +37,14 @@ _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "tiktoken", "llama-
 class SweepResult:
     """Everything a sweep measured, as tidy tables.
 
-    per_question: one row per variant x question x k x metric: [variant, qid, k, metric, value]
-    summary:      one row per variant x metric x k: [variant, metric, k, mean, ci_low, ci_high, n]
-    variants:     one row per variant: label, key, strategy, modifiers, one column per parameter,
-                  and index cost (chunks, chars, tokens embedded, overlap chars, seconds, ...)
+    per_question: one row per variant x question x k x metric: [key, variant, qid, k, metric, value]
+    summary:      one row per variant x metric x k: [key, variant, metric, k, mean, ci_low, ci_high, n]
+    variants:     one row per variant: key, variant (its label), strategy, modifiers, one column per
+                  parameter, and index cost (chunks, chars, tokens embedded, overlap chars, seconds, ...)
     config:       provenance: dataset and model (names, fingerprints), ks, mode, grid, versions, date
+
+    `key` identifies a variant (Variant.key); `variant` is its label, for people, made unique
+    within the result. Every function that takes variants accepts either (see `key_of`).
     """
 
     per_question: pd.DataFrame
@@ -49,10 +53,33 @@ class SweepResult:
     config: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def keys(self) -> list[str]:
+        """Variant keys in sweep (grid) order."""
+        return list(self._label_by_key)
+
+    @property
     def labels(self) -> list[str]:
-        """Variant labels in sweep (grid) order."""
+        """Variant labels in sweep (grid) order (unique within the result)."""
+        return list(self._label_by_key.values())
+
+    @property
+    def _label_by_key(self) -> dict[str, str]:
         table = self.variants if len(self.variants) else self.summary
-        return list(dict.fromkeys(table["variant"]))
+        return dict(zip(table["key"], table["variant"], strict=True))
+
+    def label_of(self, key: str) -> str:
+        return self._label_by_key[self.key_of(key)]
+
+    def key_of(self, variant: str | Variant) -> str:
+        """The key of a variant given as a Variant, its key or its label; ValueError if unknown."""
+        by_key = self._label_by_key
+        name = variant.key if isinstance(variant, Variant) else variant
+        if name in by_key:
+            return name
+        keys = [k for k, label in by_key.items() if label == name]
+        if not keys:
+            raise ValueError(f"variant {name!r} is not in the result; known: {list(by_key.values())}")
+        return keys[0]
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """Write the tables (CSV + Parquet) and config.json, each atomically."""
@@ -101,6 +128,87 @@ def rankings(
     return store.get(variant, dataset, embedder).search(qvecs, dataset.questions, k, mode=mode)
 
 
+def _check_grid(variants: Sequence[Variant], ks: Sequence[int], mode: str) -> tuple[int, ...]:
+    """Validate the arguments of a sweep up front; returns the sorted distinct ks."""
+    ks = tuple(sorted(set(ks)))
+    if not ks or ks[0] < 1:
+        raise ValueError(f"ks must be positive integers, got {list(ks)}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if not variants:
+        raise ValueError("variants is empty: nothing to sweep")
+    keys = [v.key for v in variants]
+    if len(set(keys)) != len(keys):
+        twice = sorted({v.label for v in variants if keys.count(v.key) > 1})
+        raise ValueError(f"duplicate variants in the grid (same key): {twice}")
+    return ks
+
+
+def sweep_steps(
+    dataset: Dataset,
+    variants: Sequence[Variant],
+    ks: Sequence[int] = DEFAULT_KS,
+    embedder: Embedder | None = None,
+    store: IndexStore | str | Path = "results/cache",
+    mode: str = "corpus",
+    progress: bool = True,
+    confidence: float = 0.95,
+) -> Iterator[SweepResult]:
+    """The sweep one variant at a time: each step is the complete SweepResult of one variant, so
+    a caller can show results as they come and stop between variants (the widgets do);
+    `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
+    ks = _check_grid(variants, ks, mode)
+    keys = [v.key for v in variants]
+    labels = dict(zip(keys, unique_labels(keys, [v.label for v in variants]), strict=True))
+    store, embedder = resolve_store(store, embedder)
+    return _steps(dataset, variants, labels, ks, embedder, store, mode, progress, confidence)
+
+
+def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str], ks: tuple[int, ...],
+           embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float
+           ) -> Iterator[SweepResult]:
+    with embedder.progress_bars(progress):
+        qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
+    bounds = metrics.token_bounds(dataset)  # for token-level recall, once per corpus
+    config = {
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "corpus_fingerprint": dataset.corpus_fingerprint,
+        "documents": len(dataset.documents),
+        "questions": len(dataset.questions),
+        "characters": dataset.n_chars,
+        "model": embedder.name,
+        "model_fingerprint": embedder.fingerprint,
+        "ks": list(ks),
+        "mode": mode,
+        "confidence": confidence,
+        "versions": versions(),
+    }
+    bar = tqdm(variants, desc="variants", disable=not progress, unit="variant")
+    for v in bar:
+        bar.set_postfix_str(labels[v.key])
+        before = (embedder.stats.embedded, embedder.stats.cached)
+        try:
+            with embedder.progress_bars(progress):
+                index = store.get(v, dataset, embedder)
+            ranked = index.search(qvecs, dataset.questions, max(ks), mode=mode)
+            scores = pd.concat([metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds),
+                                metrics.score_omega(dataset.questions, index.spans)], ignore_index=True)
+        except Exception as e:
+            e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
+            raise
+        scores.insert(0, "variant", labels[v.key])
+        scores.insert(0, "key", v.key)
+        row = {"key": v.key, "variant": labels[v.key], "strategy": v.strategy,
+               "contextual_header": v.contextual_header, "late": v.late, **v.kwargs, **index.cost}
+        yield SweepResult(scores, stats.summarize(scores, confidence=confidence), pd.DataFrame([row]), config | {
+            "grid": [v.spec()],
+            "texts_embedded": embedder.stats.embedded - before[0],
+            "texts_cached": embedder.stats.cached - before[1],
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        })
+
+
 def sweep(
     dataset: Dataset,
     variants: Sequence[Variant],
@@ -114,54 +222,23 @@ def sweep(
     """Score every variant on every question of `dataset` at every k.
 
     mode: "corpus" searches all chunks; "document" searches only the question's own document(s).
+    progress=False draws no progress bar at all (the embedder's included).
     """
-    ks = tuple(sorted(set(ks)))
-    if not ks or ks[0] < 1:
-        raise ValueError(f"ks must be positive integers, got {list(ks)}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if not variants:
-        raise ValueError("variants is empty: nothing to sweep")
-    labels = [v.label for v in variants]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"duplicate variants in the grid: {sorted(x for x in labels if labels.count(x) > 1)}")
     store, embedder = resolve_store(store, embedder)
     before = (embedder.stats.embedded, embedder.stats.cached)
-    qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
-    bounds = metrics.token_bounds(dataset)  # for token-level recall, once per corpus
-    per_q, rows = [], []
-    bar = tqdm(variants, desc="variants", disable=not progress, unit="variant")
-    for v in bar:
-        bar.set_postfix_str(v.label)
-        index = store.get(v, dataset, embedder, progress=progress)
-        rankings = index.search(qvecs, dataset.questions, max(ks), mode=mode)
-        scores = pd.concat([metrics.score_rankings(dataset.questions, rankings, ks, token_bounds=bounds),
-                            metrics.score_omega(dataset.questions, index.spans)], ignore_index=True)
-        scores.insert(0, "variant", v.label)
-        per_q.append(scores)
-        rows.append({"variant": v.label, "key": v.key, "strategy": v.strategy,
-                     "contextual_header": v.contextual_header, "late": v.late, **v.kwargs, **index.cost})
-    per_question = pd.concat(per_q, ignore_index=True)
-    config = {
-        "dataset": dataset.name,
-        "dataset_fingerprint": dataset.fingerprint,
-        "corpus_fingerprint": dataset.corpus_fingerprint,
-        "documents": len(dataset.documents),
-        "questions": len(dataset.questions),
-        "characters": dataset.n_chars,
-        "model": embedder.name,
-        "model_fingerprint": embedder.fingerprint,
-        "ks": list(ks),
-        "mode": mode,
-        "confidence": confidence,
-        "grid": [v.spec() for v in variants],
+    result = combine(list(sweep_steps(dataset, variants, ks, embedder, store, mode, progress, confidence)))
+    result.config |= {  # the questions' vectors count too
         "texts_embedded": embedder.stats.embedded - before[0],
         "texts_cached": embedder.stats.cached - before[1],
-        "versions": versions(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    summary = stats.summarize(per_question, confidence=confidence)
-    return SweepResult(per_question, summary, pd.DataFrame(rows), config)
+    return result
+
+
+def unique_labels(keys: Sequence[str], labels: Sequence[str]) -> list[str]:
+    """Labels for people, unique: a label shared by variants of different keys (e.g. two versions
+    of a registered function) gets the start of the key appended, "mine(size=64) #3fa2c1"."""
+    counts = Counter(labels)
+    return [f"{label} #{key[:6]}" if counts[label] > 1 else label for key, label in zip(keys, labels, strict=True)]
 
 
 def combine(results: Sequence[SweepResult]) -> SweepResult:
@@ -179,10 +256,15 @@ def combine(results: Sequence[SweepResult]) -> SweepResult:
     seen: set[str] = set()
     parts = []
     for r in results:
-        new = [v for v in r.labels if v not in seen]
+        new = [k for k in r.keys if k not in seen]
         seen.update(new)
-        parts.append([t[t["variant"].isin(new)] for t in (r.per_question, r.summary, r.variants)])
+        parts.append([t[t["key"].isin(new)] for t in (r.per_question, r.summary, r.variants)])
     per_question, summary, variants = (pd.concat(tables, ignore_index=True) for tables in zip(*parts, strict=True))
+    # labels unique across the results too (each result's own were unique within it)
+    keys = list(variants["key"])
+    relabel = dict(zip(keys, unique_labels(keys, list(variants["variant"])), strict=True))
+    per_question, summary, variants = (t.assign(variant=t["key"].map(relabel))
+                                       for t in (per_question, summary, variants))
     grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
     config = first | {
         "grid": list(grid.values()),

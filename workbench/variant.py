@@ -26,6 +26,7 @@ class Variant:
     params: tuple[tuple[str, Any], ...]
     contextual_header: bool = False  # embed "title > heading path" + text; return the text only
     late: bool = False  # late chunking: pool token embeddings of the whole document window
+    version: int = 1  # the strategy's version when the variant was made: part of its identity
 
     @classmethod
     def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, **params: Any) -> Variant:
@@ -33,8 +34,9 @@ class Variant:
         if contextual_header and late:
             raise ValueError("contextual_header and late cannot be combined: late chunking embeds the "
                              "document itself, so a header would change nothing")
-        resolved = get_strategy(strategy).resolve(params)
-        return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late))
+        spec = get_strategy(strategy)
+        resolved = spec.resolve(params)
+        return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version)
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -50,7 +52,7 @@ class Variant:
 
     @property
     def key(self) -> str:
-        spec = self.spec() | {"version": get_strategy(self.strategy).version}
+        spec = self.spec() | {"version": self.version}
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
@@ -68,7 +70,12 @@ class Variant:
 
     def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
         """Chunk every document, in dataset order (so each document's chunks are contiguous)."""
-        fn = get_strategy(self.strategy).fn
+        strategy = get_strategy(self.strategy)
+        if strategy.version != self.version:  # re-registered since: its chunks would not be this variant's
+            raise ValueError(f"variant {self.label} was made for version {self.version} of strategy "
+                             f"{self.strategy!r}, which is now registered as version {strategy.version}; "
+                             "make the variant again")
+        fn = strategy.fn
         out: list[Chunk] = []
         for doc in tqdm(dataset.documents, desc=f"chunking {self.label}", disable=not progress, unit="doc"):
             chunks = fn(doc, env, **self.kwargs)
@@ -77,7 +84,12 @@ class Variant:
 
 
 def _short(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """95.0 -> "95", 0.25 -> "0.25"; a float that 6 digits would round prints in full
+    (95.0000001), so labels of different values never look alike."""
+    if not isinstance(value, float):
+        return str(value)
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 def with_header(doc: Document, chunk: Chunk) -> Chunk:

@@ -21,6 +21,7 @@ import ipywidgets as w
 from workbench.chunkers import STRATEGIES, Param
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
+from workbench.errors import describe
 from workbench.index import IndexStore
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
@@ -68,7 +69,7 @@ def read(name: str, p: Param, widget: w.ValueWidget) -> Any:
 class Panel(w.VBox):
     """Strategy, parameter and modifier controls, a message line, a progress area and the figure.
 
-    `result` holds every variant measured so far; `compared` the labels drawn next to the
+    `result` holds every variant measured so far; `compared` the keys of those drawn next to the
     selected one; `params` the current strategy's controls by parameter name; `draws` counts
     redraws (the figure is `plot.value`, PNG bytes).
     """
@@ -91,7 +92,7 @@ class Panel(w.VBox):
         self.ks = tuple(result.config["ks"]) if result is not None else tuple(sorted(set(ks)))
         self.mode = result.config.get("mode", "corpus") if result is not None else "corpus"
         self.result = result
-        self.compared: list[str] = result.labels if result is not None else []
+        self.compared: list[str] = result.keys if result is not None else []
         self.selected: str | None = None
         self.draws = 0
 
@@ -148,26 +149,25 @@ class Panel(w.VBox):
         except ValueError as e:
             self._error(e)
             return
-        if (self.result is None or v.label not in self.result.labels) and not self._measure(v):
+        if (self.result is None or v.key not in self.result.keys) and not self._measure(v):
             return
-        self.selected = v.label
+        self.selected = v.key
         self.message.value = f"selected: <b>{html.escape(v.label)}</b>"
         self._draw()
 
     def _error(self, e: Exception) -> None:
-        self.message.value = f'<span style="color:#b00020">{html.escape(str(e))}</span>'
+        self.message.value = f'<span style="color:#b00020">{html.escape(describe(e))}</span>'
 
     def _measure(self, v: Variant) -> bool:
         """Sweep `v` into `result`; False if it failed (the reason is then shown in the panel)."""
         self.message.value = f"indexing <b>{html.escape(v.label)}</b>…"
         self.progress.outputs = ()
         new = None
-        # In a kernel, tqdm.auto draws its bars here; the context also shows (and swallows) the
-        # traceback of an unexpected error, so only ValueError is caught, for the message line.
+        # In a kernel, tqdm.auto draws its bars here.
         with self.progress:
             try:
                 new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode)
-            except ValueError as e:
+            except Exception as e:  # every error reaches the panel, never only a log
                 self._error(e)
         if new is None:
             return False
