@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from textgen import documents, texts
 
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.chunkers.sentence import sentence_spans
+from workbench.chunkers.sentence import SENTENCE_SPLITTERS, llamaindex_sentence_spans, sentence_spans, sentence_splitter
 from workbench.dataset import Document
 
 ENV = ChunkEnv()
@@ -66,6 +67,51 @@ def test_sentences_tile_non_whitespace(text: str) -> None:
     assert_tiles_non_whitespace(text, spans)
 
 
+def llamaindex_strings(text: str) -> list[str]:
+    from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer
+
+    return split_by_sentence_tokenizer()(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Dr. Smith arrived. He sat down.", ["Dr.", "Smith arrived.", "He sat down."]),  # no abbreviations
+        ("# Title\nBody text here.\n- item one\n- item two", ["# Title\nBody text here.", "- item one\n- item two"]),
+        ("日本語です。你好！", ["日本語です。你好！"]),
+    ],
+)
+def test_llamaindex_sentence_cases(text: str, expected: list[str]) -> None:
+    assert [text[a:b] for a, b in llamaindex_sentence_spans(text)] == expected
+
+
+@settings(max_examples=50, deadline=None)
+@given(texts)
+def test_llamaindex_sentences_are_llamaindex_strings_trimmed(text: str) -> None:
+    """LlamaIndex's default splitter returns strings that tile the text; ours are those strings
+    without their leading and trailing whitespace, as spans."""
+    spans = llamaindex_sentence_spans(text)
+    assert_tiles_non_whitespace(text, spans)
+    theirs = [s for s in llamaindex_strings(text) if s.strip()]
+    assert [text[a:b] for a, b in spans] == [s.strip() for s in theirs]
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "data" / "semantic").iterdir()), ids=lambda p: p.name)
+def test_llamaindex_sentences_on_real_documents(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    theirs = llamaindex_strings(text)
+    assert "".join(theirs) == text
+    assert [text[a:b] for a, b in llamaindex_sentence_spans(text)] == [s.strip() for s in theirs]
+
+
+def test_sentence_splitter_by_name() -> None:
+    assert sentence_splitter("lines+punkt") is sentence_spans
+    assert sentence_splitter("llamaindex") is llamaindex_sentence_spans
+    assert list(SENTENCE_SPLITTERS) == ["lines+punkt", "llamaindex"]
+    with pytest.raises(ValueError, match="'spacy'.*lines\\+punkt"):
+        sentence_splitter("spacy")
+
+
 def pack(text: str, **params: object) -> list[str]:
     return [c.text for c in run_strategy("sentence", params, Document("d", "t", text), ENV)]
 
@@ -112,4 +158,3 @@ def test_sentence_strategy_properties(doc: Document, size: int, overlap: int, un
     assert starts == sorted(starts) and len(set(starts)) == len(starts)
     if overlap == 0:  # no overlap: chunks are disjoint
         assert all(a.end <= b.start for a, b in itertools.pairwise(chunks))
-

@@ -1,5 +1,9 @@
 """Sentence splitting (NLTK punkt, exact offsets) and sentence packing.
 
+Two splitters, chosen by name with `sentence_splitter` (the `semantic` strategy's `sentences`
+parameter): "lines+punkt" (`sentence_spans`, described next) and "llamaindex"
+(`llamaindex_sentence_spans`, LlamaIndex's default for SemanticSplitterNodeParser).
+
 Punkt knows abbreviations (Dr., U.S.) and decimals (3.14) but not CJK full stops, which need no
 following space, and it would glue a heading or a table row to the next line. So every line
 break ends a sentence (the shared corpora put headings, table rows and speaker turns on their
@@ -50,6 +54,39 @@ def sentence_spans(text: str) -> list[Span]:
                 if span is not None:
                     out.append(span)
     return out
+
+
+@lru_cache(maxsize=1)
+def _untrained_punkt() -> Any:
+    from nltk.tokenize import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer()
+
+
+def llamaindex_sentence_spans(text: str) -> list[Span]:
+    """LlamaIndex's default sentence splitting (llama-index-core `split_by_sentence_tokenizer`):
+    NLTK's *untrained* `PunktSentenceTokenizer()` (no abbreviation list, so "Dr." ends a
+    sentence), with no split at line breaks (a heading joins the next sentence) nor at CJK stops.
+
+    LlamaIndex's sentence string i is text[start_i : start_{i+1}] (the last one runs to the end
+    of the text), so it keeps the whitespace that follows it; punkt's first span starts at 0.
+    Our span i is that string with leading and trailing whitespace removed, so the spans tile the
+    non-whitespace text like `sentence_spans`, and `group_texts` rebuilds LlamaIndex's strings."""
+    spans = (strip_span(text, a, b) for a, b in _untrained_punkt().span_tokenize(text))
+    return [s for s in spans if s is not None]
+
+
+SENTENCE_SPLITTERS: dict[str, Callable[[str], list[Span]]] = {
+    "lines+punkt": sentence_spans,
+    "llamaindex": llamaindex_sentence_spans,
+}
+
+
+def sentence_splitter(name: str) -> Callable[[str], list[Span]]:
+    """The sentence splitter called `name` (a key of SENTENCE_SPLITTERS): text -> sentence spans."""
+    if name not in SENTENCE_SPLITTERS:
+        raise ValueError(f"unknown sentence splitter {name!r}; choose one of {list(SENTENCE_SPLITTERS)}")
+    return SENTENCE_SPLITTERS[name]
 
 
 def covered(text: str, spans: list[Span], start: int, end: int) -> list[Span]:
