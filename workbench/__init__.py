@@ -14,12 +14,21 @@ from workbench import offline as _offline
 
 _offline.configure()  # before any library that could try the network is imported
 
-from workbench.chunkers import STRATEGIES, register_function, register_node_parser, unregister  # noqa: E402
-from workbench.dataset import Dataset, DatasetError, Document, Hit, Question, Span, load_dataset  # noqa: E402
-from workbench.embed import Embedder  # noqa: E402
-from workbench.index import IndexStore, build_index  # noqa: E402
-from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps  # noqa: E402
-from workbench.variant import Variant, grid, parse_variant  # noqa: E402
+from workbench.chunkers import STRATEGIES, register_function, register_node_parser, unregister
+from workbench.dataset import (
+    Dataset,
+    DatasetError,
+    DatasetWarning,
+    Document,
+    Hit,
+    Question,
+    Span,
+    load_dataset,
+)
+from workbench.embed import Embedder
+from workbench.index import IndexStore, build_index
+from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps
+from workbench.variant import Variant, grid, parse_variant
 
 _LAZY = {"drilldown", "metrics", "plots", "report", "stats", "viewer", "widgets"}  # matplotlib/ipywidgets load on use
 
@@ -31,7 +40,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "STRATEGIES", "Dataset", "DatasetError", "Document", "Embedder", "Hit", "IndexStore", "Question", "Span",
-    "SweepResult", "Variant", "build_index", "combine", "grid", "load_dataset", "parse_variant", "rankings",
+    "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore", "Question",
+    "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "load_dataset", "parse_variant", "rankings",
     "register_function", "register_node_parser", "sweep", "sweep_steps", "unregister", *sorted(_LAZY),
 ]

@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from workbench.chunkers import STRATEGIES
-from workbench.dataset import DatasetError, load_dataset
+from workbench.dataset import DatasetError, DatasetWarning, load_dataset
 from workbench.errors import describe
 from workbench.variant import Variant, parse_variant
 
@@ -114,9 +115,12 @@ def _sweep(args: argparse.Namespace) -> None:
     if args.max_questions is not None and args.max_questions < 1:
         raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
     try:
-        dataset = load_dataset(args.data, args.questions)
+        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
+            dataset = load_dataset(args.data, args.questions)
     except DatasetError as e:
         raise SystemExit(f"error: {e}") from e
+    for w in caught:  # one line each, not Python's source-line format
+        print(f"warning: {w.message}", file=sys.stderr)
     if args.max_questions:
         dataset = dataset.select(max_questions=args.max_questions)
     t0 = time.perf_counter()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import STRATEGIES, strategy
+from workbench.chunkers.registry import STRATEGIES, strategy, unregister
 from workbench.dataset import Document
 
 _ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
@@ -68,7 +68,7 @@ def _register(name: str, fn: Callable[[Document, ChunkEnv], list[Chunk]], help: 
     if name in STRATEGIES:
         if name not in _ADAPTED:
             raise ValueError(f"strategy {name!r} is built in and cannot be replaced; choose another name")
-        del STRATEGIES[name]
+        unregister(name)
     strategy(name, help, {}, version=version)(fn)
     _ADAPTED.add(name)
 
