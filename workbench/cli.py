@@ -12,6 +12,8 @@ from pathlib import Path
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning, load_dataset
 from workbench.errors import describe
+from workbench.io import CACHE_DIR
+from workbench.metrics import DEFAULT_KS
 from workbench.variant import Variant, parse_variant
 
 DEMO_GRID = (
@@ -76,11 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
                    help="a variant to sweep (repeatable); see below. Default: the demo grid")
     s.add_argument("--grid", type=Path, help="JSON file with a list of variants (added to --variant)")
-    s.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5, 10], help="cut-offs k (default: 1 3 5 10)")
+    s.add_argument("--ks", type=int, nargs="+", default=list(DEFAULT_KS),
+                   help=f"cut-offs k (default: {' '.join(map(str, DEFAULT_KS))})")
     s.add_argument("--mode", choices=("corpus", "document"), default="corpus",
                    help="search the whole corpus, or only each question's own document (default: corpus)")
     s.add_argument("--model", help="local sentence-transformers model folder (default: bundled all-MiniLM-L6-v2)")
-    s.add_argument("--cache", type=Path, default=Path("results/cache"),
+    s.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="embedding and index cache folder, shared by runs (default: %(default)s)")
     s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
     s.add_argument("--threads", type=int, help="torch threads (1 is faster when another process is busy)")

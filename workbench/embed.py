@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from workbench.io import CACHE_DIR
+
 DEFAULT_BATCH = 32
 _SKIP_FILES = {"README.md", ".gitattributes"}
 
@@ -105,7 +107,7 @@ class Embedder:
     def __init__(
         self,
         model: str | Path | None = None,
-        cache_dir: str | Path | None = "results/cache",
+        cache_dir: str | Path | None = CACHE_DIR,
         batch_size: int = DEFAULT_BATCH,
         threads: int | None = None,
         progress: bool = True,

@@ -23,6 +23,7 @@ import pandas as pd
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.embed import Embedder
+from workbench.io import CACHE_DIR
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
@@ -114,7 +115,7 @@ class ChunkIndex:
 class IndexStore:
     """A folder of per-variant index entries: `get` loads one, or builds and saves it."""
 
-    def __init__(self, root: str | Path = "results/cache"):
+    def __init__(self, root: str | Path = CACHE_DIR):
         self.root = Path(root)
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+CACHE_DIR = Path("results/cache")  # embeddings and index entries, shared by every run that names it
+
 
 def atomic_write(path: str | Path, write: Callable[[str], Any]) -> Path:
     """Call `write(tmp_path)` on a temporary file beside `path`, then rename it over `path`.

@@ -16,13 +16,14 @@ import pandas as pd
 
 from workbench.dataset import Dataset, Hit, Question, Span
 
-# Per-k metrics, in output order. "recall_tokens" is emitted only when token boundaries are given.
+# Per-k metrics, in output (and display) order. "recall_tokens" is emitted only when token
+# boundaries are given.
 METRICS = (
+    "recall",
+    "recall_tokens",
     "hit",
     "hit_strict",
     "hit_frac",
-    "recall",
-    "recall_tokens",
     "mrr",
     "ndcg",
     "precision",
@@ -32,6 +33,16 @@ METRICS = (
 )
 OMEGA = "precision_omega"  # k-independent: reported with k = OMEGA_K
 OMEGA_K = 0
+DEFAULT_KS = (1, 3, 5, 10)  # the cut-offs a sweep scores when none are given
+DEFAULT_K = 5  # the cut-off a figure, a table or a verdict uses when none is chosen
+
+
+def default_k(ks: Iterable[int]) -> int:
+    """DEFAULT_K when it was swept, else the largest swept k."""
+    ks = sorted(k for k in ks if k > 0)
+    if not ks:
+        raise ValueError("no cut-off k > 0 was swept")
+    return DEFAULT_K if DEFAULT_K in ks else ks[-1]
 
 Intervals = list[tuple[int, int]]  # sorted, disjoint, non-empty half-open [start, end)
 

@@ -19,14 +19,13 @@ from typing import IO, TYPE_CHECKING, Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from workbench import plots, stats
+from workbench import metrics, plots, stats
 from workbench.io import atomic_write
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
-METRIC_ORDER = ("recall", "recall_tokens", "hit", "hit_strict", "hit_frac", "mrr", "ndcg", "precision", "iou",
-                "context_tokens", "context_tokens_o200k", "precision_omega")
+METRIC_ORDER = (*metrics.METRICS, metrics.OMEGA)
 EXTRA_FIGURES = ("hit", "ndcg", "iou", "precision_omega")  # drawn by default next to the overview
 
 _CSS = """
@@ -129,10 +128,10 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
 
 def _against_best(result: SweepResult, metric: str = "recall") -> str:
     """Every variant paired against the best on recall@k (k = 5 when swept, else the largest)."""
-    ks = sorted(k for k in result.per_question["k"].unique() if k > 0)
-    if result.per_question["variant"].nunique() < 2 or not ks:
+    ks = [k for k in result.per_question["k"].unique() if k > 0]
+    if result.per_question["key"].nunique() < 2 or not ks:
         return ""
-    k = 5 if 5 in ks else ks[-1]
+    k = metrics.default_k(ks)
     table = stats.against_best(result.per_question, metric, k)
     best = table["best"].iloc[0]
     shown = table[["variant", "mean", "diff", "ci_low", "ci_high", "p_value"]].rename(

@@ -24,10 +24,10 @@ from workbench import metrics, stats
 from workbench.dataset import Dataset, Hit
 from workbench.embed import Embedder
 from workbench.index import IndexStore
-from workbench.io import atomic_write, write_text
+from workbench.io import CACHE_DIR, atomic_write, write_text
+from workbench.metrics import DEFAULT_KS
 from workbench.variant import Variant
 
-DEFAULT_KS = (1, 3, 5, 10)
 MODES = ("corpus", "document")
 MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "mode", "confidence")  # for `combine`
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "tiktoken", "llama-index-core", "numpy", "pandas")
@@ -119,7 +119,7 @@ def rankings(
     variant: Variant,
     k: int = 10,
     embedder: Embedder | None = None,
-    store: IndexStore | str | Path = "results/cache",
+    store: IndexStore | str | Path = CACHE_DIR,
     mode: str = "corpus",
 ) -> list[list[Hit]]:
     """One variant's top-k hits for every question (index loaded or built), e.g. to drill down."""
@@ -149,7 +149,7 @@ def sweep_steps(
     variants: Sequence[Variant],
     ks: Sequence[int] = DEFAULT_KS,
     embedder: Embedder | None = None,
-    store: IndexStore | str | Path = "results/cache",
+    store: IndexStore | str | Path = CACHE_DIR,
     mode: str = "corpus",
     progress: bool = True,
     confidence: float = 0.95,
@@ -214,7 +214,7 @@ def sweep(
     variants: Sequence[Variant],
     ks: Sequence[int] = DEFAULT_KS,
     embedder: Embedder | None = None,
-    store: IndexStore | str | Path = "results/cache",
+    store: IndexStore | str | Path = CACHE_DIR,
     mode: str = "corpus",
     progress: bool = True,
     confidence: float = 0.95,

@@ -23,6 +23,7 @@ from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.errors import describe
 from workbench.index import IndexStore
+from workbench.io import CACHE_DIR
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
 from workbench.variant import Variant
@@ -78,7 +79,7 @@ class Panel(w.VBox):
         self,
         dataset: Dataset,
         embedder: Embedder | None = None,
-        store: IndexStore | str | Path = "results/cache",
+        store: IndexStore | str | Path = CACHE_DIR,
         ks: Sequence[int] = DEFAULT_KS,
         result: SweepResult | None = None,
     ):
@@ -197,7 +198,7 @@ class Panel(w.VBox):
 def panel(
     dataset: Dataset,
     embedder: Embedder | None = None,
-    store: IndexStore | str | Path = "results/cache",
+    store: IndexStore | str | Path = CACHE_DIR,
     ks: Sequence[int] = DEFAULT_KS,
     result: SweepResult | None = None,
 ) -> Panel:
