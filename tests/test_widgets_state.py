@@ -1,0 +1,183 @@
+"""The sweeper's decisions without any widget: grid text, runs that stop and resume, what is
+redrawn, and the question-by-question comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench import stats
+from workbench.chunkers import STRATEGIES, register_function
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.sweep import SweepResult, sweep
+from workbench.variant import Variant
+from workbench.widgets.state import (
+    MAX_VALUES,
+    Comparison,
+    GridSpec,
+    Redraw,
+    ScrubState,
+    SweepRun,
+    hint,
+    parameters,
+    parse_values,
+)
+
+KS = (1, 3)
+SIZE = STRATEGIES["fixed"].params["size"]
+PERCENTILE = STRATEGIES["semantic"].params["breakpoint_percentile"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state")
+
+
+def test_values_are_parsed_from_lists_and_inclusive_ranges() -> None:
+    assert parse_values("size", "128, 256,512", SIZE) == [128, 256, 512]
+    assert parse_values("size", "64:512:64", SIZE) == [64, 128, 192, 256, 320, 384, 448, 512]
+    assert parse_values("size", "64:200:64, 512, 64", SIZE) == [64, 128, 192, 512]  # mixed, deduplicated
+    assert parse_values("breakpoint_percentile", "80:95:2.5", PERCENTILE) == [80, 82.5, 85, 87.5, 90, 92.5, 95]
+    assert parse_values("breakpoint_percentile", "0.1:0.3:0.1", PERCENTILE) == [0.1, 0.2, 0.3]  # stop kept
+    assert parse_values("size", " ", SIZE) == []
+    assert parse_values("unit", "tokens, chars", STRATEGIES["fixed"].params["unit"]) == ["tokens", "chars"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("128, abc", r"parameter 'size': 'abc' is not an integer"),
+    ("128.5", r"parameter 'size': '128.5' is not an integer"),
+    ("64:512", r"parameter 'size': '64:512' is not start:stop:step"),
+    ("512:64:64", r"parameter 'size': '512:64:64' needs step > 0 and start <= stop"),
+    ("64:512:0", r"needs step > 0"),
+    (f"1:{MAX_VALUES + 1}:1", rf"gives {MAX_VALUES + 1} values"),
+])
+def test_bad_text_names_the_parameter(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_values("size", text, SIZE)
+
+
+def test_hints_and_parameters_follow_the_schemas() -> None:
+    both = parameters(["fixed", "semantic"])
+    assert list(both) == [*STRATEGIES["fixed"].params, "breakpoint_percentile", "buffer_size", "min_size",
+                          "max_size", "sentences"]
+    assert "custom_separators" not in parameters(["recursive"])  # JSON-typed: not swept
+    assert hint(SIZE) == "default 256 in [1, inf]; e.g. 128, 256 or 64:512:64"
+    assert hint(STRATEGIES["fixed"].params["unit"]) == "default tokens; any of tokens, chars"
+
+
+def test_a_grid_expands_per_strategy_and_reports_the_skipped_combinations() -> None:
+    spec = GridSpec(["fixed", "semantic"], {"size": "16, 32", "overlap": "0:32:16", "breakpoint_percentile": "90, 95"})
+    grid = spec.variants()
+    fixed = [(16, 0), (32, 0), (32, 16)]  # overlap must stay below size
+    assert grid.variants == [*(Variant.make("fixed", size=s, overlap=o) for s, o in fixed),
+                             *(Variant.make("semantic", breakpoint_percentile=p) for p in (90, 95))]
+    assert len(grid.skipped) == 3 and all("overlap" in reason for reason in grid.skipped)
+    assert grid.summary().startswith("5 variants; 3 invalid combination(s) skipped, e.g. fixed: parameter 'overlap'")
+    # The default spelled out is the same variant: one key, measured once.
+    assert len(GridSpec(["fixed"], {"size": "256, 128, 256"}).variants().variants) == 2
+    assert GridSpec(["fixed"], {"size": [256], "overlap": ""}).variants().variants == [Variant.make("fixed")]
+
+
+@pytest.mark.parametrize("spec, message", [
+    (GridSpec([], {}), "strategies: choose at least one"),
+    (GridSpec(["nope"], {}), r"strategies: unknown \['nope'\]"),
+    (GridSpec(["fixed"], {"breakpoint_percentile": "90"}), "parameter 'breakpoint_percentile' belongs to none of"),
+    (GridSpec(["fixed"], {"size": "0, 128"}), r"fixed: parameter 'size' must be in \[1, inf\], got 0"),
+    (GridSpec(["semantic"], {"breakpoint_percentile": "90:110:10"}), "parameter 'breakpoint_percentile' must be in"),
+    (GridSpec(["fixed"], {"size": "16", "overlap": "16, 32"}), "no valid variant: all 2 combinations clash"),
+])
+def test_invalid_grids_say_which_field(spec: GridSpec, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        spec.variants()
+
+
+def test_a_run_stops_between_variants_and_resumes_without_rerunning(
+    tiny: Dataset, embedder: Embedder, store: Path
+) -> None:
+    variants = [Variant.make("fixed", size=s) for s in (12, 24, 40)]
+    seen: list[tuple[int, float | None, list[float]]] = []
+
+    def stop_after_first(run: SweepRun) -> None:
+        seen.append((run.done, run.seconds_left, list(run.step_seconds)))
+        run.stop()
+
+    before = (embedder.stats.embedded, embedder.stats.cached)
+    first = SweepRun(tiny, variants, embedder, store, KS, on_step=stop_after_first)
+    assert (first.done, first.total, first.seconds_left) == (0, 3, None)
+    result = first.run()
+    assert first.done == 1 and result is not None and result.keys == [variants[0].key] and first.error is None
+    assert seen[0][0] == 1 and seen[0][1] == pytest.approx(seen[0][2][0] * 2)  # mean per variant x 2 left
+    assert (first.embedded, first.reused) == (embedder.stats.embedded - before[0], embedder.stats.cached - before[1])
+    assert first.embedded > 0 and "1/3 variants" in first.progress_text() and "stopped" in first.progress_text()
+
+    resumed = SweepRun(tiny, variants, embedder, store, KS, result=result)
+    assert [v.key for v in resumed.todo] == [v.key for v in variants[1:]] and resumed.total == 2
+    full = resumed.run()
+    assert full is not None and full.keys == [v.key for v in variants] and resumed.done == 2
+    assert resumed.seconds_left == 0 and resumed.error is None
+    assert full.summary.equals(sweep(tiny, variants, ks=KS, embedder=embedder, store=store, progress=False).summary)
+
+    again = SweepRun(tiny, variants, embedder, store, KS, result=full)
+    assert again.total == 0 and again.run() is full and again.embedded == 0  # nothing re-run
+
+
+def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    def boom(text: str) -> list[str]:
+        raise RuntimeError("the chunker broke")
+
+    register_function("boom", boom)
+    calls: list[str | None] = []
+    run = SweepRun(tiny, [Variant.make("fixed", size=20), Variant.make("boom")], embedder, store, KS,
+                   on_step=lambda r: calls.append(r.error))
+    result = run.run()
+    assert run.error is not None and run.error.startswith("RuntimeError: the chunker broke")
+    assert "while sweeping variant boom()" in run.error and "failed" in run.progress_text()
+    assert result is not None and result.keys == [Variant.make("fixed", size=20).key] and run.done == 1
+    assert calls == [None, run.error] and not run.running
+
+
+def test_selection_only_rehighlights_and_new_bases_rebuild() -> None:
+    s = ScrubState()
+    assert s.update(keys=["a", "b"], k=3, axes=("size",)) is Redraw.REBUILD and s.selected == "b"
+    assert s.update(keys=["a", "b"], k=3) is Redraw.NONE
+    assert s.select("a") is Redraw.HIGHLIGHT_ONLY and s.selected == "a"
+    assert s.select("a") is Redraw.NONE
+    assert s.update(k=1) is Redraw.REBUILD and s.selected == "a"
+    assert s.update(keys=["a", "b", "c"]) is Redraw.REBUILD and s.selected == "a"  # the result grew
+    assert s.update(axes=("overlap",)) is Redraw.REBUILD
+    assert s.update(keys=["c"]) is Redraw.REBUILD and s.selected == "c"  # the selection left
+    with pytest.raises(ValueError, match="variant 'zz' is not measured"):
+        s.select("zz")
+
+
+def test_compare_lists_the_questions_one_retrieves_and_the_other_misses(
+    tiny: Dataset, embedder: Embedder, store: Path
+) -> None:
+    a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
+    result: SweepResult = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
+    c = Comparison(a.key, b.key, k=1, metric="hit")
+    # by hand, from per_question:
+    pq = result.per_question
+    value = {(row.key, row.qid): row.value for row in pq[(pq.metric == "hit") & (pq.k == 1)].itertuples()}
+    only_b = {q.qid for q in tiny.questions if value[b.key, q.qid] == 1 and value[a.key, q.qid] == 0}
+    only_a = {q.qid for q in tiny.questions if value[a.key, q.qid] == 1 and value[b.key, q.qid] == 0}
+    assert only_a | only_b, "the two variants must disagree somewhere for this test to mean anything"
+    for x, y, table in ((a, b, c.table(result, tiny)), (b, a, Comparison(b.key, a.key, 1).table(result))):
+        assert set(table[table.retrieved_by == y.key].qid) == (only_b if y == b else only_a)
+        assert set(table[table.retrieved_by == x.key].qid) == (only_a if x == a else only_b)
+        assert len(table) == len(only_a | only_b) and set(table.missed_by) <= {x.key, y.key}
+    table = c.table(result, tiny)
+    questions = {q.qid: q.question for q in tiny.questions}
+    assert all(questions[q] == text for q, text in zip(table.qid, table.question, strict=True))
+    assert list(table.value_a) == [value[a.key, q] for q in table.qid]
+
+    paired = c.paired(result, n_resamples=999)
+    recall = {(r.key, r.qid): r.value for r in pq[(pq.metric == "recall") & (pq.k == 1)].itertuples()}
+    assert paired["diff"] == pytest.approx(sum(recall[b.key, q.qid] - recall[a.key, q.qid] for q in tiny.questions) / 4)
+    assert paired["ci_low"] <= paired["diff"] <= paired["ci_high"]
+    by_label = stats.paired_compare(pq, a.label, b.label, "recall", 1, n_resamples=999)
+    assert by_label["diff"] == paired["diff"]
+    with pytest.raises(ValueError, match="two different variants"):
+        Comparison(a.key, a.key, 1).table(result)

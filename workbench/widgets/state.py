@@ -1,0 +1,362 @@
+"""What the sweeper decides, kept apart from how it draws (no ipywidgets here, so it is tested
+alone): the grid a user typed, a sweep running one variant at a time, which figures must be
+rebuilt and which only re-highlighted, and the question-by-question comparison of two variants.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench import stats
+from workbench.chunkers import STRATEGIES, Param
+from workbench.chunkers.registry import IncompatibleParams
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.errors import describe
+from workbench.index import IndexStore
+from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep_steps
+from workbench.variant import Variant
+
+MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
+
+
+# ---------------------------------------------------------------------------------------- grid
+
+
+def sweepable(p: Param) -> bool:
+    """Parameters typed as values or choices (numbers, text, switches); JSON-typed ones (tuples
+    such as custom separators) keep their default in a sweep."""
+    return p.choices is not None or isinstance(p.default, bool | int | float | str)
+
+
+def parameters(strategies: Sequence[str]) -> dict[str, Param]:
+    """The sweepable parameters of the strategies, in schema order, each with the schema of the
+    first strategy that has it (its type and hint)."""
+    out: dict[str, Param] = {}
+    for name in strategies:
+        for pname, p in STRATEGIES[name].params.items():
+            if sweepable(p):
+                out.setdefault(pname, p)
+    return out
+
+
+def hint(p: Param) -> str:
+    """What to type in a parameter's box: its default (used when empty) and the syntax."""
+    if p.choices is not None:
+        return f"default {p.default}; any of {', '.join(map(str, p.choices))}"
+    if isinstance(p.default, bool):
+        return f"default {p.default}; true, false"
+    if isinstance(p.default, int | float):
+        bounds = f" in [{'-inf' if p.lo is None else p.lo}, {'inf' if p.hi is None else p.hi}]"
+        return f"default {p.default}{bounds}; e.g. 128, 256 or 64:512:64"
+    return f"default {p.default!r}; comma-separated"
+
+
+def _number(name: str, text: str, kind: type) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"parameter '{name}': {text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
+def parse_values(name: str, text: str, p: Param) -> list[Any]:
+    """User text -> values of parameter `name`: "128, 256, 512", "64:512:64" (start:stop:step,
+    stop included) or both mixed; "" is [] (the default). ValueError naming the parameter."""
+    kind = type(p.default)
+    values: list[Any] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if p.choices is None and kind in (int, float):
+            if ":" in item:
+                values.extend(_range(name, item, kind))
+            else:
+                values.append(_number(name, item, kind))
+        elif kind is bool:
+            if item.lower() not in ("true", "false"):
+                raise ValueError(f"parameter '{name}': {item!r} is not true or false")
+            values.append(item.lower() == "true")
+        else:
+            values.append(item)
+        if len(values) > MAX_VALUES:
+            raise ValueError(f"parameter '{name}': more than {MAX_VALUES} values in {text!r}")
+    return list(dict.fromkeys(values))
+
+
+def _range(name: str, item: str, kind: type) -> list[int | float]:
+    parts = item.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"parameter '{name}': {item!r} is not start:stop:step, e.g. 64:512:64")
+    start, stop, step = (_number(name, x.strip(), kind) for x in parts)
+    if step <= 0 or stop < start:
+        raise ValueError(f"parameter '{name}': {item!r} needs step > 0 and start <= stop")
+    n = math.floor((stop - start) / step + 1e-9) + 1  # stop included despite float rounding
+    if n > MAX_VALUES:
+        raise ValueError(f"parameter '{name}': {item!r} gives {n} values, more than {MAX_VALUES}")
+    return [start + i * step if kind is int else round(start + i * step, 10) for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """The variants of a grid, and the combinations skipped because their values clash."""
+
+    variants: list[Variant]
+    skipped: list[str]  # one reason per skipped combination
+
+    def summary(self) -> str:
+        text = f"{len(self.variants)} variant{'s' * (len(self.variants) != 1)}"
+        if self.skipped:
+            text += f"; {len(self.skipped)} invalid combination(s) skipped, e.g. {self.skipped[0]}"
+        return text
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """Strategies to include and, per parameter, the values to sweep as typed: "128, 256",
+    "64:512:64" or a list. A parameter left empty (or absent) keeps each strategy's default; a
+    parameter applies to the strategies whose schema has it."""
+
+    strategies: Sequence[str]
+    ranges: Mapping[str, str | Sequence[Any]] = field(default_factory=dict)
+
+    def values(self) -> dict[str, list[Any]]:
+        """Parsed and validated values by parameter (swept ones only); ValueError naming the
+        parameter (unknown, badly typed or out of range for a strategy)."""
+        if not self.strategies:
+            raise ValueError("strategies: choose at least one strategy")
+        unknown = sorted(set(self.strategies) - set(STRATEGIES))
+        if unknown:
+            raise ValueError(f"strategies: unknown {unknown}; known: {sorted(STRATEGIES)}")
+        schema = parameters(self.strategies)
+        out = {}
+        for name, raw in self.ranges.items():
+            if name not in schema:
+                raise ValueError(f"parameter '{name}' belongs to none of {list(self.strategies)}")
+            values = parse_values(name, raw, schema[name]) if isinstance(raw, str) else list(raw)
+            for s in self.strategies:  # each value alone, against every strategy that has it
+                if name in STRATEGIES[s].params:
+                    values = [STRATEGIES[s].params[name].validate(s, name, v) for v in values]
+            if values:
+                out[name] = values
+        return out
+
+    def variants(self) -> Expansion:
+        """Every valid combination, per strategy, duplicates (same key) removed; ValueError when
+        the text is bad or when no combination is valid."""
+        values = self.values()
+        found: dict[str, Variant] = {}
+        skipped: list[str] = []
+        for s in self.strategies:
+            swept = {name: vals for name, vals in values.items() if name in STRATEGIES[s].params}
+            for combo in itertools.product(*swept.values()):
+                try:
+                    v = Variant.make(s, **dict(zip(swept, combo, strict=True)))
+                except IncompatibleParams as e:
+                    skipped.append(str(e))
+                    continue
+                found.setdefault(v.key, v)
+        if not found:
+            raise ValueError(f"no valid variant: all {len(skipped)} combinations clash, e.g. {skipped[0]}")
+        return Expansion(list(found.values()), skipped)
+
+
+# ---------------------------------------------------------------------------------------- run
+
+
+@dataclass
+class SweepRun:
+    """One Run of the sweeper: `sweep_steps` over the variants not measured yet, one at a time,
+    with progress accounting and a stop flag checked between variants (what finished is kept).
+    `run()` is synchronous; the widget calls it in a thread. `on_step(run)` is called after each
+    finished variant (and after an error), e.g. to redraw."""
+
+    dataset: Dataset
+    variants: Sequence[Variant]
+    embedder: Embedder
+    store: IndexStore | str | Path
+    ks: Sequence[int] = DEFAULT_KS
+    mode: str = "corpus"
+    result: SweepResult | None = None  # earlier measurements; grows with every finished variant
+    on_step: Callable[[SweepRun], None] | None = None
+
+    def __post_init__(self) -> None:
+        known = set(self.result.keys) if self.result is not None else set()
+        self.todo = [v for v in {v.key: v for v in self.variants}.values() if v.key not in known]
+        self.done = 0
+        self.step_seconds: list[float] = []
+        self.embedded = self.reused = 0  # texts, this run (the questions' included)
+        self.error: str | None = None
+        self.running = False
+        self._stop = threading.Event()
+        self._started = 0.0
+
+    @property
+    def total(self) -> int:
+        return len(self.todo)
+
+    def stop(self) -> None:
+        """Stop before the next variant; the one being measured finishes and is kept."""
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._started if self._started else 0.0
+
+    @property
+    def seconds_left(self) -> float | None:
+        """Mean seconds per finished variant x variants remaining; None before the first."""
+        if not self.step_seconds:
+            return None
+        return sum(self.step_seconds) / len(self.step_seconds) * (self.total - self.done)
+
+    def progress_text(self) -> str:
+        left = self.seconds_left
+        text = (f"{self.done}/{self.total} variants · {self.embedded} texts embedded, {self.reused} reused · "
+                f"{self.elapsed:.1f} s")
+        if self.error:
+            return text + " · failed"
+        if self.stopped and self.running:
+            return text + " · stopping after this variant"
+        if self.running and left is not None:
+            return text + f" · about {left:.0f} s left"
+        return text + (" · stopped" if self.stopped and self.done < self.total else "")
+
+    def run(self) -> SweepResult | None:
+        """Measure the variants in order until done, stopped or failed; returns the result
+        (earlier measurements plus every finished variant). Exceptions land in `error`."""
+        self.running, self._started = True, time.perf_counter()
+        stats0 = (self.embedder.stats.embedded, self.embedder.stats.cached)
+        try:
+            if self.todo and not self.stopped:
+                steps = sweep_steps(self.dataset, self.todo, self.ks, self.embedder, self.store, self.mode,
+                                    progress=False)
+                last = self._started
+                for step in steps:
+                    self.result = step if self.result is None else combine([self.result, step])
+                    now = time.perf_counter()
+                    self.step_seconds.append(now - last)
+                    last, self.done = now, self.done + 1
+                    self._count(stats0)
+                    self._notify()
+                    if self.stopped:
+                        break
+        except Exception as e:  # noqa: BLE001  (the panel shows it; what finished is kept)
+            self.error = describe(e)
+        finally:
+            self.running = False
+            self._count(stats0)
+        self._notify()
+        return self.result
+
+    def _count(self, stats0: tuple[int, int]) -> None:
+        self.embedded = self.embedder.stats.embedded - stats0[0]
+        self.reused = self.embedder.stats.cached - stats0[1]
+
+    def _notify(self) -> None:
+        if self.on_step is not None:
+            self.on_step(self)
+
+
+# ---------------------------------------------------------------------------------------- scrub
+
+
+class Redraw(Enum):
+    """What a change costs on screen: nothing, a highlight blitted on the drawn base, or new bases."""
+
+    NONE = "none"
+    HIGHLIGHT_ONLY = "highlight"
+    REBUILD = "rebuild"
+
+
+@dataclass
+class ScrubState:
+    """The plots' settings and the selected variant. A figure's base depends on the measured
+    variants, k and the chosen axes; the selection is only a highlight on it."""
+
+    keys: tuple[str, ...] = ()  # measured variants, sweep order
+    k: int | None = None
+    axes: tuple[Any, ...] = ()  # e.g. (parameter of by_parameter, heatmap metric)
+    selected: str | None = None
+
+    def update(self, keys: Sequence[str] | None = None, k: int | None = None,
+               axes: tuple[Any, ...] | None = None) -> Redraw:
+        """New settings: REBUILD if anything the bases depend on changed, else NONE. A selection
+        that is no longer measured moves to the last variant."""
+        new = (tuple(self.keys if keys is None else keys), self.k if k is None else k,
+               self.axes if axes is None else axes)
+        if new == (self.keys, self.k, self.axes):
+            return Redraw.NONE
+        self.keys, self.k, self.axes = new
+        if self.selected not in self.keys:
+            self.selected = self.keys[-1] if self.keys else None
+        return Redraw.REBUILD
+
+    def select(self, key: str | None) -> Redraw:
+        """Select a measured variant: only the highlight moves."""
+        if key is not None and key not in self.keys:
+            raise ValueError(f"variant {key!r} is not measured; measured: {list(self.keys)}")
+        if key == self.selected:
+            return Redraw.NONE
+        self.selected = key
+        return Redraw.HIGHLIGHT_ONLY
+
+
+# ---------------------------------------------------------------------------------------- compare
+
+
+def retrieves(value: float) -> bool:
+    """A question is retrieved at k when its hit is 1 (or its recall above 0)."""
+    return value > 0
+
+
+def disagreements(result: SweepResult, a: str, b: str, k: int, metric: str = "hit",
+                  dataset: Dataset | None = None) -> pd.DataFrame:
+    """The questions one variant retrieves at k and the other misses, both ways: one row each
+    with qid, (question), retrieved_by and missed_by (keys) and both values, a's misses first."""
+    a, b = result.key_of(a), result.key_of(b)
+    if a == b:
+        raise ValueError(f"compare: pick two different variants, got {result.label_of(a)} twice")
+    pq = result.per_question
+    sel = pq[(pq["metric"] == metric) & (pq["k"] == k) & pq["key"].isin([a, b])]
+    if sel.empty:
+        raise ValueError(f"no {metric}@{k} in the result; metrics: {sorted(set(pq['metric']))}, ks: {sorted(set(pq['k']))}")
+    wide = sel.pivot(index="qid", columns="key", values="value").reindex(columns=[a, b]).dropna()
+    got_a, got_b = wide[a].map(retrieves), wide[b].map(retrieves)
+    rows = [{"qid": qid, "retrieved_by": winner, "missed_by": loser, "metric": metric, "k": k,
+             "value_a": wide.at[qid, a], "value_b": wide.at[qid, b]}
+            for mask, winner, loser in ((got_b & ~got_a, b, a), (got_a & ~got_b, a, b))
+            for qid in wide.index[mask]]
+    table = pd.DataFrame(rows, columns=["qid", "retrieved_by", "missed_by", "metric", "k", "value_a", "value_b"])
+    if dataset is not None:
+        text = {q.qid: q.question for q in dataset.questions}
+        table.insert(1, "question", table["qid"].map(text))
+    return table
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two measured variants (keys), k and the metric that decides retrieved or missed."""
+
+    a: str
+    b: str
+    k: int
+    metric: str = "hit"
+
+    def table(self, result: SweepResult, dataset: Dataset | None = None) -> pd.DataFrame:
+        return disagreements(result, self.a, self.b, self.k, self.metric, dataset)
+
+    def paired(self, result: SweepResult, n_resamples: int = 9999) -> dict[str, Any]:
+        """b - a in recall@k, paired over questions: difference, BCa interval, p-value."""
+        return stats.paired_compare(result.per_question, self.a, self.b, "recall", self.k, n_resamples=n_resamples)
