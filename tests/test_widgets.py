@@ -158,3 +158,13 @@ def test_a_result_from_other_data_is_refused(tiny: Dataset, embedder: Embedder, 
     other = SweepResult(base.per_question, base.summary, base.variants, base.config | {"dataset_fingerprint": "0" * 16})
     with pytest.raises(ValueError, match="dataset_fingerprint"):
         panel(tiny, embedder, store, result=other)
+
+
+def test_controls_carry_their_units(tiny: Dataset, embedder: Embedder, store: Path, base: SweepResult) -> None:
+    """One name per concept: "overlap" counts tokens in one strategy and sentences in another."""
+    p = panel(tiny, embedder, store, result=base)
+    assert p.params["size"].description == "size (tokens)" and p.params["overlap"].description == "overlap (tokens)"
+    p.params["unit"].value = "chars"
+    assert p.params["size"].description == "size (chars)"
+    p.strategy.value = "sentence"
+    assert p.params["overlap"].description == "overlap (sentences)"

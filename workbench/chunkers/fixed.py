@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import Param, check_overlap, strategy
+from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
 from workbench.dataset import Document
 from workbench.tokens import MODEL_TOKENIZER, TIKTOKEN_ENCODINGS
 
 UNIT = Param("tokens", "size unit: tokens of `tokenizer`, or characters", choices=("tokens", "chars"))
-SIZE = Param(256, "chunk size in `unit`", lo=1, label=True)
+SIZE = Param(256, "chunk size in `unit`", lo=1, label=True, unit=UNIT_PARAM)
 TOKENIZER = Param("cl100k_base", "tokenizer that counts sizes: a tiktoken encoding, or model (the embedding model's own)", choices=(*TIKTOKEN_ENCODINGS, MODEL_TOKENIZER))
 
 
@@ -66,7 +66,7 @@ def char_windows(b: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]
     "Cut every `size` units, repeating the last `overlap` units at the start of the next chunk.",
     {
         "size": SIZE,
-        "overlap": Param(0, "units repeated between neighbours, in [0, size)", lo=0, label=True),
+        "overlap": Param(0, "units repeated between neighbours, in [0, size)", lo=0, label=True, unit=UNIT_PARAM),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
     },

@@ -21,7 +21,7 @@ from workbench.chunkers.registry import Param, strategy
 from workbench.chunkers.sentence import Span, covered, cut_windows, pack, sentence_spans
 from workbench.dataset import Document
 
-MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0)
+MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0, unit="tokens")
 
 
 def cap_parent(
@@ -74,13 +74,14 @@ def _check_parent_child(p: dict[str, Any]) -> None:
     "parent: a `parent_size`-token fixed chunk, `window` sentences around the child, or the "
     "Markdown section. Children never straddle fixed or section parents.",
     {
-        "child_size": Param(128, "child size in tokens of `tokenizer`", lo=1, label=True),
+        "child_size": Param(128, "child size in tokens of `tokenizer`", lo=1, label=True, unit="tokens"),
         "child": Param(
             "sentence", "how children are cut: packed whole sentences, or fixed windows", choices=("sentence", "fixed")
         ),
         "parent": Param("fixed", "what a child returns", choices=("fixed", "window", "section"), label=True),
-        "parent_size": Param(512, "parent size in tokens, for parent='fixed'", lo=1),
-        "window": Param(2, "sentences on each side of the child, for parent='window'", lo=0, slider_hi=10),
+        "parent_size": Param(512, "parent size in tokens, for parent='fixed'", lo=1, unit="tokens"),
+        "window": Param(2, "sentences on each side of the child, for parent='window'", lo=0, slider_hi=10,
+                        unit="sentences"),
         "max_parent_tokens": MAX_PARENT_TOKENS,
         "tokenizer": TOKENIZER,
     },
@@ -131,7 +132,8 @@ def parent_child(
     "Embed each sentence alone; return it with `window` sentences on each side "
     "(LlamaIndex's SentenceWindowNodeParser, as exact spans).",
     {
-        "window": Param(3, "sentences returned on each side of the matched one", lo=0, label=True, slider_hi=10),
+        "window": Param(3, "sentences returned on each side of the matched one", lo=0, label=True, slider_hi=10,
+                        unit="sentences"),
         "max_parent_tokens": MAX_PARENT_TOKENS,
         "tokenizer": TOKENIZER,
     },

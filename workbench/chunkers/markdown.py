@@ -18,7 +18,7 @@ from markdown_it.token import Token
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.recursive import LINES, PRESETS, Bounds, Units, merge_pieces, split_pieces
-from workbench.chunkers.registry import Param, check_overlap, strategy
+from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
 from workbench.dataset import Document
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
@@ -120,7 +120,8 @@ def _section_pieces(
     "kept whole when they fit; long sections split recursively.",
     {
         "size": SIZE,
-        "overlap": Param(0, "units repeated between neighbours of a section, in [0, size)", lo=0, label=True),
+        "overlap": Param(0, "units repeated between neighbours of a section, in [0, size)", lo=0, label=True,
+                         unit=UNIT_PARAM),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
         "max_heading_level": Param(6, "deepest heading level that starts a section", lo=1, hi=6),

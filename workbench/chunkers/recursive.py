@@ -19,7 +19,7 @@ import numpy as np
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
-from workbench.chunkers.registry import Param, check_overlap, strategy
+from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
 from workbench.dataset import Document
 
 Bounds = tuple[int, int]  # [start, end) char offsets
@@ -140,7 +140,8 @@ def check_separators(p: dict) -> None:
     "Split on paragraphs, then lines, sentences and words until pieces fit; merge neighbours up to `size`.",
     {
         "size": SIZE,
-        "overlap": Param(0, "units repeated between neighbours, in [0, size), whole pieces only", lo=0, label=True),
+        "overlap": Param(0, "units repeated between neighbours, in [0, size), whole pieces only", lo=0, label=True,
+                         unit=UNIT_PARAM),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
         "separators": Param("prose", "separator preset, coarsest first", choices=tuple(PRESETS)),

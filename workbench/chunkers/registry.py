@@ -17,6 +17,9 @@ from workbench.dataset import Document
 ChunkFn = Callable[..., list[Chunk]]  # fn(doc, env, **params) -> chunks
 
 
+UNIT_PARAM = "<unit>"  # Param.unit of sizes counted in whatever the strategy's `unit` parameter says
+
+
 class IncompatibleParams(ValueError):
     """Each parameter is valid alone, but not together (e.g. overlap >= size)."""
 
@@ -30,6 +33,12 @@ class Param:
     choices: tuple[Any, ...] | None = None
     label: bool = False  # always shown in variant labels (else only when not the default)
     slider_hi: float | None = None  # where the widget's slider ends when `hi` is open (counts, not sizes)
+    unit: str | None = None  # what the number counts ("sentences", "tokens"); UNIT_PARAM: the `unit` parameter's
+
+    def title(self, name: str, params: Mapping[str, Any] | None = None) -> str:
+        """The name with its unit, for people: "overlap (sentences)", "size (tokens)"."""
+        unit = (params or {}).get("unit", "units") if self.unit == UNIT_PARAM else self.unit
+        return f"{name.replace('_', ' ')} ({unit})" if unit else name.replace("_", " ")
 
     def validate(self, strategy: str, name: str, value: Any) -> Any:
         kind = type(self.default)

@@ -145,10 +145,11 @@ def _check(p: dict[str, Any]) -> None:
             95.0, "percentile of adjacent distances that is a breakpoint", 0, 100, label=True
         ),
         "buffer_size": Param(
-            1, "neighbouring sentences embedded with each sentence, per side", lo=0, label=True, slider_hi=5
+            1, "neighbouring sentences embedded with each sentence, per side", lo=0, label=True, slider_hi=5,
+            unit="sentences",
         ),
-        "min_size": Param(0, "merge chunks under this many tokens into the next (0 = off)", lo=0),
-        "max_size": Param(0, "split chunks over this many tokens, by sentences (0 = off)", lo=0),
+        "min_size": Param(0, "merge chunks under this many tokens into the next (0 = off)", lo=0, unit="tokens"),
+        "max_size": Param(0, "split chunks over this many tokens, by sentences (0 = off)", lo=0, unit="tokens"),
         "tokenizer": TOKENIZER,
         "sentences": Param(
             "lines+punkt",

@@ -168,7 +168,8 @@ def pack(
     "`overlap` sentences repeated between neighbours; longer sentences cut like `fixed`.",
     {
         "size": SIZE,
-        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True, slider_hi=10),
+        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True, slider_hi=10,
+                         unit="sentences"),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
     },

@@ -35,10 +35,11 @@ def typed_as_json(p: Param) -> bool:
     return p.choices is None and not isinstance(p.default, bool | int | float | str)
 
 
-def control(name: str, p: Param) -> w.ValueWidget:
+def control(name: str, p: Param, defaults: dict[str, Any] | None = None) -> w.ValueWidget:
     """The widget for one parameter, chosen from its schema alone, so any registered strategy
-    (built in or user-registered) gets its controls without the panel knowing it."""
-    common = {"description": name.replace("_", " "), "tooltip": p.help, "style": {"description_width": "initial"}}
+    (built in or user-registered) gets its controls without the panel knowing it. Its
+    description carries the unit ("overlap (sentences)"); `defaults`: the strategy's defaults."""
+    common = {"description": p.title(name, defaults), "tooltip": p.help, "style": {"description_width": "initial"}}
     if typed_as_json(p):
         common["tooltip"] += " (as JSON)"
         return w.Text(value=json.dumps(p.default), continuous_update=False, **common)
@@ -135,7 +136,8 @@ class Panel(w.VBox):
         """New controls at the strategy's defaults, then select. The old ones are closed once
         no longer shown, so their kernel-side comms do not pile up."""
         spec, old = STRATEGIES[self.strategy.value], self.params.values()
-        self.params = {name: control(name, p) for name, p in spec.params.items()}
+        defaults = {name: p.default for name, p in spec.params.items()}
+        self.params = {name: control(name, p, defaults) for name, p in spec.params.items()}
         for widget in self.params.values():
             widget.observe(self._on_variant, names="value")
         self.param_box.children = list(self.params.values())
@@ -150,6 +152,9 @@ class Panel(w.VBox):
         except ValueError as e:
             self._error(e)
             return
+        schema = STRATEGIES[v.strategy].params
+        for name, widget in self.params.items():  # sizes follow the `unit` control
+            widget.description = schema[name].title(name, v.kwargs)
         if (self.result is None or v.key not in self.result.keys) and not self._measure(v):
             return
         self.selected = v.key
