@@ -168,6 +168,22 @@ class GridSpec:
         return Expansion(list(found.values()), skipped)
 
 
+def variants_of(result: SweepResult) -> dict[str, Variant]:
+    """The result's variants by key, made again from its grid (e.g. to load a variant's chunks)."""
+    made = (Variant.make(g["strategy"], contextual_header=g.get("contextual_header", False),
+                         late=g.get("late", False), **g["params"]) for g in result.config.get("grid", []))
+    keys = set(result.keys)
+    return {v.key: v for v in made if v.key in keys}
+
+
+def check_result(result: SweepResult, dataset: Dataset, embedder: Embedder) -> None:
+    """A result can be extended only with the same data and model; ValueError naming the field."""
+    ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": embedder.fingerprint}
+    for name, value in ours.items():
+        if result.config.get(name) != value:
+            raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
+
+
 # ---------------------------------------------------------------------------------------- run
 
 

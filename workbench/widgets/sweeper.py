@@ -1,0 +1,403 @@
+"""The sweeper: sweep a grid from widgets, watch the plots fill in, scrub, compare and export.
+
+Drawing only. What to sweep (GridSpec), the run (SweepRun), what to redraw (ScrubState) and the
+comparison (Comparison) are decided in `state.py`, tested without widgets. Figures are drawn
+once per base (`render.Picture`); scrubbing only blits the highlight, so it never recomputes.
+The Run button sweeps in a thread so the kernel stays free; every exception in a callback is
+shown in the message area with its type and text.
+
+Other panels measure through it: `Sweeper.measure(variants)` runs variants like the Run button
+and adds them to the plots (the semantic explorer's "measure this setting" calls it).
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+from matplotlib.figure import Figure
+
+from workbench import report
+from workbench.chunkers import STRATEGIES, Chunk
+from workbench.dataset import Dataset, Hit, Question
+from workbench.drilldown import drilldown
+from workbench.embed import Embedder
+from workbench.errors import describe
+from workbench.index import IndexStore
+from workbench.io import CACHE_DIR
+from workbench.metrics import DEFAULT_KS, default_k
+from workbench.plots import by_parameter, heatmap, overview, swept_parameters
+from workbench.sweep import SweepResult, rankings, resolve_store
+from workbench.variant import Variant
+from workbench.viewer import around, chunk_html
+from workbench.widgets.render import Picture
+from workbench.widgets.state import (
+    Comparison,
+    GridSpec,
+    Redraw,
+    ScrubState,
+    SweepRun,
+    check_result,
+    hint,
+    parameters,
+    variants_of,
+)
+
+FIGURES = ("overview", "parameter", "heatmap")  # one tab each, then "compare"
+HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
+PICK_TWO = "<i>pick two different measured variants</i>"
+_RED = '<span style="color:#b00020">{}</span>'
+
+
+class Sweeper(w.VBox):
+    """Grid controls, Run/Stop with progress, the figures, a scrub over measured variants with a
+    chunk viewer, a Compare tab and Export. `result` holds every measured variant; `run` the
+    current or last SweepRun; `last_redraw` what the last change redrew (state.Redraw)."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        embedder: Embedder | None = None,
+        store: IndexStore | str | Path = CACHE_DIR,
+        ks: Sequence[int] = DEFAULT_KS,
+        result: SweepResult | None = None,
+        background: bool = True,
+    ):
+        self.dataset = dataset
+        self.store, self.embedder = resolve_store(store, embedder)
+        if result is not None:
+            check_result(result, dataset, self.embedder)
+        self.ks = tuple(result.config["ks"]) if result is not None else tuple(sorted(set(ks)))
+        self.mode = result.config.get("mode", "corpus") if result is not None else "corpus"
+        self.result = result
+        self.background = background  # False: Run sweeps in the caller's thread (tests)
+        self.run: SweepRun | None = None
+        self.scrub = ScrubState()
+        self.last_redraw = Redraw.NONE
+        self.pictures: dict[str, Picture] = {}
+        self._variants = variants_of(result) if result is not None else {}
+        self._ranked: dict[str, list[list[Hit]]] = {}
+        self._chunks: dict[str, list[Chunk]] = {}
+        self._lock = threading.RLock()  # the sweep thread and the user's clicks draw one at a time
+        self._quiet = False  # set while options are replaced, so their observers stay still
+
+        questions = [(f"{q.qid}: {q.question[:70]}", q.qid) for q in dataset.questions]
+        self.strategies = w.SelectMultiple(options=list(STRATEGIES), value=("fixed",), description="strategies",
+                                           rows=min(8, len(STRATEGIES)))
+        self.ranges: dict[str, w.Text] = {}
+        self.range_box = w.VBox()
+        self.k = w.Dropdown(options=list(self.ks), value=default_k(self.ks), description="k",
+                            layout=w.Layout(width="130px"))
+        self.run_button = w.Button(description="Run", icon="play", button_style="primary")
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
+        self.bar = w.IntProgress(value=0, min=0, max=1)
+        self.progress = w.HTML()
+        self.message = w.HTML()
+        self.images = {name: w.Image(format="png", layout=w.Layout(width="100%")) for name in FIGURES}
+        self.notes = {name: w.HTML() for name in FIGURES}
+        self.param = w.Dropdown(description="parameter")
+        self.heat_metric = w.Dropdown(options=HEAT_METRICS, value="recall", description="metric")
+        self.slider = w.SelectionSlider(options=[("nothing measured", "")], description="variant", disabled=True,
+                                        layout=w.Layout(width="60%"), style={"description_width": "initial"})
+        self.choice = w.Dropdown(description="", layout=w.Layout(width="35%"))
+        self.question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
+        self.viewer = w.HTML()
+        self.cmp_a = w.Dropdown(description="A")
+        self.cmp_b = w.Dropdown(description="B")
+        self.cmp_metric = w.Dropdown(options=[("hit (retrieved = any evidence hit)", "hit"),
+                                              ("recall (retrieved = recall > 0)", "recall")],
+                                     value="hit", description="retrieved by")
+        self.cmp_summary = w.HTML()
+        self.cmp_table = w.HTML()
+        self.cmp_question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
+        self.cmp_chunks = w.HTML()
+        self.folder = w.Text(value="results/sweeper", description="folder")
+        self.export_button = w.Button(description="Export", icon="download",
+                                      tooltip="write report.html and the tables of the variants in the panel")
+
+        self.strategies.observe(self._guard(self._on_strategies), names="value")
+        self.run_button.on_click(self._guard(self._on_run))
+        self.stop_button.on_click(self._guard(self.stop))
+        for control in (self.k, self.param, self.heat_metric):
+            control.observe(self._guard(self._refresh), names="value")
+        for control in (self.slider, self.choice):
+            control.observe(lambda change: self._guard(lambda: self.select(change["new"]))(), names="value")
+        self.question.observe(self._guard(self._show_viewer), names="value")
+        for control in (self.cmp_a, self.cmp_b, self.cmp_metric, self.k):
+            control.observe(self._guard(self._compare), names="value")
+        self.cmp_question.observe(self._guard(self._compare_question), names="value")
+        self.export_button.on_click(self._guard(self.export))
+
+        tabs = w.Tab([
+            self.images["overview"],
+            w.VBox([self.param, self.notes["parameter"], self.images["parameter"]]),
+            w.VBox([self.heat_metric, self.notes["heatmap"], self.images["heatmap"]]),
+            w.VBox([w.HBox([self.cmp_a, self.cmp_b, self.cmp_metric]), self.cmp_summary, self.cmp_table,
+                    self.cmp_question, self.cmp_chunks]),
+        ])
+        for i, title in enumerate(("overview", "against a parameter", "heatmap", "compare")):
+            tabs.set_title(i, title)
+        super().__init__([
+            w.HBox([self.strategies, self.range_box]),
+            w.HBox([self.k, self.run_button, self.stop_button, self.bar, self.progress]),
+            self.message,
+            w.HBox([self.slider, self.choice]),
+            tabs,
+            self.question, self.viewer,
+            w.HBox([self.folder, self.export_button]),
+        ])
+        self._on_strategies()
+        if result is not None:
+            self._refresh()
+
+    # ---- errors -------------------------------------------------------------------------------
+
+    def _guard(self, fn: Callable[[], Any]) -> Callable[..., None]:
+        """A widget callback that shows any exception in the message area instead of a log."""
+        def call(*_: Any) -> None:
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001  (shown, never lost)
+                self.message.value = _RED.format(html.escape(describe(e)))
+        return call
+
+    @contextmanager
+    def _quietly(self) -> Iterator[None]:
+        self._quiet, before = True, self._quiet
+        try:
+            yield
+        finally:
+            self._quiet = before
+
+    # ---- the grid and the run -----------------------------------------------------------------
+
+    def _on_strategies(self) -> None:
+        """A range box per sweepable parameter of the chosen strategies; typed text is kept."""
+        schema = parameters(self.strategies.value)
+        for name, p in schema.items():
+            if name not in self.ranges:
+                self.ranges[name] = w.Text(description=name, placeholder=hint(p), tooltip=p.help,
+                                           layout=w.Layout(width="460px"), style={"description_width": "150px"})
+        self.range_box.children = [self.ranges[name] for name in schema]
+
+    def grid(self) -> GridSpec:
+        """The grid the controls describe."""
+        shown = parameters(self.strategies.value)
+        return GridSpec(tuple(self.strategies.value),
+                        {name: box.value for name, box in self.ranges.items() if name in shown and box.value.strip()})
+
+    def _on_run(self) -> None:
+        expansion = self.grid().variants()
+        self.measure(expansion.variants, expansion.summary())
+
+    def measure(self, variants: Sequence[Variant], note: str = "") -> None:
+        """Sweep `variants` like the Run button: in a background thread (unless the panel was made
+        with background=False), each added to the plots as it finishes and then selected; those
+        already measured are not re-run. RuntimeError while another sweep runs."""
+        if self.run is not None and self.run.running:
+            raise RuntimeError("a sweep is running: wait for it or press Stop")
+        self._variants.update({v.key: v for v in variants})
+        run = SweepRun(self.dataset, variants, self.embedder, self.store, self.ks, self.mode, self.result,
+                       on_step=lambda r: self._guard(lambda: self._on_step(r))())
+        self.run = run
+        already = len(variants) - run.total
+        self.message.value = html.escape(note + (f"; {already} already measured" if already else ""))
+        self.bar.max, self.bar.value = max(run.total, 1), 0
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        if self.background:
+            threading.Thread(target=run.run, name="sweeper", daemon=True).start()
+        else:
+            run.run()
+
+    def stop(self) -> None:
+        """Stop the sweep after the variant being measured; what finished stays."""
+        if self.run is not None:
+            self.run.stop()
+            self.progress.value = html.escape(self.run.progress_text())
+
+    def _on_step(self, run: SweepRun) -> None:
+        """After each finished variant (in the sweep's thread): progress, then the plots."""
+        self.bar.value = run.done
+        self.progress.value = html.escape(run.progress_text())
+        if run.error:
+            self.message.value = _RED.format(html.escape(run.error))
+        if run.result is not None and run.result is not self.result:
+            with self._lock:
+                self.result = run.result
+                self._refresh()
+                self.select(self.result.keys[-1])  # the newest
+        if not run.running:
+            self.run_button.disabled, self.stop_button.disabled = False, True
+
+    # ---- figures and scrub --------------------------------------------------------------------
+
+    @property
+    def selected(self) -> str | None:
+        return self.scrub.selected
+
+    def _refresh(self) -> None:
+        """New bases when the variants, k or axes changed; otherwise nothing is redrawn."""
+        if self._quiet or self.result is None:
+            return
+        with self._lock:
+            swept = swept_parameters(self.result)
+            with self._quietly():
+                self.param.options = swept
+                if swept and self.param.value not in swept:
+                    self.param.value = swept[0]
+            redraw = self.scrub.update(keys=self.result.keys, k=self.k.value,
+                                       axes=(self.param.value, self.heat_metric.value))
+            if redraw is Redraw.REBUILD:
+                self.pictures = {name: Picture(fig) for name, fig in self._figures().items()}
+                self._set_options()
+                self._show()
+            self.last_redraw = redraw
+
+    def _figures(self) -> dict[str, Figure]:
+        """The figures at the panel's k and axes, by tab; a figure that does not apply says why
+        in its tab's note."""
+        result, k = self.result, self.k.value
+        figures = {"overview": overview(result, k=k)}
+        swept = swept_parameters(result)
+        self.notes["parameter"].value = self.notes["heatmap"].value = ""
+        if self.param.value:
+            figures["parameter"] = by_parameter(result, self.param.value, k=k)
+        else:
+            self.notes["parameter"].value = "<i>sweep a parameter over two or more values to see metrics against it</i>"
+        if len(swept) >= 2:
+            try:
+                figures["heatmap"] = heatmap(result, swept[0], swept[1], self.heat_metric.value, k=k)
+            except ValueError as e:  # e.g. the two parameters belong to different strategies
+                self.notes["heatmap"].value = f"<i>{html.escape(str(e))}</i>"
+        else:
+            self.notes["heatmap"].value = "<i>sweep two parameters (e.g. size and overlap) to see a heatmap</i>"
+        return figures
+
+    def _set_options(self) -> None:
+        """The measured variants, in sweep order, in the scrub and compare controls."""
+        options = [(self.result.label_of(key), key) for key in self.result.keys]
+        with self._quietly():
+            self.slider.options, self.slider.disabled = options, False
+            self.choice.options = options
+            for box, fallback in ((self.cmp_a, 0), (self.cmp_b, -1)):
+                value = box.value
+                box.options = options
+                box.value = value if value in self.result.keys else options[fallback][1]
+            if self.cmp_a.value == self.cmp_b.value:  # two variants as soon as there are two
+                self.cmp_b.value = options[-1][1]
+        if self.cmp_summary.value in ("", PICK_TWO):
+            self._compare()
+
+    def select(self, key: str | None) -> None:
+        """Highlight a measured variant (by key) in every figure and show its cuts."""
+        if self._quiet or not key:
+            return
+        with self._lock:
+            redraw = self.scrub.select(key)
+            if redraw is not Redraw.NONE:
+                self._show()
+            self.last_redraw = redraw
+
+    def _show(self) -> None:
+        key = self.scrub.selected
+        for name, image in self.images.items():
+            image.value = self.pictures[name].png(key) if name in self.pictures else b""
+        with self._quietly():
+            self.slider.value = self.choice.value = key
+        self._show_viewer()
+
+    def _show_viewer(self) -> None:
+        key = self.scrub.selected
+        if key is None:
+            return
+        q = self._question(self.question.value)
+        self.viewer.value = (f"<b>{html.escape(self.result.label_of(key))}</b>"
+                             + chunk_html(self.dataset, self._chunks_of(key), *around(q.answers[0]), evidence=q.answers))
+
+    def _question(self, qid: str) -> Question:
+        return next(q for q in self.dataset.questions if q.qid == qid)
+
+    def _chunks_of(self, key: str) -> list[Chunk]:
+        if key not in self._chunks:
+            self._chunks[key] = self.store.get(self._variants[key], self.dataset, self.embedder).chunks
+        return self._chunks[key]
+
+    # ---- compare ------------------------------------------------------------------------------
+
+    def comparison(self) -> Comparison:
+        return Comparison(self.cmp_a.value, self.cmp_b.value, self.k.value, self.cmp_metric.value)
+
+    def _compare(self) -> None:
+        if self._quiet or self.result is None:
+            return
+        c, label = self.comparison(), self.result.label_of
+        if not c.a or not c.b or c.a == c.b:
+            self.cmp_summary.value, self.cmp_table.value, self.cmp_chunks.value = PICK_TWO, "", ""
+            return
+        table = c.table(self.result, self.dataset)
+        p = c.paired(self.result)
+        self.cmp_summary.value = (
+            f"recall@{c.k}, B − A over {p['n']} questions: <b>{p['diff']:+.3f}</b> "
+            f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (95% BCa), p = {p['p_value']:.3g}. "
+            f"{(table.retrieved_by == c.b).sum()} question(s) only B retrieves, "
+            f"{(table.retrieved_by == c.a).sum()} only A.")
+        shown = table.assign(retrieved_by=table.retrieved_by.map(label), missed_by=table.missed_by.map(label))
+        self.cmp_table.value = shown.drop(columns=["metric", "k"]).to_html(index=False, escape=True)
+        if len(table):
+            with self._quietly():
+                self.cmp_question.value = table.qid.iloc[0]
+        self._compare_question()
+
+    def _compare_question(self) -> None:
+        """Both variants' top-k on the chosen question: the drill-down table and the evidence."""
+        c = self.comparison()
+        if self._quiet or self.result is None or not c.a or not c.b or c.a == c.b:
+            return
+        i = [q.qid for q in self.dataset.questions].index(self.cmp_question.value)
+        q = self.dataset.questions[i]
+        parts = []
+        for side, key in (("A", c.a), ("B", c.b)):
+            hits = self._rankings(key)[i][: c.k]
+            parts.append(f"<h4>{side}: {html.escape(self.result.label_of(key))}</h4>"
+                         + drilldown(self.dataset, q, hits, c.k).to_html(index=False, escape=True)
+                         + chunk_html(self.dataset, [h.span for h in hits], *around(q.answers[0]),
+                                      evidence=q.answers))
+        self.cmp_chunks.value = "".join(parts)
+
+    def _rankings(self, key: str) -> list[list[Hit]]:
+        if key not in self._ranked:
+            self._ranked[key] = rankings(self.dataset, self._variants[key], max(self.ks), self.embedder,
+                                         self.store, self.mode)
+        return self._ranked[key]
+
+    # ---- export -------------------------------------------------------------------------------
+
+    def export(self) -> dict[str, Path]:
+        """report.html, the tables and the figures of the variants in the panel, into `folder`."""
+        if self.result is None:
+            raise ValueError("nothing to export: run a sweep first")
+        drawn = self._figures()
+        names = {"overview": "overview", "parameter": f"by_{self.param.value}",
+                 "heatmap": f"heatmap_{self.heat_metric.value}"}
+        paths = report.export(self.result, self.folder.value, {names[n]: fig for n, fig in drawn.items()})
+        folder = Path(self.folder.value).resolve()
+        self.message.value = (f"wrote <b>{html.escape(str(paths['report'].resolve()))}</b> and "
+                              f"{len(paths) - 1} tables and figures to {html.escape(str(folder))}")
+        return paths
+
+
+def sweeper(
+    dataset: Dataset,
+    embedder: Embedder | None = None,
+    store: IndexStore | str | Path = CACHE_DIR,
+    ks: Sequence[int] = DEFAULT_KS,
+    result: SweepResult | None = None,
+) -> Sweeper:
+    """The sweeper panel; with `result`, its variants are shown from the start (and its ks and
+    mode are used for new ones)."""
+    return Sweeper(dataset, embedder, store, ks, result)
