@@ -19,8 +19,9 @@ from typing import IO, TYPE_CHECKING, Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from workbench import metrics, plots, stats
+from workbench import metrics, plots
 from workbench.io import atomic_write
+from workbench.verdict import Verdict, verdict
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
@@ -104,6 +105,38 @@ def _config(config: Mapping[str, Any]) -> str:
     return out
 
 
+def _verdict(v: Verdict) -> str:
+    """The computed verdict first: its sentences, each linked to the section that backs it, and
+    a small table of the best, the tied and the Pareto variants."""
+    links = ("#scores", "#against-best", "#variants")
+    text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>' for s, link in zip(v.sentences(), links))
+    shown = v.table[(v.table["key"] == v.best) | v.table["tied"] | v.table["pareto"]]
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r.variant))}</td><td>{_cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
+        f"<td>{'best' if r.key == v.best else 'tied' if r.tied else 'worse'}</td>"
+        f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td><td>{'yes' if r.pareto else ''}</td></tr>\n"
+        for r in shown.itertuples(index=False))
+    at = f"{v.metric}@{v.k}"
+    return (f'<h2 id="verdict">Verdict</h2>\n<p>{text}</p>\n<div class="scroll"><table>\n<tr><th>variant</th>'
+            f"<th>{at}</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
+            f"<th>Pareto (cost vs {at})</th></tr>\n{rows}</table></div>\n")
+
+
+def _against_best(v: Verdict) -> str:
+    """Every variant paired against the best on the verdict's metric and k."""
+    if v.runner_up is None:
+        return ""
+    at = f"{v.metric}@{v.k}"
+    shown = v.table[v.table["key"] != v.best][["variant", "mean", "diff", "diff_low", "diff_high", "p_value"]].rename(
+        columns={"mean": at, "diff": "difference", "diff_low": "low", "diff_high": "high", "p_value": "p"})
+    return (f'<h2 id="against-best">Against the best variant</h2>\n<p>Each variant minus '
+            f"<b>{html.escape(str(v.row(v.best)['variant']))}</b> on {at}, paired over the same questions: BCa "
+            "bootstrap interval of the difference and the p-value of a sign-flip permutation test (uncorrected "
+            "for the number of comparisons).</p>\n"
+            '<div class="scroll">' + shown.to_html(index=False, float_format=lambda x: f"{x:.3f}", escape=True)
+            + "</div>\n")
+
+
 def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes], title: str, dpi: int) -> None:
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
@@ -112,35 +145,22 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
     out.write(f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
               f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
               f"<h1>{html.escape(title)}</h1>\n<p>{head}</p>\n")
+    v = verdict(result) if "recall" in set(result.summary["metric"]) else None
+    if v is not None:
+        out.write(_verdict(v))
     if figures:
         out.write("<h2>Figures</h2>\n")
         for name, fig in figures.items():
             out.write(_figure(name, fig, dpi))
     confidence = c.get("confidence", 0.95)
-    out.write(f"<h2>Scores</h2>\n<p>mean [{confidence:.0%} confidence interval] over questions.</p>\n"
+    out.write(f"<h2 id=\"scores\">Scores</h2>\n<p>mean [{confidence:.0%} confidence interval] over questions.</p>\n"
               f'<div class="scroll">{summary_table(result).to_html(escape=True)}</div>\n')
-    out.write(_against_best(result))
-    out.write("<h2>Variants and index cost</h2>\n<div class=\"scroll\">"
+    if v is not None:
+        out.write(_against_best(v))
+    out.write("<h2 id=\"variants\">Variants and index cost</h2>\n<div class=\"scroll\">"
               + variants_table(result).to_html(index=False, na_rep="", float_format=lambda x: f"{x:g}", escape=True)
               + "</div>\n")
     out.write(f"<h2>Configuration</h2>\n{_config(c)}</body>\n</html>\n")
-
-
-def _against_best(result: SweepResult, metric: str = "recall") -> str:
-    """Every variant paired against the best on recall@k (k = 5 when swept, else the largest)."""
-    ks = [k for k in result.per_question["k"].unique() if k > 0]
-    if result.per_question["key"].nunique() < 2 or not ks:
-        return ""
-    k = metrics.default_k(ks)
-    table = stats.against_best(result.per_question, metric, k)
-    best = table["best"].iloc[0]
-    shown = table[["variant", "mean", "diff", "ci_low", "ci_high", "p_value"]].rename(
-        columns={"mean": f"{metric}@{k}", "diff": "difference", "ci_low": "low", "ci_high": "high", "p_value": "p"})
-    return (f"<h2>Against the best variant</h2>\n<p>Each variant minus <b>{html.escape(str(best))}</b> on "
-            f"{metric}@{k}, paired over the same questions: BCa bootstrap interval of the difference and "
-            "the p-value of a sign-flip permutation test (uncorrected for the number of comparisons).</p>\n"
-            '<div class="scroll">' + shown.to_html(index=False, float_format=lambda x: f"{x:.3f}", escape=True)
-            + "</div>\n")
 
 
 def default_figures(result: SweepResult) -> dict[str, Figure]:

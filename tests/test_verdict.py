@@ -1,0 +1,80 @@
+"""The verdict on constructed results whose answer is known: a clear winner, a tie, one variant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench import stats
+from workbench.report import write_report
+from workbench.sweep import SweepResult
+from workbench.verdict import verdict
+
+N = 120  # questions
+
+
+def constructed(recall: dict[str, np.ndarray], tokens: dict[str, float]) -> SweepResult:
+    """A result with per-question recall@5 and context_tokens@5 given per variant label."""
+    rows = []
+    for name, values in recall.items():
+        for i, value in enumerate(values):
+            rows.append((f"key-{name}", name, f"q{i:03d}", 5, "recall", float(value)))
+            rows.append((f"key-{name}", name, f"q{i:03d}", 5, "context_tokens", tokens[name] + i % 7))
+    pq = pd.DataFrame(rows, columns=["key", "variant", "qid", "k", "metric", "value"])
+    variants = pd.DataFrame({"key": [f"key-{n}" for n in recall], "variant": list(recall),
+                             "chunks": [int(tokens[n]) // 10 for n in recall],
+                             "tokens_embedded": [int(tokens[n]) * 3 for n in recall]})
+    return SweepResult(pq, stats.summarize(pq, n_resamples=500), variants, {"ks": [5]})
+
+
+def test_a_clear_winner_is_named_and_not_called_tied() -> None:
+    rng = np.random.default_rng(1)
+    result = constructed({"small": rng.binomial(1, 0.45, N), "big": rng.binomial(1, 0.9, N),
+                          "mid": rng.binomial(1, 0.55, N)}, {"small": 300, "big": 1200, "mid": 600})
+    v = verdict(result)
+    assert (v.metric, v.k, v.best, v.tied, v.cheapest) == ("recall", 5, "key-big", (), "key-big")
+    means = result.per_question.query("metric == 'recall'").groupby("key")["value"].mean()
+    assert v.runner_up == means.drop("key-big").idxmax()
+    first, second, third = v.sentences()
+    assert first.startswith(f"big has the highest recall@5: {means['key-big']:.3f}")
+    assert "beats every other variant" in second and "tied" not in second
+    assert f"{means['key-big'] - means[v.runner_up]:+.3f}" in second
+    assert "cheapest" in third
+    assert means["key-small"] < means["key-mid"] < means["key-big"]  # so every variant buys recall with tokens
+    assert v.pareto == ("key-small", "key-mid", "key-big")
+
+
+def test_a_tie_is_called_a_tie_and_the_cheaper_twin_is_named() -> None:
+    rng = np.random.default_rng(2)
+    base = rng.binomial(1, 0.8, N).astype(float)
+    twin = base.copy()
+    ones, zeros = np.flatnonzero(base == 1), np.flatnonzero(base == 0)
+    twin[ones[:4]], twin[zeros[:3]] = 0, 1  # b misses 4 that a finds and finds 3 that a misses
+    result = constructed({"a": base, "b": twin, "worse": rng.binomial(1, 0.3, N)},
+                         {"a": 1000, "b": 400, "worse": 100})
+    v = verdict(result)
+    assert v.best == "key-a" and v.runner_up == "key-b" and v.tied == ("key-b",)
+    assert v.cheapest == "key-b"
+    sentences = v.sentences()
+    assert sentences[1].startswith("It is tied with b: +0.008 over the runner-up b") and "holds 0" in sentences[1]
+    assert sentences[2].startswith("b, tied with it, sends 403 context tokens@5 instead of 1,003 (40%)")
+    assert v.pareto == ("key-worse", "key-b", "key-a")  # cheapest first; each buys recall with tokens
+
+
+def test_one_variant_and_unknown_metric() -> None:
+    result = constructed({"only": np.ones(N)}, {"only": 50})
+    v = verdict(result)
+    assert v.runner_up is None and v.sentences()[1].startswith("It is the only variant")
+    with pytest.raises(ValueError, match="metric 'nope' not in the result"):
+        verdict(result, metric="nope")
+
+
+def test_the_report_opens_with_the_verdict(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    result = constructed({"x": rng.binomial(1, 0.4, N), "y<script>": rng.binomial(1, 0.95, N)},
+                         {"x": 100, "y<script>": 900})
+    text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    assert text.index('id="verdict"') < text.index('id="scores"') < text.index('id="against-best"')
+    assert "y&lt;script&gt; has the highest recall@5" in text and "<script>" not in text
+    assert text.count('href="#') == 3
