@@ -6,27 +6,87 @@ one colour across panels and across calls: colours follow the variant's position
 `result.variants`, not in the filtered subset, so a redraw with fewer variants repaints nothing.
 Variants are identified by key (a label is accepted too, see SweepResult.key_of) and drawn with
 their labels.
+
+Every figure also records where each variant is drawn (axes and data coordinates of its points,
+bars and cells), so `mark(fig, key)` can add a highlight on top without rebuilding the figure:
+that is what makes scrubbing through measured variants cheap (see widgets/render.py).
 """
 
 from __future__ import annotations
 
 import io
+import math
 import textwrap
+import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import ScalarFormatter
+
+from workbench.chunkers import STRATEGIES
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
+_MODIFIERS = ("contextual_header", "late")
+
+
+@dataclass(frozen=True)
+class _Spot:
+    """Where one variant is drawn: points (x, y arrays) or one box (x, y = lower left, w, h), in
+    the data coordinates of `ax`."""
+
+    ax: Axes
+    x: np.ndarray
+    y: np.ndarray
+    box: tuple[float, float] | None = None  # (width, height) for a bar or a cell
+
+
+# figure -> key -> spots; weak, so a figure nobody holds is freed with its record
+_SPOTS: weakref.WeakKeyDictionary[Figure, dict[str, list[_Spot]]] = weakref.WeakKeyDictionary()
+
+
+def _record(ax: Axes, key: str, x: Any, y: Any, box: tuple[float, float] | None = None) -> None:
+    spot = _Spot(ax, np.atleast_1d(np.asarray(x, dtype=float)), np.atleast_1d(np.asarray(y, dtype=float)), box)
+    _SPOTS.setdefault(ax.figure, {}).setdefault(key, []).append(spot)
+
+
+def drawn_keys(fig: Figure) -> list[str]:
+    """The variants (keys) drawn in a figure made by this module, in drawing order."""
+    return list(_SPOTS.get(fig, {}))
+
+
+def mark(fig: Figure, key: str) -> list[Artist]:
+    """Highlight one variant (by key) on a figure made by this module: a hollow black ring at each
+    of its points, a black outline round each of its bars and cells. The artists are added to the
+    figure and returned (remove them with `a.remove()`); nothing else changes, not even the axes
+    limits, so drawing only them over a cached background gives the same picture as a full draw.
+    A variant the figure does not show gets no artists."""
+    if fig not in _SPOTS:
+        raise ValueError("mark: this figure was not made by workbench.plots (nothing recorded)")
+    artists: list[Artist] = []
+    for spot in _SPOTS[fig].get(key, []):
+        if spot.box is None:
+            a: Artist = Line2D(spot.x, spot.y, linestyle="none", marker="o", markersize=13, markerfacecolor="none",
+                               markeredgecolor="black", markeredgewidth=2)
+        else:
+            a = Rectangle((spot.x[0], spot.y[0]), *spot.box, fill=False, edgecolor="black", linewidth=2.5)
+        a.set(zorder=10, clip_on=False, in_layout=False)
+        spot.ax.add_artist(a)  # not add_line/add_patch: those would grow the data limits
+        artists.append(a)
+    return artists
 
 
 def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
@@ -98,6 +158,7 @@ def _curves(
         if r.empty:
             continue
         strong = key == highlight
+        _record(ax, key, r["k"], r["mean"])
         ax.errorbar(
             r["k"].to_numpy(float), r["mean"].to_numpy(float), yerr=_err(r), label=result.label_of(key),
             color=colors[key],
@@ -117,10 +178,12 @@ def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xla
     rows = rows.iloc[::-1].sort_values("mean", kind="stable")
     y = np.arange(len(rows))
     keys = list(rows["key"])
-    ax.barh(
+    bars = ax.barh(
         y, rows["mean"].to_numpy(float), xerr=_err(rows), color=[colors[v] for v in keys], capsize=3,
         edgecolor=["black" if v == highlight else "none" for v in keys], linewidth=2,
     )
+    for key, bar in zip(keys, bars.patches, strict=True):
+        _record(ax, key, bar.get_x(), bar.get_y(), (bar.get_width(), bar.get_height()))
     wrap = textwrap.TextWrapper(_WRAP, break_long_words=False, break_on_hyphens=False)
     ax.set_yticks(y, [wrap.fill(f"{number[k]}  {v}") for k, v in zip(keys, rows["variant"], strict=True)], fontsize=8)
     ax.set_xlabel(xlabel)
@@ -153,6 +216,7 @@ def _tradeoff(
     number = _numbers(keys)
     for v in shown:
         strong = v == highlight
+        _record(ax, v, cost.at[v, "mean"], rec.at[v, "mean"])
         ax.errorbar(
             cost.at[v, "mean"], rec.at[v, "mean"], xerr=_err(cost.loc[[v]]), yerr=_err(rec.loc[[v]]),
             color=colors[v], marker="o", markersize=9 if strong else 6, capsize=3, elinewidth=1,
@@ -239,3 +303,220 @@ def figure_to_png_bytes(fig: Figure, dpi: int = 100) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
+
+
+# --- metrics against a swept parameter ------------------------------------------------------------
+
+
+def _grid_params(result: SweepResult) -> list[str]:
+    """The parameter names of the result's grid, in first-seen order."""
+    names = dict.fromkeys(p for spec in result.config.get("grid", []) for p in spec.get("params", {}))
+    return [p for p in names if p in result.variants.columns]
+
+
+def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) -> str | None:
+    """The unit of a parameter, read from its strategies' Param help: sizes "in `unit`" take the
+    variant's `unit` column (tokens or chars), others say tokens, sentences or percentile.
+    Several units (e.g. overlap of fixed and of sentence) are joined with " or "."""
+    rows = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
+    rows = rows[rows[param].notna()] if param in rows else rows.iloc[:0]
+    units: dict[str, None] = {}
+    for _, row in rows.iterrows():
+        spec = STRATEGIES.get(row["strategy"])
+        help_ = spec.params[param].help if spec is not None and param in spec.params else ""
+        if "`unit`" in help_ or help_.startswith("units "):
+            unit = row.get("unit")
+            units[unit if isinstance(unit, str) else "units"] = None
+        else:
+            unit = next((u for u in ("tokens", "sentences", "percentile") if u in help_), None)
+            if unit:
+                units[unit] = None
+    return " or ".join(units) or None
+
+
+def _axis_label(result: SweepResult, param: str, keys: Sequence[str]) -> str:
+    unit = _unit(result, param, keys)
+    return f"{param} ({unit})" if unit else param
+
+
+def _is_size(result: SweepResult, param: str) -> bool:
+    """A chunk size (size, max_size, child_size...), measured in tokens or characters; an overlap
+    shares the unit but is not a size, and buffer_size counts sentences."""
+    unit = _unit(result, param)
+    return "size" in param and unit is not None and set(unit.split(" or ")) <= {"tokens", "chars"}
+
+
+def swept_parameters(result: SweepResult) -> list[str]:
+    """The grid parameters that take more than one value among the result's variants: sizes
+    (in tokens or characters) first, then the others, each group in grid order."""
+    table = result.variants
+    swept = [p for p in _grid_params(result) if table[p].dropna().astype(str).nunique() > 1]
+    return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def _check_param(result: SweepResult, param: str) -> None:
+    if param not in _grid_params(result):
+        raise ValueError(f"parameter {param!r} is not a parameter of this result's variants; "
+                         f"swept: {swept_parameters(result)}, all: {_grid_params(result)}")
+
+
+def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+    """The columns besides `exclude` that vary among `rows`: strategy, parameters, modifiers."""
+    cols = ["strategy", *(p for p in _grid_params(result) if p not in exclude), *_MODIFIERS]
+    return [c for c in cols if rows[c].astype(str).nunique() > 1]
+
+
+def _group_name(row: pd.Series, cols: Sequence[str]) -> str:
+    """ "fixed, overlap=0+late": the strategy, then the other varying values it has."""
+    params = [f"{c}={_fmt(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
+    mods = "".join(f"+{c.split('_')[-1]}" for c in _MODIFIERS if c in cols and row[c])
+    return ", ".join([row["strategy"], *params]) + mods
+
+
+def _known(value: Any) -> bool:
+    return not (isinstance(value, float) and math.isnan(value))
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
+    """The variants split by everything that varies besides `exclude`, in sweep order, named."""
+    cols = _others(result, rows, exclude)
+    ids = rows[["strategy", *cols]].astype(str).agg("|".join, axis=1)
+    return [(_group_name(part.iloc[0], cols), part) for _, part in rows.groupby(ids, sort=False)]
+
+
+def _metric_k(result: SweepResult, metric: str, k: int | None) -> int:
+    """k for a metric measured at each k; 0 for a k-independent one (e.g. precision_omega)."""
+    ks = set(result.summary.loc[result.summary["metric"] == metric, "k"])
+    if not ks:
+        raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(result.summary['metric']))}")
+    return _pick_k(result, k) if ks - {0} else 0
+
+
+def _metric_name(metric: str, k: int) -> str:
+    return f"{metric}@{k}" if k else metric
+
+
+def _with_param(result: SweepResult, keys: Sequence[str], params: Sequence[str]) -> tuple[pd.DataFrame, int]:
+    """The variant rows (in sweep order) that have every one of `params`, and how many lack one."""
+    rows = result.variants.set_index("key").loc[list(keys)].reset_index()
+    has = rows[list(params)].notna().all(axis=1)
+    return rows[has], int((~has).sum())
+
+
+def by_parameter(
+    result: SweepResult,
+    param: str,
+    k: int | None = None,
+    metrics: Sequence[str] = (RECALL, MRR, COST),
+    variants: Sequence[str] | None = None,
+    highlight: str | None = None,
+) -> Figure:
+    """Metrics against one swept parameter: a panel per metric, one line per combination of the
+    other things that vary (strategy, other parameters, modifiers), the confidence interval as a
+    band. Variants without `param` are left out (the title says how many). Sizes spanning a
+    factor of 4 or more get a log2 axis."""
+    _check_param(result, param)
+    keys, _ = _select(result, variants)
+    rows, missing = _with_param(result, keys, [param])
+    groups = _groups(result, rows, [param])
+    colors = variant_colors([name for name, _ in groups])
+    values = rows[param].astype(float)
+    log2 = _is_size(result, param) and len(values) and values.min() > 0 and values.max() >= 4 * values.min()
+    fig = Figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(metrics)))
+    for ax, metric in zip(axes, metrics, strict=True):
+        mk = _metric_k(result, metric, k)
+        means = _rows(result, metric, keys, mk).set_index("key")
+        for name, part in groups:
+            part = part[part["key"].isin(means.index)].sort_values(param)
+            x = part[param].to_numpy(float)
+            r = means.loc[part["key"]]
+            ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
+                            alpha=0.2, linewidth=0)
+            ax.plot(x, r["mean"].to_numpy(float), marker="o", color=colors[name], label=name)
+            for key, xi, yi in zip(part["key"], x, r["mean"], strict=True):
+                _record(ax, key, xi, yi)
+        if log2:
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+        if values.nunique() <= 12:
+            ax.set_xticks(sorted(values.unique()))
+        ax.set_xlabel(_axis_label(result, param, rows["key"]))
+        ax.set_ylabel(f"mean {_metric_name(metric, mk)}")
+        ax.set_title(f"{_metric_name(metric, mk)} vs {param}")
+        ax.grid(alpha=0.3)
+    if missing:
+        fig.suptitle(f"{missing} variant(s) without {param} left out")
+    if groups:
+        names = [name for name, _ in groups]
+        handles = [Line2D([], [], color=colors[n], marker="o") for n in names]
+        fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names), fontsize=8, frameon=False)
+    _mark_static(fig, result, highlight)
+    return fig
+
+
+def _mark_static(fig: Figure, result: SweepResult, highlight: str | None) -> None:
+    if highlight is not None:
+        mark(fig, result.key_of(highlight))
+
+
+def heatmap(
+    result: SweepResult,
+    x: str,
+    y: str,
+    metric: str = RECALL,
+    k: int | None = None,
+    variants: Sequence[str] | None = None,
+    highlight: str | None = None,
+    strategy: str | None = None,
+) -> Figure:
+    """One metric's mean over a grid of two parameters (e.g. size x overlap): each cell says the
+    mean and, below, the half-width of its interval; combinations not measured stay blank. One
+    panel per strategy (and per value of anything else that varies), one shared colour bar;
+    `strategy` keeps one."""
+    for p in (x, y):
+        _check_param(result, p)
+    mk = _metric_k(result, metric, k)
+    keys, _ = _select(result, variants)
+    rows, _ = _with_param(result, keys, [x, y])
+    if strategy is not None:
+        if strategy not in set(rows["strategy"]):
+            raise ValueError(f"strategy {strategy!r} has no variants with both {x} and {y}; "
+                             f"those that do: {sorted(set(rows['strategy']))}")
+        rows = rows[rows["strategy"] == strategy]
+    if rows.empty:
+        raise ValueError(f"no variant has both parameters {x!r} and {y!r}")
+    summary = _rows(result, metric, rows["key"], mk).set_index("key")
+    rows = rows[rows["key"].isin(summary.index)]
+    groups = _groups(result, rows, [x, y])
+    name = _metric_name(metric, mk)
+    norm = Normalize(summary["mean"].min(), summary["mean"].max())
+    fig = Figure(figsize=(0.9 * len(groups) + 4.6 * len(groups), 4.4), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(groups)))
+    digits = 0 if summary["mean"].abs().max() >= 10 else 2
+    for ax, (title, part) in zip(axes, groups, strict=True):
+        xs, ys = sorted(part[x].unique()), sorted(part[y].unique())
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for key, xv, yv in zip(part["key"], part[x], part[y], strict=True):
+            i, j = ys.index(yv), xs.index(xv)
+            mean, lo, hi = summary.loc[key, ["mean", "ci_low", "ci_high"]]
+            grid[i, j] = mean
+            dark = norm(mean) < 0.5
+            ax.text(j, i, f"{mean:.{digits}f}", ha="center", va="center", fontsize=10,
+                    color="white" if dark else "black")
+            ax.text(j, i + 0.28, f"±{(hi - lo) / 2:.{digits}f}", ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
+            _record(ax, key, j - 0.5, i - 0.5, (1.0, 1.0))
+        image = ax.imshow(np.ma.masked_invalid(grid), norm=norm, cmap="viridis", origin="lower", aspect="auto")
+        ax.set_xticks(range(len(xs)), [_fmt(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [_fmt(v) for v in ys])
+        ax.set_xlabel(_axis_label(result, x, part["key"]))
+        ax.set_ylabel(_axis_label(result, y, part["key"]))
+        ax.set_title(f"{name}: {title}")
+    fig.colorbar(image, ax=list(axes), label=f"mean {name}")
+    _mark_static(fig, result, highlight)
+    return fig
