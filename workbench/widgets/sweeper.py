@@ -77,6 +77,7 @@ class Sweeper(w.VBox):
         self.result = result
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
+        self.thread: threading.Thread | None = None  # the last background sweep
         self.scrub = ScrubState()
         self.last_redraw = Redraw.NONE
         self.pictures: dict[str, Picture] = {}
@@ -129,8 +130,8 @@ class Sweeper(w.VBox):
             control.observe(lambda change: self._guard(lambda: self.select(change["new"]))(), names="value")
         self.question.observe(self._guard(self._show_viewer), names="value")
         for control in (self.cmp_a, self.cmp_b, self.cmp_metric, self.k):
-            control.observe(self._guard(self._compare), names="value")
-        self.cmp_question.observe(self._guard(self._compare_question), names="value")
+            control.observe(self._guard(self._show_comparison), names="value")
+        self.cmp_question.observe(self._guard(self._show_compared_question), names="value")
         self.export_button.on_click(self._guard(self.export))
 
         tabs = w.Tab([
@@ -210,7 +211,8 @@ class Sweeper(w.VBox):
         self.bar.max, self.bar.value = max(run.total, 1), 0
         self.run_button.disabled, self.stop_button.disabled = True, False
         if self.background:
-            threading.Thread(target=run.run, name="sweeper", daemon=True).start()
+            self.thread = threading.Thread(target=run.run, name="sweeper", daemon=True)
+            self.thread.start()
         else:
             run.run()
 
@@ -291,7 +293,7 @@ class Sweeper(w.VBox):
             if self.cmp_a.value == self.cmp_b.value:  # two variants as soon as there are two
                 self.cmp_b.value = options[-1][1]
         if self.cmp_summary.value in ("", PICK_TWO):
-            self._compare()
+            self._show_comparison()
 
     def select(self, key: str | None) -> None:
         """Highlight a measured variant (by key) in every figure and show its cuts."""
@@ -332,7 +334,7 @@ class Sweeper(w.VBox):
     def comparison(self) -> Comparison:
         return Comparison(self.cmp_a.value, self.cmp_b.value, self.k.value, self.cmp_metric.value)
 
-    def _compare(self) -> None:
+    def _show_comparison(self) -> None:
         if self._quiet or self.result is None:
             return
         c, label = self.comparison(), self.result.label_of
@@ -351,9 +353,9 @@ class Sweeper(w.VBox):
         if len(table):
             with self._quietly():
                 self.cmp_question.value = table.qid.iloc[0]
-        self._compare_question()
+        self._show_compared_question()
 
-    def _compare_question(self) -> None:
+    def _show_compared_question(self) -> None:
         """Both variants' top-k on the chosen question: the drill-down table and the evidence."""
         c = self.comparison()
         if self._quiet or self.result is None or not c.a or not c.b or c.a == c.b:

@@ -1,0 +1,153 @@
+"""The sweeper panel driven programmatically (no browser) on the tiny corpus with the real model."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+
+from workbench.chunkers import register_function
+from workbench.dataset import Dataset
+from workbench.embed import Embedder
+from workbench.sweep import SweepResult, sweep
+from workbench.variant import Variant
+from workbench.viewer import EVIDENCE
+from workbench.widgets import Sweeper, sweeper
+from workbench.widgets.state import GridSpec, Redraw
+
+KS = (1, 3)
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sweeper")
+
+
+@pytest.fixture(scope="module")
+def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
+    """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
+    result each time the overview picture changed."""
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw.ranges["size"].value = "16, 32"
+    sw.ranges["overlap"].value = "0:8:8"
+    filled: list[int] = []
+    sw.images["overview"].observe(lambda _: filled.append(len(sw.result.keys)), names="value")
+    sw.run_button.click()
+    return sw, filled
+
+
+def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tuple[Sweeper, list[int]]) -> None:
+    sw, filled = swept
+    grid = GridSpec(["fixed"], {"size": [16, 32], "overlap": [0, 8]}).variants().variants
+    assert sw.result is not None and sw.result.keys == [v.key for v in grid]
+    assert sw.run is not None and (sw.run.done, sw.run.total, sw.run.error) == (4, 4, None)
+    assert sw.bar.value == 4 and sw.progress.value.startswith("4/4 variants") and "embedded" in sw.progress.value
+    assert "4 variants" in sw.message.value
+    assert sorted(set(filled)) == [1, 2, 3, 4]  # redrawn after each variant, not only at the end
+    assert all(bytes(image.value).startswith(PNG) for image in sw.images.values())
+    assert sw.notes["parameter"].value == sw.notes["heatmap"].value == ""
+    assert list(sw.param.options) == ["size", "overlap"] and sw.param.value == "size"
+    assert [key for _, key in sw.slider.options] == sw.result.keys == [key for _, key in sw.choice.options]
+    assert sw.selected == sw.result.keys[-1] and not sw.run_button.disabled and sw.stop_button.disabled
+
+
+def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper, list[int]], embedder: Embedder) -> None:
+    sw, _ = swept
+    pictures, images, viewer = dict(sw.pictures), {n: i.value for n, i in sw.images.items()}, sw.viewer.value
+    embedded = embedder.stats.embedded
+    first = sw.result.keys[0]
+    sw.slider.value = first
+    assert sw.selected == first and sw.choice.value == first and sw.last_redraw is Redraw.HIGHLIGHT_ONLY
+    assert sw.pictures == pictures  # the same bases: nothing was rebuilt
+    assert all(sw.images[n].value != images[n] for n in images) and sw.viewer.value != viewer
+    assert sw.result.label_of(first) in sw.viewer.value and EVIDENCE in sw.viewer.value
+    sw.question.value = sw.dataset.questions[2].qid  # another question: another passage
+    assert sw.viewer.value != viewer and embedder.stats.embedded == embedded
+
+    sw.choice.value = sw.result.keys[1]
+    assert sw.slider.value == sw.result.keys[1] and sw.last_redraw is Redraw.HIGHLIGHT_ONLY
+    sw.k.value = 1  # a new base
+    assert sw.last_redraw is Redraw.REBUILD and all(sw.pictures[n] is not pictures[n] for n in pictures)
+    sw.param.value = "overlap"
+    assert sw.last_redraw is Redraw.REBUILD and sw.selected == sw.result.keys[1]
+    assert embedder.stats.embedded == embedded  # scrubbing never recomputes
+
+
+def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper, list[int]], tmp_path: Path) -> None:
+    sw, _ = swept
+    sw.folder.value = str(tmp_path / "mine")
+    sw.export_button.click()
+    report = tmp_path / "mine" / "report.html"
+    assert str(report) in sw.message.value
+    page = report.read_text(encoding="utf-8")
+    assert f'alt="by_{sw.param.value}"' in page and 'alt="overview"' in page
+    assert (tmp_path / "mine" / f"by_{sw.param.value}.png").read_bytes().startswith(PNG)
+    assert all(label in page for label in sw.result.labels)
+
+
+def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    def boom(text: str) -> list[str]:
+        raise RuntimeError("the chunker broke")
+
+    register_function("boom", boom)
+    sw = sweeper(tiny, embedder, store, ks=KS)
+    sw.background = False
+    sw.ranges["size"].value = "16, abc"
+    sw.run_button.click()
+    assert "ValueError: parameter &#x27;size&#x27;: &#x27;abc&#x27; is not an integer" in sw.message.value
+    assert sw.run is None
+
+    sw.strategies.value = ("fixed", "boom")
+    sw.ranges["size"].value = "16"
+    sw.run_button.click()
+    assert "RuntimeError: the chunker broke" in sw.message.value and "#b00020" in sw.message.value
+    assert sw.result is not None and sw.result.keys == [Variant.make("fixed", size=16).key]  # what finished stays
+    assert "failed" in sw.progress.value and not sw.run_button.disabled
+
+
+def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
+    result: SweepResult = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
+    sw = sweeper(tiny, embedder, store, result=result)
+    assert sw.ks == KS and sw.result is result and (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)
+    sw.k.value = 1
+    table = sw.comparison().table(result, tiny)
+    assert len(table) and set(table.retrieved_by) == {b.key}  # size 80 finds what size 20 misses
+    assert "B − A" in sw.cmp_summary.value and f"{len(table)} question(s) only B retrieves" in sw.cmp_summary.value
+    for question in table.question:
+        assert question.replace("?", "") in sw.cmp_table.value
+    assert sw.cmp_question.value == table.qid.iloc[0]
+    assert sw.cmp_chunks.value.count(EVIDENCE) >= 2 and a.label in sw.cmp_chunks.value and b.label in sw.cmp_chunks.value
+    sw.cmp_b.value = a.key  # the same variant twice: said, not raised
+    assert "pick two different" in sw.cmp_summary.value and "#b00020" not in sw.message.value
+
+
+def test_measure_adds_variants_from_another_panel_in_the_background(
+    tiny: Dataset, embedder: Embedder, store: Path
+) -> None:
+    release = threading.Event()
+
+    def slow(text: str) -> list[str]:
+        assert release.wait(60), "never released"
+        return [text]
+
+    register_function("slow", slow)
+    sw = sweeper(tiny, embedder, store, ks=KS)
+    v = Variant.make("slow")
+    sw.measure([v])  # in a thread: returns while the chunker waits
+    assert sw.run is not None and sw.run.running and sw.run_button.disabled
+    with pytest.raises(RuntimeError, match="a sweep is running"):
+        sw.measure([v])
+    release.set()
+    sw.thread.join(timeout=120)
+    assert sw.run.error is None and sw.result is not None and sw.result.keys == [v.key] and sw.selected == v.key
+    assert bytes(sw.images["overview"].value).startswith(PNG) and not sw.run_button.disabled
+    sw.background = False
+    sw.measure([v])
+    assert sw.run.total == 0 and "1 already measured" in sw.message.value  # nothing re-run
