@@ -63,11 +63,6 @@ def _record(ax: Axes, key: str, x: Any, y: Any, box: tuple[float, float] | None 
     _SPOTS.setdefault(ax.figure, {}).setdefault(key, []).append(spot)
 
 
-def drawn_keys(fig: Figure) -> list[str]:
-    """The variants (keys) drawn in a figure made by this module, in drawing order."""
-    return list(_SPOTS.get(fig, {}))
-
-
 def mark(fig: Figure, key: str) -> list[Artist]:
     """Highlight one variant (by key) on a figure made by this module: a hollow black ring at each
     of its points, a black outline round each of its bars and cells. The artists are added to the
@@ -335,8 +330,9 @@ def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) ->
 
 
 def _axis_label(result: SweepResult, param: str, keys: Sequence[str]) -> str:
+    """ "size (tokens)", "overlap (sentences)"; no unit the name already says (breakpoint_percentile)."""
     unit = _unit(result, param, keys)
-    return f"{param} ({unit})" if unit else param
+    return f"{param} ({unit})" if unit and unit not in param else param
 
 
 def _is_size(result: SweepResult, param: str) -> bool:
@@ -495,7 +491,7 @@ def heatmap(
     groups = _groups(result, rows, [x, y])
     name = _metric_name(metric, mk)
     norm = Normalize(summary["mean"].min(), summary["mean"].max())
-    fig = Figure(figsize=(0.9 * len(groups) + 4.6 * len(groups), 4.4), layout="constrained")
+    fig = Figure(figsize=(5.5 * len(groups) + 1, 4.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(groups)))
     digits = 0 if summary["mean"].abs().max() >= 10 else 2
     for ax, (title, part) in zip(axes, groups, strict=True):
@@ -508,7 +504,7 @@ def heatmap(
             dark = norm(mean) < 0.5
             ax.text(j, i, f"{mean:.{digits}f}", ha="center", va="center", fontsize=10,
                     color="white" if dark else "black")
-            ax.text(j, i + 0.28, f"±{(hi - lo) / 2:.{digits}f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i - 0.25, f"±{(hi - lo) / 2:.{digits}f}", ha="center", va="center", fontsize=7,
                     color="white" if dark else "black")
             _record(ax, key, j - 0.5, i - 0.5, (1.0, 1.0))
         image = ax.imshow(np.ma.masked_invalid(grid), norm=norm, cmap="viridis", origin="lower", aspect="auto")
