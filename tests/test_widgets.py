@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
@@ -16,6 +15,7 @@ import pytest
 from workbench.chunkers import STRATEGIES, Param, register_function
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
+from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 from workbench.widgets import Panel, control, panel, read
@@ -27,6 +27,11 @@ BASE = [Variant.make("fixed", size=16), Variant.make("fixed", size=48)]
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("widgets")
+
+
+def shows(p: Panel, k: int, variants: list[str], highlight: str) -> bool:
+    """The panel's picture is the overview of exactly `variants` at k with `highlight` in bold."""
+    return p.plot.value == figure_to_png_bytes(overview(p.result, k=k, variants=variants, highlight=highlight))
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +46,10 @@ def test_controls_drive_measurements_and_redraws(
     assert isinstance(p, Panel) and p.ks == KS and p.k.value == 3
     assert p.compared == base.keys
     first = p.plot.value
-    assert first[:8] == b"\x89PNG\r\n\x1a\n" and p.draws == 1
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
     default = Variant.make("fixed").key  # the controls start at the strategy's defaults
     assert p.selected == default and p.result.keys == [*base.keys, default]
+    assert shows(p, 3, [*base.keys, default], default)
     assert set(p.params) == set(STRATEGIES["fixed"].params)
     assert isinstance(p.params["size"], w.IntSlider) and isinstance(p.params["unit"], w.Dropdown)
     # A drag measures once, on release:
@@ -51,34 +57,34 @@ def test_controls_drive_measurements_and_redraws(
 
     p.params["size"].value = 32  # a new variant: measured, merged, drawn
     new = Variant.make("fixed", size=32).key
-    assert p.selected == new and p.result.keys[-1] == new and p.draws == 2
+    assert p.selected == new and p.result.keys[-1] == new and shows(p, 3, [*base.keys, new], new)
     assert html.escape(p.result.label_of(new)) in p.message.value and p.plot.value != first
 
     measured, embedded = len(p.result.variants), embedder.stats.embedded
     p.k.value = 1  # only a redraw
+    assert shows(p, 1, [*base.keys, new], new)
     p.params["size"].value = 16  # already in the result: a filter and a redraw
-    assert p.draws == 4 and p.selected == BASE[0].key
+    assert p.selected == BASE[0].key and shows(p, 1, base.keys, BASE[0].key)
     assert len(p.result.variants) == measured and embedder.stats.embedded == embedded
 
 
 def test_invalid_parameters_show_the_message_not_a_traceback(tiny: Dataset, embedder: Embedder, store: Path) -> None:
     p = panel(tiny, embedder, store, ks=KS)
     p.params["size"].value = 32
-    selected, draws, picture = p.selected, p.draws, p.plot.value
+    selected, picture = p.selected, p.plot.value
     p.params["overlap"].value = 32
     assert "overlap" in p.message.value and "[0, 32)" in p.message.value
     assert "Traceback" not in p.message.value
-    assert (p.selected, p.draws, p.plot.value) == (selected, draws, picture)  # the last good view stays
+    assert (p.selected, p.plot.value) == (selected, picture)  # the last good view stays
     p.params["overlap"].value = 8
-    assert p.selected == Variant.make("fixed", size=32, overlap=8).key and p.draws == draws + 1
+    assert p.selected == Variant.make("fixed", size=32, overlap=8).key and shows(p, 3, [p.selected], p.selected)
 
 
 @pytest.fixture
-def halves() -> Iterator[str]:
-    """A user strategy registered for one test, then unregistered so it leaks into no other."""
+def halves() -> str:
+    """A user strategy registered for one test (conftest's registry fixture removes it after)."""
     register_function("halves", lambda text: [text[: len(text) // 2], text[len(text) // 2:]])
-    yield "halves"
-    del STRATEGIES["halves"]
+    return "halves"
 
 
 def test_every_registered_strategy_is_offered_with_its_own_controls(
@@ -96,14 +102,14 @@ def test_every_registered_strategy_is_offered_with_its_own_controls(
     assert p.params["parent"].options == ("fixed", "window", "section")
     assert p.selected == Variant.make("parent_child").key and p.plot.value
 
-    draws, picture = p.draws, p.plot.value
+    picture = p.plot.value
     p.params["parent"].value = "window"  # a new variant of the new strategy: measured and drawn
     assert p.selected == Variant.make("parent_child", parent="window").key
-    assert p.draws == draws + 1 and p.plot.value != picture
+    assert p.plot.value != picture and shows(p, 3, [p.selected], p.selected)
 
-    draws = p.draws
     p.strategy.value = halves  # no parameters: still selectable, measured and drawn
-    assert p.params == {} and p.param_box.children == () and p.result.label_of(p.selected) == "halves()" and p.draws == draws + 1
+    assert p.params == {} and p.param_box.children == () and p.result.label_of(p.selected) == "halves()"
+    assert shows(p, 3, [p.selected], p.selected)
 
 
 def test_controls_follow_the_schema() -> None:
@@ -132,13 +138,13 @@ def test_modifiers_make_their_variants_and_refuse_to_combine(tiny: Dataset, embe
     p.header.value = True
     assert p.selected == Variant.make("fixed", size=48, contextual_header=True).key
     assert p.result.label_of(p.selected).endswith("+header")
-    selected, draws = p.selected, p.draws
+    selected, picture = p.selected, p.plot.value
     p.late.value = True  # both at once: Variant.make refuses, the panel says why
     assert "contextual_header and late cannot be combined" in p.message.value
-    assert (p.selected, p.draws) == (selected, draws)
+    assert (p.selected, p.plot.value) == (selected, picture)
     p.header.value = False
     assert p.selected == Variant.make("fixed", size=48, late=True).key and p.result.label_of(p.selected).endswith("+late")
-    assert p.draws == draws + 1
+    assert shows(p, 3, [p.selected], p.selected)
 
 
 def test_add_and_remove_variants_from_the_comparison(tiny: Dataset, embedder: Embedder, store: Path) -> None:
@@ -151,7 +157,9 @@ def test_add_and_remove_variants_from_the_comparison(tiny: Dataset, embedder: Em
     p.add.click()  # twice: still once
     assert p.compared == [Variant.make("fixed").key, BASE[1].key]
     p.remove.click()
-    assert p.compared == [Variant.make("fixed").key] and p.draws == 5
+    assert p.compared == [Variant.make("fixed").key]
+    p.params["size"].value = 16  # the removed variant is no longer drawn next to the selected one
+    assert shows(p, 3, [Variant.make("fixed").key, BASE[0].key], BASE[0].key)
 
 
 def test_a_result_from_other_data_is_refused(tiny: Dataset, embedder: Embedder, store: Path, base: SweepResult) -> None:
