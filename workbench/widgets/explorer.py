@@ -47,18 +47,19 @@ class Measurer(Protocol):
 def cut_figure(cut: ExplorerCut) -> Figure:
     """Left: distances between adjacent sentence groups (x = the gap after sentence i), the
     threshold and the cuts; right: the histogram of chunk sizes, with the chunk count."""
-    fig = Figure(figsize=(11, 3.4), layout="constrained")
+    fig = Figure(figsize=(11, 3.4))
     curve, hist = fig.subplots(1, 2, width_ratios=[3, 1])
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.15, top=0.9, wspace=0.12)  # fixed: a layout engine costs 100 ms
     s, params = cut.semantic, cut.variant.kwargs
     if s.threshold is None:
         curve.text(0.5, 0.5, "fewer than two sentences: nothing to cut", ha="center", transform=curve.transAxes)
     else:
         d = np.asarray(s.distances)
         curve.plot(np.arange(len(d)), d, color="#4b5563", lw=0.8)
-        curve.axhline(s.threshold, color="#dc2626", ls="--", lw=1, gid="threshold",
+        curve.axhline(s.threshold, color="#dc2626", ls="--", lw=1.2, zorder=3, gid="threshold",
                       label=f"{params['breakpoint_percentile']:g}th percentile = {s.threshold:.3f}")
-        curve.vlines(s.breakpoints, 0, 1, transform=curve.get_xaxis_transform(), colors="#2563eb", lw=0.7,
-                     alpha=0.6, gid="cuts", label=f"{len(s.breakpoints)} cuts")
+        curve.vlines(s.breakpoints, 0, 1, transform=curve.get_xaxis_transform(), colors="#2563eb", lw=0.6,
+                     alpha=0.3, gid="cuts", label=f"{len(s.breakpoints)} cuts")
         curve.plot(s.breakpoints, d[s.breakpoints], "o", color="#2563eb", ms=3)
         # Where chunks really start once min and max size have merged and split them.
         starts = np.searchsorted([a for a, _ in cut.sentences], [c.start for c in cut.chunks[1:]], "right") - 2
