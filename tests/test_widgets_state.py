@@ -16,6 +16,7 @@ from workbench.variant import Variant
 from workbench.widgets.state import (
     MAX_VALUES,
     Comparison,
+    DrawBudget,
     GridSpec,
     Redraw,
     ScrubState,
@@ -136,6 +137,14 @@ def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, e
     assert "while sweeping variant boom()" in run.error and "failed" in run.progress_text()
     assert result is not None and result.keys == [Variant.make("fixed", size=20).key] and run.done == 1
     assert calls == [None, run.error] and not run.running
+
+
+def test_drawing_during_a_sweep_stays_within_its_share_of_the_time() -> None:
+    budget = DrawBudget(share=0.05)
+    assert budget.due(elapsed=0.5, finished=False)  # nothing drawn yet: the first variant shows at once
+    budget.spent = 1.0
+    assert not budget.due(elapsed=19.0, finished=False) and budget.due(elapsed=20.0, finished=False)
+    assert budget.due(elapsed=1.0, finished=True)  # the end is always drawn
 
 
 def test_selection_only_rehighlights_and_new_bases_rebuild() -> None:

@@ -34,6 +34,7 @@ def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list
     """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
     result each time the overview picture changed."""
     sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw.draw_share = 1.0  # draw after every variant, however fast (see the budget test below)
     sw.ranges["size"].value = "16, 32"
     sw.ranges["overlap"].value = "0:8:8"
     filled: list[int] = []
@@ -55,6 +56,18 @@ def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tup
     assert list(sw.param.options) == ["size", "overlap"] and sw.param.value == "size"
     assert [key for _, key in sw.slider.options] == sw.result.keys == [key for _, key in sw.choice.options]
     assert sw.selected == sw.result.keys[-1] and not sw.run_button.disabled and sw.stop_button.disabled
+
+
+def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
+    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
+) -> None:
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw.draw_share = 0.0  # nothing but the first and the last
+    filled: list[int] = []
+    sw.images["overview"].observe(lambda _: filled.append(len(sw.result.keys)), names="value")
+    sw.measure(GridSpec(["fixed"], {"size": [16, 32], "overlap": [0, 8]}).variants().variants)  # all cached
+    assert sorted(set(filled)) == [1, 4] and sw.result.keys == swept[0].result.keys
+    assert sw.budget.spent > 0 and sw.selected == sw.result.keys[-1]
 
 
 def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper, list[int]], embedder: Embedder) -> None:

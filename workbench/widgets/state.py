@@ -285,6 +285,19 @@ class SweepRun:
             self.on_step(self)
 
 
+@dataclass
+class DrawBudget:
+    """Redraw the plots during a sweep only while drawing has cost at most `share` of the sweep's
+    time, so they fill in without slowing it much: a cold variant (seconds of embedding) is drawn
+    as it finishes, a run of cached ones skips drawings; the end is always drawn."""
+
+    share: float = 0.05
+    spent: float = 0.0  # seconds spent drawing during this sweep
+
+    def due(self, elapsed: float, finished: bool) -> bool:
+        return finished or self.spent <= self.share * elapsed
+
+
 # ---------------------------------------------------------------------------------------- scrub
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,7 @@ from workbench.viewer import around, chunk_html
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
+    DrawBudget,
     GridSpec,
     Redraw,
     ScrubState,
@@ -78,6 +80,8 @@ class Sweeper(w.VBox):
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
         self.thread: threading.Thread | None = None  # the last background sweep
+        self.draw_share = 0.05  # of a sweep's time at most spent redrawing while it runs (DrawBudget)
+        self.budget = DrawBudget(self.draw_share)
         self.scrub = ScrubState()
         self.last_redraw = Redraw.NONE
         self.pictures: dict[str, Picture] = {}
@@ -205,7 +209,7 @@ class Sweeper(w.VBox):
         self._variants.update({v.key: v for v in variants})
         run = SweepRun(self.dataset, variants, self.embedder, self.store, self.ks, self.mode, self.result,
                        on_step=lambda r: self._guard(lambda: self._on_step(r))())
-        self.run = run
+        self.run, self.budget = run, DrawBudget(self.draw_share)
         already = len(variants) - run.total
         self.message.value = html.escape(note + (f"; {already} already measured" if already else ""))
         self.bar.max, self.bar.value = max(run.total, 1), 0
@@ -223,16 +227,19 @@ class Sweeper(w.VBox):
             self.progress.value = html.escape(self.run.progress_text())
 
     def _on_step(self, run: SweepRun) -> None:
-        """After each finished variant (in the sweep's thread): progress, then the plots."""
+        """After each finished variant (in the sweep's thread): progress, then the plots when the
+        drawing budget allows (always at the end)."""
         self.bar.value = run.done
         self.progress.value = html.escape(run.progress_text())
         if run.error:
             self.message.value = _RED.format(html.escape(run.error))
-        if run.result is not None and run.result is not self.result:
+        if run.result is not None and run.result is not self.result and self.budget.due(run.elapsed, not run.running):
+            start = time.perf_counter()
             with self._lock:
                 self.result = run.result
                 self._refresh()
                 self.select(self.result.keys[-1])  # the newest
+            self.budget.spent += time.perf_counter() - start
         if not run.running:
             self.run_button.disabled, self.stop_button.disabled = False, True
 
