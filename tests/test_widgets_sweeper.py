@@ -140,6 +140,10 @@ def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embe
     sw.cmp_b.value = a.key  # the same variant twice: said, not raised
     assert "pick two different" in sw.cmp_summary.value and "#b00020" not in sw.message.value
 
+    other = SweepResult(result.per_question, result.summary, result.variants, result.config | {"model_fingerprint": "x"})
+    with pytest.raises(ValueError, match="result has model_fingerprint 'x'"):
+        sweeper(tiny, embedder, store, result=other)
+
 
 def test_measure_adds_variants_from_another_panel_in_the_background(
     tiny: Dataset, embedder: Embedder, store: Path

@@ -27,6 +27,7 @@ from workbench.io import CACHE_DIR
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
 from workbench.variant import Variant
+from workbench.widgets.state import sweep_settings
 
 
 def typed_as_json(p: Param) -> bool:
@@ -72,8 +73,8 @@ class Panel(w.VBox):
     """Strategy, parameter and modifier controls, a message line, a progress area and the figure.
 
     `result` holds every variant measured so far; `compared` the keys of those drawn next to the
-    selected one; `params` the current strategy's controls by parameter name; `draws` counts
-    redraws (the figure is `plot.value`, PNG bytes).
+    selected one; `params` the current strategy's controls by parameter name; the figure is
+    `plot.value` (PNG bytes).
     """
 
     def __init__(
@@ -86,17 +87,10 @@ class Panel(w.VBox):
     ):
         self.dataset = dataset
         self.store, self.embedder = resolve_store(store, embedder)
-        if result is not None:
-            ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": self.embedder.fingerprint}
-            for name, value in ours.items():
-                if result.config.get(name) != value:
-                    raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
-        self.ks = tuple(result.config["ks"]) if result is not None else tuple(sorted(set(ks)))
-        self.mode = result.config.get("mode", "corpus") if result is not None else "corpus"
+        self.ks, self.mode = sweep_settings(result, dataset, self.embedder, ks)
         self.result = result
         self.compared: list[str] = result.keys if result is not None else []
         self.selected: str | None = None
-        self.draws = 0
 
         self.strategy = w.Dropdown(options=list(STRATEGIES), description="strategy")
         self.about = w.HTML()
@@ -173,7 +167,7 @@ class Panel(w.VBox):
         with self.progress:
             try:
                 new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode)
-            except Exception as e:  # every error reaches the panel, never only a log
+            except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
                 self._error(e)
         if new is None:
             return False
@@ -197,7 +191,6 @@ class Panel(w.VBox):
         shown = list(dict.fromkeys([*self.compared, self.selected]))
         fig = overview(self.result, k=self.k.value, variants=shown, highlight=self.selected)
         self.plot.value = figure_to_png_bytes(fig)
-        self.draws += 1
 
 
 def panel(

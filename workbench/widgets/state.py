@@ -176,12 +176,17 @@ def variants_of(result: SweepResult) -> dict[str, Variant]:
     return {v.key: v for v in made if v.key in keys}
 
 
-def check_result(result: SweepResult, dataset: Dataset, embedder: Embedder) -> None:
-    """A result can be extended only with the same data and model; ValueError naming the field."""
+def sweep_settings(result: SweepResult | None, dataset: Dataset, embedder: Embedder,
+                   ks: Sequence[int]) -> tuple[tuple[int, ...], str]:
+    """The ks and mode a panel sweeps new variants with: those of `result`, which must be of the
+    same data and model (ValueError naming the field), else `ks` in corpus mode."""
+    if result is None:
+        return tuple(sorted(set(ks))), "corpus"
     ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": embedder.fingerprint}
     for name, value in ours.items():
         if result.config.get(name) != value:
             raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
+    return tuple(result.config["ks"]), result.config.get("mode", "corpus")
 
 
 # ---------------------------------------------------------------------------------------- run

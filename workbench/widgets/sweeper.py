@@ -44,9 +44,9 @@ from workbench.widgets.state import (
     Redraw,
     ScrubState,
     SweepRun,
-    check_result,
     hint,
     parameters,
+    sweep_settings,
     variants_of,
 )
 
@@ -72,10 +72,7 @@ class Sweeper(w.VBox):
     ):
         self.dataset = dataset
         self.store, self.embedder = resolve_store(store, embedder)
-        if result is not None:
-            check_result(result, dataset, self.embedder)
-        self.ks = tuple(result.config["ks"]) if result is not None else tuple(sorted(set(ks)))
-        self.mode = result.config.get("mode", "corpus") if result is not None else "corpus"
+        self.ks, self.mode = sweep_settings(result, dataset, self.embedder, ks)
         self.result = result
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
