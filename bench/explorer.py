@@ -23,7 +23,7 @@ from pathlib import Path
 
 from workbench.dataset import load_dataset
 from workbench.embed import Embedder
-from workbench.widgets.explorer import cut_figure, explorer, png
+from workbench.widgets.explorer import explorer, picture
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "data" / "chroma_small"
@@ -64,7 +64,7 @@ def main() -> None:
             cut = state.cut(p, b, lo, hi)
             rows.append((doc, len(cut.sentences), first, embedded, cut.variant.label, cut.count,
                          median_ms(lambda: state.cut(p, b, lo, hi)),  # noqa: B023  (called at once)
-                         median_ms(lambda: png(cut_figure(state.cut(p, b, lo, hi)))),  # noqa: B023
+                         median_ms(lambda: picture(state.cut(p, b, lo, hi))),  # noqa: B023
                          median_ms(ex._recut)))
         if (embedder.stats.embedded, embedder.stats.cached) != (embedded, looked_up):
             raise RuntimeError(f"{doc.doc_id}: a re-cut embedded or looked up sentence groups")

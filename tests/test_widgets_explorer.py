@@ -55,7 +55,9 @@ def test_cut_equals_the_semantic_strategy(docs: Dataset, embedder: Embedder, set
 
 def test_recut_never_calls_the_model(docs: Dataset, embedder: Embedder) -> None:
     state = ExplorerState(docs, embedder, "sotu")
+    assert not state.has_vectors(2)
     first = state.cut(95, 2)
+    assert state.has_vectors(2) and not state.has_vectors(1)
     before = (embedder.stats.embedded, embedder.stats.cached)
     counts = {state.cut(p, 2, lo, hi).count for p, lo, hi in [(50, 0, 0), (80, 16, 0), (95, 0, 64), (10, 8, 96)]}
     assert (embedder.stats.embedded, embedder.stats.cached) == before  # not even a cache lookup

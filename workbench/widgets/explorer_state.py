@@ -86,6 +86,10 @@ class ExplorerState:
             self._vectors[key] = self.embedder.encode(texts, desc="sentence groups")
         return self._vectors[key]
 
+    def has_vectors(self, buffer_size: int, sentences: str = "lines+punkt") -> bool:
+        """Whether a cut at this buffer size and splitter is only a re-cut (nothing to embed)."""
+        return (self.doc_id, sentences, buffer_size) in self._vectors
+
     def cut(
         self,
         percentile: float,
@@ -99,10 +103,10 @@ class ExplorerState:
         previous cut then."""
         variant = Variant.make("semantic", breakpoint_percentile=percentile, buffer_size=buffer_size,
                                min_size=min_size, max_size=max_size, tokenizer=self.tokenizer, sentences=sentences)
-        spans = self.sentences(sentences)
+        spans, p = self.sentences(sentences), variant.kwargs  # canonical values, as the strategy gets them
         if spans:
-            result = cut_from_vectors(self.doc.text, spans, self.vectors(buffer_size, sentences), float(percentile),
-                                      min_size, max_size, self.tokenizer, self.env)
+            result = cut_from_vectors(self.doc.text, spans, self.vectors(buffer_size, sentences),
+                                      p["breakpoint_percentile"], p["min_size"], p["max_size"], p["tokenizer"], self.env)
         else:  # nothing but whitespace: the strategy gives no chunk either
             result = SemanticCut([], [], None, [])
         chunks = [make_chunk(self.doc, a, b) for a, b in result.spans]
