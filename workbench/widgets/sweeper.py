@@ -77,8 +77,8 @@ class Sweeper(w.VBox):
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
         self.thread: threading.Thread | None = None  # the last background sweep
-        self.draw_share = 0.05  # of a sweep's time at most spent redrawing while it runs (DrawBudget)
-        self.budget = DrawBudget(self.draw_share)
+        self.draw_share = 0.05  # of a sweep's time at most spent redrawing while it runs
+        self.budget = DrawBudget(self.draw_share)  # the current sweep's
         self.scrub = ScrubState()
         self.last_redraw = Redraw.NONE
         self.pictures: dict[str, Picture] = {}
@@ -248,9 +248,9 @@ class Sweeper(w.VBox):
 
     def _refresh(self) -> None:
         """New bases when the variants, k or axes changed; otherwise nothing is redrawn."""
-        if self._quiet or self.result is None:
-            return
         with self._lock:
+            if self._quiet or self.result is None:
+                return
             swept = swept_parameters(self.result)
             with self._quietly():
                 self.param.options = swept
@@ -301,9 +301,9 @@ class Sweeper(w.VBox):
 
     def select(self, key: str | None) -> None:
         """Highlight a measured variant (by key) in every figure and show its cuts."""
-        if self._quiet or not key:
-            return
-        with self._lock:
+        with self._lock:  # the quiet flag is read under the lock: set by the thread drawing now
+            if self._quiet or not key:
+                return
             redraw = self.scrub.select(key)
             if redraw is not Redraw.NONE:
                 self._show()
