@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 
 import matplotlib
@@ -138,6 +139,16 @@ def test_mark_rings_each_point_and_outlines_each_bar_and_cell(result: SweepResul
     assert plots.mark(fig, SEMANTIC.key) == []  # not drawn against size: nothing to mark
     with pytest.raises(ValueError, match="not made by workbench.plots"):
         plots.mark(Figure(), key)
+
+
+def test_the_record_of_a_figure_goes_with_it(result: SweepResult) -> None:
+    gc.collect()  # figures of earlier tests
+    before = len(plots._SPOTS)
+    fig = plots.by_parameter(result, "overlap")
+    assert len(plots._SPOTS) == before + 1
+    del fig
+    gc.collect()
+    assert len(plots._SPOTS) == before
 
 
 def pixels(png: bytes) -> np.ndarray:

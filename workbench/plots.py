@@ -46,9 +46,10 @@ _MODIFIERS = ("contextual_header", "late")
 @dataclass(frozen=True)
 class _Spot:
     """Where one variant is drawn: points (x, y arrays) or one box (x, y = lower left, w, h), in
-    the data coordinates of `ax`."""
+    the data coordinates of the axes. The axes are held weakly: a strong reference would keep the
+    figure, the key of the record, alive for ever."""
 
-    ax: Axes
+    ax: weakref.ref[Axes]
     x: np.ndarray
     y: np.ndarray
     box: tuple[float, float] | None = None  # (width, height) for a bar or a cell
@@ -59,7 +60,7 @@ _SPOTS: weakref.WeakKeyDictionary[Figure, dict[str, list[_Spot]]] = weakref.Weak
 
 
 def _record(ax: Axes, key: str, x: Any, y: Any, box: tuple[float, float] | None = None) -> None:
-    spot = _Spot(ax, np.atleast_1d(np.asarray(x, dtype=float)), np.atleast_1d(np.asarray(y, dtype=float)), box)
+    spot = _Spot(weakref.ref(ax), np.atleast_1d(np.asarray(x, dtype=float)), np.atleast_1d(np.asarray(y, dtype=float)), box)
     _SPOTS.setdefault(ax.figure, {}).setdefault(key, []).append(spot)
 
 
@@ -79,7 +80,7 @@ def mark(fig: Figure, key: str) -> list[Artist]:
         else:
             a = Rectangle((spot.x[0], spot.y[0]), *spot.box, fill=False, edgecolor="black", linewidth=2.5)
         a.set(zorder=10, clip_on=False, in_layout=False)
-        spot.ax.add_artist(a)  # not add_line/add_patch: those would grow the data limits
+        spot.ax().add_artist(a)  # not add_line/add_patch: those would grow the data limits
         artists.append(a)
     return artists
 
