@@ -114,6 +114,10 @@ def test_heatmap_cells_are_the_means_and_missing_ones_blank(result: SweepResult)
     assert f"{means.at[FIXED[0].key, 'mean']:.2f}" in texts
     with pytest.raises(ValueError, match="strategy 'semantic' has no variants with both size and overlap"):
         plots.heatmap(result, "size", "overlap", strategy="semantic")
+    with pytest.raises(ValueError, match="metric 'nope' not in the result"):
+        plots.heatmap(result, "size", "overlap", metric="nope")
+    marked = plots.heatmap(result, "size", "overlap", highlight=FIXED[0].label)
+    assert [p.get_xy() for p in marked.axes[0].patches if not p.get_fill()] == [(-0.5, -0.5)]
 
 
 def test_mark_rings_each_point_and_outlines_each_bar_and_cell(result: SweepResult) -> None:

@@ -34,6 +34,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import ScalarFormatter
 
 from workbench.chunkers import STRATEGIES
+from workbench.variant import _short
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
@@ -125,6 +126,11 @@ def _pick_k(result: SweepResult, k: int | None) -> int:
     if k not in ks:
         raise ValueError(f"k must be one of the swept ks {ks}, got {k}")
     return int(k)
+
+
+def _check_metric(result: SweepResult, metric: str) -> None:
+    if metric not in set(result.summary["metric"]):
+        raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(result.summary['metric']))}")
 
 
 def _rows(result: SweepResult, metric: str, keys: Sequence[str], k: int | None = None) -> pd.DataFrame:
@@ -279,8 +285,7 @@ def metric_curves(
 ) -> Figure:
     """Any metric against k, one line per variant; a k-independent metric (k=0 only, e.g.
     precision_omega) is drawn as a ranking instead."""
-    if metric not in set(result.summary["metric"]):
-        raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(result.summary['metric']))}")
+    _check_metric(result, metric)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
     rows = _rows(result, metric, keys)
@@ -365,17 +370,13 @@ def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
 
 def _group_name(row: pd.Series, cols: Sequence[str]) -> str:
     """ "fixed, overlap=0+late": the strategy, then the other varying values it has."""
-    params = [f"{c}={_fmt(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
+    params = [f"{c}={_short(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
     mods = "".join(f"+{c.split('_')[-1]}" for c in _MODIFIERS if c in cols and row[c])
     return ", ".join([row["strategy"], *params]) + mods
 
 
 def _known(value: Any) -> bool:
     return not (isinstance(value, float) and math.isnan(value))
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -387,9 +388,8 @@ def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
 
 def _metric_k(result: SweepResult, metric: str, k: int | None) -> int:
     """k for a metric measured at each k; 0 for a k-independent one (e.g. precision_omega)."""
+    _check_metric(result, metric)
     ks = set(result.summary.loc[result.summary["metric"] == metric, "k"])
-    if not ks:
-        raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(result.summary['metric']))}")
     return _pick_k(result, k) if ks - {0} else 0
 
 
@@ -509,8 +509,8 @@ def heatmap(
                     color="white" if dark else "black")
             _record(ax, key, j - 0.5, i - 0.5, (1.0, 1.0))
         image = ax.imshow(np.ma.masked_invalid(grid), norm=norm, cmap="viridis", origin="lower", aspect="auto")
-        ax.set_xticks(range(len(xs)), [_fmt(v) for v in xs])
-        ax.set_yticks(range(len(ys)), [_fmt(v) for v in ys])
+        ax.set_xticks(range(len(xs)), [_short(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [_short(v) for v in ys])
         ax.set_xlabel(_axis_label(result, x, part["key"]))
         ax.set_ylabel(_axis_label(result, y, part["key"]))
         ax.set_title(f"{name}: {title}")
