@@ -5,7 +5,9 @@ pasted back, marks drawn, PNG at zlib level 1; measured uncached, and as a cache
 k change: a new base (build the overview at another k, draw it once, first PNG), or with the
 bases of every k rendered ahead by widgets.render.Bases (then it is a scrub on a ready base).
 Old way: plots.overview(..., highlight=...) then figure_to_png_bytes, as the panel did.
-The sweep itself comes from the cache folder (first run: builds every index; it says how long).
+The sweep itself comes from the cache folder; the first run builds every index (557 s on an empty
+cache here, 2 shared cores under other jobs' load; the table's header says how long it took).
+Warm, the whole run takes about 30 s.
 Writes bench/widgets.md. Run from the repo root: python bench/widgets.py [--cache results/cache]
 """
 
