@@ -34,7 +34,9 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import ScalarFormatter
 
 from workbench.chunkers import STRATEGIES
-from workbench.variant import _short
+from workbench.chunkers.registry import UNIT_PARAM
+from workbench.metrics import default_k
+from workbench.variant import short_value
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
@@ -122,7 +124,7 @@ def _ks(result: SweepResult) -> list[int]:
 def _pick_k(result: SweepResult, k: int | None) -> int:
     ks = _ks(result)
     if k is None:
-        return ks[-1]
+        return default_k(ks)
     if k not in ks:
         raise ValueError(f"k must be one of the swept ks {ks}, got {k}")
     return int(k)
@@ -316,22 +318,18 @@ def _grid_params(result: SweepResult) -> list[str]:
 
 
 def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) -> str | None:
-    """The unit of a parameter, read from its strategies' Param help: sizes "in `unit`" take the
-    variant's `unit` column (tokens or chars), others say tokens, sentences or percentile.
-    Several units (e.g. overlap of fixed and of sentence) are joined with " or "."""
+    """The unit of a parameter (Param.unit; sizes counted in `unit` take the variant's `unit`
+    column). Several units (e.g. overlap of fixed and of sentence) are joined with " or "."""
     rows = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
     rows = rows[rows[param].notna()] if param in rows else rows.iloc[:0]
     units: dict[str, None] = {}
     for _, row in rows.iterrows():
         spec = STRATEGIES.get(row["strategy"])
-        help_ = spec.params[param].help if spec is not None and param in spec.params else ""
-        if "`unit`" in help_ or help_.startswith("units "):
-            unit = row.get("unit")
-            units[unit if isinstance(unit, str) else "units"] = None
-        else:
-            unit = next((u for u in ("tokens", "sentences", "percentile") if u in help_), None)
-            if unit:
-                units[unit] = None
+        unit = spec.params[param].unit if spec is not None and param in spec.params else None
+        if unit == UNIT_PARAM:
+            unit = row.get("unit") if isinstance(row.get("unit"), str) else "units"
+        if unit:
+            units[unit] = None
     return " or ".join(units) or None
 
 
@@ -370,7 +368,7 @@ def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
 
 def _group_name(row: pd.Series, cols: Sequence[str]) -> str:
     """ "fixed, overlap=0+late": the strategy, then the other varying values it has."""
-    params = [f"{c}={_short(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
+    params = [f"{c}={short_value(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
     mods = "".join(f"+{c.split('_')[-1]}" for c in _MODIFIERS if c in cols and row[c])
     return ", ".join([row["strategy"], *params]) + mods
 
@@ -509,8 +507,8 @@ def heatmap(
                     color="white" if dark else "black")
             _record(ax, key, j - 0.5, i - 0.5, (1.0, 1.0))
         image = ax.imshow(np.ma.masked_invalid(grid), norm=norm, cmap="viridis", origin="lower", aspect="auto")
-        ax.set_xticks(range(len(xs)), [_short(v) for v in xs])
-        ax.set_yticks(range(len(ys)), [_short(v) for v in ys])
+        ax.set_xticks(range(len(xs)), [short_value(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [short_value(v) for v in ys])
         ax.set_xlabel(_axis_label(result, x, part["key"]))
         ax.set_ylabel(_axis_label(result, y, part["key"]))
         ax.set_title(f"{name}: {title}")

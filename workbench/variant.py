@@ -61,7 +61,7 @@ class Variant:
         defaults, and the modifiers."""
         schema = get_strategy(self.strategy).params
         values = self.kwargs
-        shown = [f"{k}={_short(values[k])}" for k, p in schema.items() if p.label or p.default != values[k]]
+        shown = [f"{k}={short_value(values[k])}" for k, p in schema.items() if p.label or p.default != values[k]]
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
         return f"{self.strategy}({', '.join(shown)})" + "".join(mods)
 
@@ -83,7 +83,7 @@ class Variant:
         return out
 
 
-def _short(value: Any) -> str:
+def short_value(value: Any) -> str:
     """95.0 -> "95", 0.25 -> "0.25"; a float that 6 digits would round prints in full
     (95.0000001), so labels of different values never look alike."""
     if not isinstance(value, float):
