@@ -16,6 +16,8 @@ import numpy as np
 from workbench.dataset import Document, Span
 from workbench.tokens import Tokenizer, get_tokenizer
 
+Bounds = tuple[int, int]  # [start, end) character offsets within one document, before it is a Chunk
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -47,7 +49,7 @@ def make_chunk(doc: Document, start: int, end: int, **extra: Any) -> Chunk:
     return Chunk(doc.doc_id, start, end, doc.text[start:end], **extra)
 
 
-def strip_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+def strip_span(text: str, start: int, end: int) -> Bounds | None:
     """[start, end) without its leading and trailing whitespace; None if nothing is left."""
     piece = text[start:end]
     stripped = piece.strip()

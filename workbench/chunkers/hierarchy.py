@@ -14,19 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import TOKENIZER, fixed, unit_boundaries
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.registry import Param, strategy
-from workbench.chunkers.sentence import Span, covered, cut_windows, pack, sentence_spans
+from workbench.chunkers.sentence import covered, cut_windows, pack, sentence_spans
 from workbench.dataset import Document
 
 MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0, unit="tokens")
 
 
 def cap_parent(
-    text: str, parent: Span, child: Span, max_tokens: int, b: np.ndarray, count: Callable[[str], int]
-) -> Span:
+    text: str, parent: Bounds, child: Bounds, max_tokens: int, b: np.ndarray, count: Callable[[str], int]
+) -> Bounds:
     """`parent` trimmed to at most `max_tokens` tokens (counted alone), centred on `child` and
     always containing it (a child over the cap is returned alone); unchanged when it fits.
     The document's token boundaries `b` place the window cheaply; `count` confirms it, since a
@@ -52,7 +52,7 @@ def cap_parent(
             hi -= 1
 
 
-def window_parent(sentences: list[Span], ends: list[int], child: Span, window: int) -> Span:
+def window_parent(sentences: list[Bounds], ends: list[int], child: Bounds, window: int) -> Bounds:
     """From `window` sentences before the child's first sentence to `window` after its last."""
     first = bisect.bisect_right(ends, child[0])  # the sentence holding the child's first char
     last = bisect.bisect_left(ends, child[1])  # ... and its last one

@@ -15,9 +15,9 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
-from workbench.chunkers.recursive import LINES, PRESETS, Bounds, Units, merge_pieces, split_pieces
+from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
 from workbench.dataset import Document
 

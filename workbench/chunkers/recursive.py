@@ -17,12 +17,10 @@ from itertools import pairwise
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
 from workbench.dataset import Document
-
-Bounds = tuple[int, int]  # [start, end) char offsets
 
 # Coarsest first. A separator that starts with whitespace opens the next piece ("\n## " keeps the
 # heading mark with its section); one that starts with a mark closes the previous piece (". "

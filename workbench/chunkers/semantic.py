@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.fixed import TOKENIZER
 from workbench.chunkers.registry import Param, strategy
-from workbench.chunkers.sentence import SENTENCE_SPLITTERS, Span, pack, sentence_splitter
+from workbench.chunkers.sentence import SENTENCE_SPLITTERS, pack, sentence_splitter
 from workbench.dataset import Document
 
 
-def group_texts(text: str, sentences: list[Span], buffer_size: int) -> list[str]:
+def group_texts(text: str, sentences: list[Bounds], buffer_size: int) -> list[str]:
     """LlamaIndex's combined sentences: each sentence with `buffer_size` neighbours per side,
     as a concatenation of sentence strings; like its punkt splitter, a sentence string runs up
     to the next sentence's start (trailing whitespace included) and the first one from the start
@@ -65,9 +65,9 @@ def breakpoints(vectors: np.ndarray, percentile: float) -> list[int]:
     return _above(distances(vectors), percentile)[0]
 
 
-def _merge_small(text: str, groups: list[Span], min_size: int, length: Callable[[str], int]) -> list[Span]:
+def _merge_small(text: str, groups: list[Bounds], min_size: int, length: Callable[[str], int]) -> list[Bounds]:
     """A chunk smaller than `min_size` absorbs the next one (the last one joins its predecessor)."""
-    merged: list[Span] = []
+    merged: list[Bounds] = []
     for g in groups:
         if merged and length(text[merged[-1][0] : merged[-1][1]]) < min_size:
             merged[-1] = (merged[-1][0], g[1])
@@ -80,11 +80,11 @@ def _merge_small(text: str, groups: list[Span], min_size: int, length: Callable[
 
 
 def _split_large(
-    text: str, groups: list[Span], sentences: list[Span], max_size: int, tokenizer: str, env: ChunkEnv
-) -> list[Span]:
+    text: str, groups: list[Bounds], sentences: list[Bounds], max_size: int, tokenizer: str, env: ChunkEnv
+) -> list[Bounds]:
     """A chunk over `max_size` tokens is re-packed by sentences (over-long sentences cut to size)."""
     length = env.length_fn("tokens", tokenizer)
-    out: list[Span] = []
+    out: list[Bounds] = []
     for a, b in groups:
         if length(text[a:b]) <= max_size:
             out.append((a, b))
@@ -97,7 +97,7 @@ def _split_large(
 class SemanticCut:
     """Chunk spans of one document, with what decided them (for plots and teaching)."""
 
-    spans: list[Span]  # character spans of the chunks, after min/max size
+    spans: list[Bounds]  # character spans of the chunks, after min/max size
     distances: list[float]  # cosine distance between group i and group i + 1
     threshold: float | None  # the breakpoint_percentile-th percentile of `distances` (None: < 2 groups)
     breakpoints: list[int]  # indices i with distances[i] > threshold: a chunk ends after sentence i
@@ -105,7 +105,7 @@ class SemanticCut:
 
 def cut_from_vectors(
     text: str,
-    sentences: list[Span],
+    sentences: list[Bounds],
     vectors: np.ndarray,
     breakpoint_percentile: float,
     min_size: int,

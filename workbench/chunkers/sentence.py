@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.chunkers.registry import Param, strategy
 from workbench.dataset import Document
@@ -29,7 +29,6 @@ EXTRA_ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", "fig", "al", "approx")
 _LINE = re.compile(r"[^\n]+")
 _CJK_END = re.compile(r"[。！？]+[」』”’）)]*")  # a CJK sentence end, with any closing quotes
 
-Span = tuple[int, int]
 
 
 @lru_cache(maxsize=1)
@@ -41,10 +40,10 @@ def _punkt() -> Any:
     return tok
 
 
-def sentence_spans(text: str) -> list[Span]:
+def sentence_spans(text: str) -> list[Bounds]:
     """Sorted sentence spans that tile the non-whitespace text: each starts and ends on
     non-whitespace, and every non-whitespace character lies in exactly one span."""
-    out: list[Span] = []
+    out: list[Bounds] = []
     for line in _LINE.finditer(text):
         for a, b in _punkt().span_tokenize(line.group()):
             a, b = a + line.start(), b + line.start()
@@ -63,7 +62,7 @@ def _untrained_punkt() -> Any:
     return PunktSentenceTokenizer()
 
 
-def llamaindex_sentence_spans(text: str) -> list[Span]:
+def llamaindex_sentence_spans(text: str) -> list[Bounds]:
     """LlamaIndex's default sentence splitting (llama-index-core `split_by_sentence_tokenizer`):
     NLTK's *untrained* `PunktSentenceTokenizer()` (no abbreviation list, so "Dr." ends a
     sentence), with no split at line breaks (a heading joins the next sentence) nor at CJK stops.
@@ -76,32 +75,32 @@ def llamaindex_sentence_spans(text: str) -> list[Span]:
     return [s for s in spans if s is not None]
 
 
-SENTENCE_SPLITTERS: dict[str, Callable[[str], list[Span]]] = {
+SENTENCE_SPLITTERS: dict[str, Callable[[str], list[Bounds]]] = {
     "lines+punkt": sentence_spans,
     "llamaindex": llamaindex_sentence_spans,
 }
 
 
-def sentence_splitter(name: str) -> Callable[[str], list[Span]]:
+def sentence_splitter(name: str) -> Callable[[str], list[Bounds]]:
     """The sentence splitter called `name` (a key of SENTENCE_SPLITTERS): text -> sentence spans."""
     if name not in SENTENCE_SPLITTERS:
         raise ValueError(f"unknown sentence splitter {name!r}; choose one of {list(SENTENCE_SPLITTERS)}")
     return SENTENCE_SPLITTERS[name]
 
 
-def covered(text: str, spans: list[Span], start: int, end: int) -> list[Span]:
+def covered(text: str, spans: list[Bounds], start: int, end: int) -> list[Bounds]:
     """The parts of `spans` inside [start, end), whitespace-trimmed (for packing inside a parent)."""
     clipped = (strip_span(text, max(a, start), min(b, end)) for a, b in spans if a < end and b > start)
     return [s for s in clipped if s is not None]
 
 
-def cut_windows(text: str, start: int, end: int, size: int, unit: str, tokenizer: str, env: ChunkEnv) -> list[Span]:
+def cut_windows(text: str, start: int, end: int, size: int, unit: str, tokenizer: str, env: ChunkEnv) -> list[Bounds]:
     """A span too big for one chunk, cut into fixed windows of `size` units (no overlap).
     A window that counts longer alone (BPE merges depend on context, e.g. " naï" vs "naï")
     is cut again, so every piece fits unless it is a single unsplittable unit."""
     length = env.length_fn(unit, tokenizer)
     b = unit_boundaries(text[start:end], unit, tokenizer, env) + start
-    out: list[Span] = []
+    out: list[Bounds] = []
     for i, j in windows(len(b) - 1, size, 0):
         piece = strip_span(text, int(b[i]), int(b[j]))
         if piece is None:
@@ -114,8 +113,8 @@ def cut_windows(text: str, start: int, end: int, size: int, unit: str, tokenizer
 
 
 def pack(
-    text: str, sentences: list[Span], size: int, overlap: int, unit: str, tokenizer: str, env: ChunkEnv
-) -> list[Span]:
+    text: str, sentences: list[Bounds], size: int, overlap: int, unit: str, tokenizer: str, env: ChunkEnv
+) -> list[Bounds]:
     """Greedily pack whole sentences into spans of at most `size` units (the span's own count),
     starting each span with up to `overlap` sentences of the previous one when they fit.
     A sentence longer than `size` is cut into fixed windows instead.
@@ -146,7 +145,7 @@ def pack(
             end += 1
         return end
 
-    out: list[Span] = []
+    out: list[Bounds] = []
     i = 0  # first sentence not yet in any span
     while i < n:
         if not fits(i, i + 1):

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import Bounds
 from workbench.chunkers.semantic import SemanticCut, cut_from_vectors, group_texts
-from workbench.chunkers.sentence import Span, sentence_splitter
+from workbench.chunkers.sentence import sentence_splitter
 from workbench.dataset import Dataset, Document
 from workbench.embed import Embedder
 from workbench.tokens import MODEL_TOKENIZER
@@ -27,7 +28,7 @@ class ExplorerCut:
     """One cut of the explorer's document: what decided it and what it gives."""
 
     variant: Variant  # the semantic variant whose chunks these are, for this document
-    sentences: list[Span]  # the sentence spans the distances run over
+    sentences: list[Bounds]  # the sentence spans the distances run over
     semantic: SemanticCut  # distances, threshold, breakpoints, final spans
     chunks: list[Chunk]
     sizes: list[int]  # each chunk's length in the variant's tokenizer tokens
@@ -52,7 +53,7 @@ class ExplorerState:
         self.tokenizer = tokenizer
         # The model's own tokenizer (not its weights) only when sizes are counted in it.
         self.env = ChunkEnv(model_tokenizer=embedder.tokenizer if tokenizer == MODEL_TOKENIZER else None)
-        self._sentences: dict[tuple[str, str], list[Span]] = {}
+        self._sentences: dict[tuple[str, str], list[Bounds]] = {}
         self._vectors: dict[tuple[str, str, int], np.ndarray] = {}
         self.doc_id = dataset.documents[0].doc_id
         self.last: ExplorerCut | None = None
@@ -70,7 +71,7 @@ class ExplorerState:
         self.doc_id = doc_id
         self.last = None
 
-    def sentences(self, name: str = "lines+punkt") -> list[Span]:
+    def sentences(self, name: str = "lines+punkt") -> list[Bounds]:
         """The document's sentence spans by splitter `name`, split once."""
         key = (self.doc_id, name)
         if key not in self._sentences:
