@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, sync_playwright
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "results" / "screenshots"
@@ -46,11 +46,14 @@ class Tab:
     errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
 
-    def screenshot(self, name: str, full_page: bool = True) -> Path:
-        """Save results/screenshots/<name>.png (evidence, not committed)."""
+    def screenshot(self, name: str, element: Locator | None = None, full_page: bool = True) -> Path:
+        """Save results/screenshots/<name>.png (evidence, not committed): the element, or the page."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
-        self.page.screenshot(path=path, full_page=full_page)
+        if element is not None:
+            element.screenshot(path=path)
+        else:
+            self.page.screenshot(path=path, full_page=full_page)
         return path
 
     def dump(self) -> str:
@@ -86,8 +89,11 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
+TAB = pytest.StashKey[Tab]()
+
+
 @pytest.fixture
-def tab(browser: Browser) -> Iterator[Tab]:
+def tab(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Tab]:
     """A fresh 1280x900 page in its own context; its records feed the failure report."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -96,6 +102,7 @@ def tab(browser: Browser) -> Iterator[Tab]:
     page.on("console", lambda m: t.console.append(f"{m.type}: {m.text}"))
     page.on("pageerror", lambda e: t.errors.append(str(e)))
     page.on("request", lambda r: t.requests.append(r.url))
+    request.node.stash[TAB] = t
     yield t
     context.close()
 
@@ -104,8 +111,8 @@ def tab(browser: Browser) -> Iterator[Tab]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     """A failed test that used `tab` reports the page's text and console, and leaves a screenshot."""
     report = yield
-    t = getattr(item, "funcargs", {}).get("tab")
-    if report.failed and call.when == "call" and isinstance(t, Tab):
+    t = item.stash.get(TAB, None)
+    if report.failed and call.when != "teardown" and t is not None:
         report.sections.append(("browser page", t.dump()))
         try:
             report.sections.append(("browser screenshot", str(t.screenshot(f"{item.name}-failure"))))

@@ -1,0 +1,88 @@
+"""The quickstart notebook in a real JupyterLab in Chromium, as a new user runs it: every cell runs
+clean, every widget renders, and the panel's slider redraws the figure from the keyboard."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from test_notebook import write_dataset
+
+from workbench.dataset import Dataset
+
+if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is in place
+    from browserkit import Server, Tab
+
+pytest_plugins = ["browserkit"]
+
+NOTEBOOK = "01_quickstart.ipynb"
+RUN_S = 240  # kernel start, model load and the notebook's sweep on the tiny corpus
+# Every code cell has run once: a number in each prompt, none queued or running ("[*]").
+ALL_RAN = """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
+  return p.length > 0 && p.every(e => /^\\[\\d+\\]:$/.test(e.textContent.trim())); }"""
+STARTED = "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].some(e => /[*\\d]/.test(e.textContent))"
+
+
+@pytest.fixture
+def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset) -> Tab:
+    """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end."""
+    from browserkit import set_parameters
+
+    data = write_dataset(tiny, workspace / "tiny")
+    set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = '../results/cache'\n"
+                   "OUT = '../results/quickstart'\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
+    page = tab.page
+    page.goto(f"{lab.url}lab/tree/{NOTEBOOK}")
+    idle = page.get_by_text(re.compile(r"^Python 3 \(ipykernel\) \| Idle$"))  # the status bar's kernel item
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_S * 1000)
+    idle.wait_for(timeout=RUN_S * 1000)
+    for attempt in range(5):  # right after start-up Lab may ignore the command: run again until it starts
+        page.locator(".jp-Notebook .jp-Cell").first.click()  # Run All acts on the notebook in focus
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        try:
+            page.wait_for_function(STARTED, timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    page.wait_for_function(ALL_RAN, timeout=RUN_S * 1000)
+    idle.wait_for(timeout=RUN_S * 1000)
+    tab.screenshot("lab-quickstart-ran", full_page=False)
+    return tab
+
+
+def test_quickstart_runs_clean_and_the_slider_redraws_the_panel(quickstart: Tab, lab: Server) -> None:
+    page = quickstart.page
+    stderr = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+    assert not [t for t in stderr if "Traceback" in t or "Error" in t], f"error output: {stderr}"
+    texts = page.locator(".jp-OutputArea-output .jp-RenderedText").all_inner_texts()
+    assert not [t for t in texts if "Traceback" in t or "Error" in t], f"error output: {texts}"
+
+    assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+    widget_cells = page.locator(".jp-CodeCell").filter(has_text="wb.widgets.")
+    assert widget_cells.count() >= 1, "no cell calls wb.widgets"
+    for i in range(widget_cells.count()):
+        cell = widget_cells.nth(i)
+        assert cell.locator(".jp-OutputArea-output .jupyter-widgets").count() > 0, \
+            f"no widget rendered under: {cell.locator('.jp-InputArea-editor').inner_text()}"
+
+    panel = widget_cells.filter(has_text="wb.widgets.panel(").locator(".jp-OutputArea-output")
+    panel.scroll_into_view_if_needed()
+    figure = panel.locator("img.widget-image")
+    slider = panel.locator(".widget-hslider").filter(has=page.locator(".widget-label", has_text=re.compile(r"^size\b")))
+    before, size = figure.get_attribute("src"), int(slider.locator(".widget-readout").inner_text())
+    quickstart.screenshot("lab-panel-before", panel)
+    slider.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([img, before]) => img.src && img.src !== before", arg=[figure.element_handle(), before],
+                           timeout=RUN_S * 1000)
+    quickstart.screenshot("lab-panel-after", panel)
+    assert int(slider.locator(".widget-readout").inner_text()) == size + 1
+    assert figure.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
+
+    local = ("data:", "blob:", lab.url, lab.url.replace("http", "ws", 1))
+    assert not [u for u in quickstart.requests if not u.startswith(local)], "requests off the local server"
+    assert not quickstart.errors
