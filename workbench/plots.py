@@ -176,9 +176,10 @@ def _curves(
     ax.grid(alpha=0.3)
 
 
-def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xlabel: str, number: dict) -> None:
+def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xlabel: str, number: dict,
+          short_ids: bool = False) -> None:
     """Horizontal bars sorted by mean (best on top; ties in sweep order, the first on top), with CI
-    whiskers; tick labels carry the variant's legend number."""
+    whiskers; tick labels carry the variant's legend number (only the number when `short_ids`)."""
     rows = rows.iloc[::-1].sort_values("mean", kind="stable")
     y = np.arange(len(rows))
     keys = list(rows["key"])
@@ -189,7 +190,8 @@ def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xla
     for key, bar in zip(keys, bars.patches, strict=True):
         _record(ax, key, bar.get_x(), bar.get_y(), (bar.get_width(), bar.get_height()))
     wrap = textwrap.TextWrapper(_WRAP, break_long_words=False, break_on_hyphens=False)
-    ax.set_yticks(y, [wrap.fill(f"{number[k]}  {v}") for k, v in zip(keys, rows["variant"], strict=True)], fontsize=8)
+    ticks = [str(number[k]) if short_ids else wrap.fill(f"{number[k]}  {v}") for k, v in zip(keys, rows["variant"], strict=True)]
+    ax.set_yticks(y, ticks, fontsize=8)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
 
@@ -244,7 +246,11 @@ def _numbers(keys: Sequence[str]) -> dict[str, int]:
     return {v: i + 1 for i, v in enumerate(keys)}
 
 
-def _legend_text(result: SweepResult, keys: Sequence[str], numbered: bool) -> list[str]:
+def _legend_text(result: SweepResult, keys: Sequence[str], numbered: bool, short_ids: bool = False) -> list[str]:
+    """Labels, numbered labels, or (short_ids) the numbers alone, for a report that prints the
+    full labels in a table next to the figure (20 labels do not fit a figure)."""
+    if short_ids:
+        return [str(n) for n in _numbers(keys).values()]
     return [f"{n}  {result.label_of(v)}" if numbered else result.label_of(v) for v, n in _numbers(keys).items()]
 
 
@@ -260,22 +266,24 @@ def _legend(fig: Figure, keys: Sequence[str], colors: dict, text: Sequence[str])
 
 
 def overview(
-    result: SweepResult, k: int | None = None, variants: Sequence[str] | None = None, highlight: str | None = None
+    result: SweepResult, k: int | None = None, variants: Sequence[str] | None = None, highlight: str | None = None,
+    short_ids: bool = False,
 ) -> Figure:
     """Three panels: recall@k curves, MRR@k ranking, and context cost against recall@k.
 
     k defaults to the largest swept k; `variants` restricts the labels drawn; `highlight` draws
-    one variant (e.g. the one selected in the widget) bolder.
+    one variant (e.g. the one selected in the widget) bolder; `short_ids` labels variants by
+    number only (the caller prints the legend).
     """
     k = _pick_k(result, k)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
-    text = _legend_text(result, keys, numbered=True)
+    text = _legend_text(result, keys, numbered=True, short_ids=short_ids)
     legend_rows = -(-len(text) // _ncol(text))
     fig = Figure(figsize=(17, max(4.8, 0.3 * len(keys) + 1.8) + 0.22 * legend_rows), layout="constrained")
     ax_curve, ax_mrr, ax_cost = fig.subplots(1, 3, width_ratios=[1, 1.1, 1.1])
     _curves(ax_curve, result, RECALL, keys, colors, highlight)
-    _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys))
+    _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys), short_ids)
     ax_mrr.set_title(f"{MRR}@{k} (best on top)")
     _tradeoff(ax_cost, result, k, keys, colors, highlight)
     _legend(fig, keys, colors, text)
@@ -283,10 +291,11 @@ def overview(
 
 
 def metric_curves(
-    result: SweepResult, metric: str, variants: Sequence[str] | None = None, highlight: str | None = None
+    result: SweepResult, metric: str, variants: Sequence[str] | None = None, highlight: str | None = None,
+    short_ids: bool = False,
 ) -> Figure:
     """Any metric against k, one line per variant; a k-independent metric (k=0 only, e.g.
-    precision_omega) is drawn as a ranking instead."""
+    precision_omega) is drawn as a ranking instead. `short_ids`: variants by number only."""
     _check_metric(result, metric)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
@@ -295,9 +304,9 @@ def metric_curves(
     ax = fig.subplots()
     if (rows["k"] > 0).any():
         _curves(ax, result, metric, keys, colors, highlight)
-        _legend(fig, keys, colors, _legend_text(result, keys, numbered=False))
+        _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     else:
-        _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(keys))
+        _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(keys), short_ids)
         ax.set_title(f"{metric} (independent of k)")
     return fig
 
