@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import html
 import html.parser
+import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -14,8 +17,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from workbench import plots, stats
-from workbench.dataset import Dataset
+from workbench import plots, report, stats
+from workbench.dataset import Dataset, Document, Question
 from workbench.embed import Embedder
 from workbench.report import _cell, summary_table, variants_table, write_report
 from workbench.sweep import SweepResult, sweep
@@ -75,10 +78,23 @@ def test_report_is_self_contained_and_complete(result: SweepResult, tmp_path: Pa
         assert f"<th>{column}</th>" in text
 
 
-def test_default_figures_are_the_overview_and_a_few_metric_curves(result: SweepResult, tmp_path: Path) -> None:
-    text = write_report(result, tmp_path / "r.html").read_text(encoding="utf-8")
-    assert text.count('<img src="data:image/png;base64,') == 5  # overview, hit, ndcg, iou, precision_omega
-    assert 'alt="overview"' in text and 'alt="precision_omega"' in text
+def test_default_figures_have_a_title_and_a_caption_and_one_width(result: SweepResult, tmp_path: Path) -> None:
+    figures = report.default_figures(result)
+    # size and overlap are both swept: a figure against each, and their heatmap
+    assert list(figures) == ["overview", "hit", "ndcg", "iou", "precision_omega", "by_size", "by_overlap",
+                             "heatmap_size_overlap"]
+    assert {tuple(f.get_size_inches())[0] for f in figures.values()} == {report.FIGURE_WIDTH}
+    text = write_report(result, tmp_path / "r.html", figures=figures).read_text(encoding="utf-8")
+    assert text.count('<img src="data:image/png;base64,') == len(figures)
+    titles = re.findall(r"<figure[^>]*><h3>([^<]+)</h3>", text)
+    captions = re.findall(r"<figcaption>([^<]*)</figcaption>", text)
+    assert len(titles) == len(captions) == len(figures) and len(set(titles)) == len(titles)
+    for caption in captions:  # a sentence that says what to look for, not the figure's name
+        assert len(caption.split()) >= 8 and caption not in figures
+    # the legend table: every variant's number next to its full label (the plots show numbers only)
+    for n, label in enumerate(result.labels, 1):
+        assert re.search(rf"<tr><td>{n}</td><td class=\"text\"><span class=\"swatch\"[^>]*></span>"
+                         rf"{re.escape(html.escape(label))}</td></tr>", text)
 
 
 def test_cells_read_mean_and_interval() -> None:
@@ -109,11 +125,14 @@ def test_a_failed_write_leaves_the_previous_report_intact(result: SweepResult, t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temporary file left
 
 
-def test_variant_table_shows_missing_parameters_as_blank(result: SweepResult, tmp_path: Path) -> None:
+def test_variant_table_shows_parameters_as_written_and_a_dash_where_none_applies(result: SweepResult,
+                                                                                 tmp_path: Path) -> None:
     extra = result.variants.assign(breakpoint_percentile=[95.0, float("nan")])
     r = SweepResult(result.per_question, result.summary, extra, result.config)
     text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
-    assert "<td>95</td>" in text and "<td></td>" in text and ">nan<" not in text.lower()
+    variants = text[text.index('id="variants"'):text.index('id="provenance"')]
+    assert "<td>95</td>" in variants and "<td>\u2014</td>" in variants and "nan" not in variants.lower()
+    assert "<td>16</td>" in variants and "<td>32</td>" in variants and "16.0" not in variants
 
 
 def test_variants_table_groups_identity_parameters_cost_then_key(result: SweepResult) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 import warnings
@@ -137,12 +138,13 @@ def _sweep(args: argparse.Namespace) -> None:
     try:
         result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
                        mode=args.mode, progress=not args.quiet)
+        result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if args.no_report:
             paths = result.save(args.out)
         else:
             from workbench.report import export
 
-            paths = export(result, args.out)
+            paths = export(result, args.out, dataset=dataset, store=args.cache, embedder=embedder)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     built = int(result.variants["built"].sum())
@@ -155,6 +157,7 @@ def _sweep(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv  # kept in the result, to run it again
     if args.command == "strategies":
         _strategies()
     else:
