@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: setup demo test lab bench clean-cache
+.PHONY: setup demo test lab app bench clean-cache
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test: setup  ## the test suite (real model, real FAISS, small corpora)
 
 lab: setup  ## JupyterLab on notebooks/
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
+
+app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) for a class
+	$(BIN)/voila notebooks/app.ipynb --template=lab --strip_sources=True
 
 bench: setup  ## benchmarks: ratios measured side by side (about 10 minutes)
 	$(BIN)/python bench/chroma_metrics.py
