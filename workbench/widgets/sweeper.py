@@ -105,8 +105,9 @@ class Sweeper(w.VBox):
         self.param = w.Dropdown(description="parameter")
         self.heat_metric = w.Dropdown(options=HEAT_METRICS, value="recall", description="metric")
         self.slider = w.SelectionSlider(options=[("nothing measured", "")], description="variant", disabled=True,
-                                        layout=w.Layout(width="60%"), style={"description_width": "initial"})
-        self.choice = w.Dropdown(description="", layout=w.Layout(width="35%"))
+                                        readout=False,  # the label is in the dropdown beside it
+                                        layout=w.Layout(width="50%"), style={"description_width": "initial"})
+        self.choice = w.Dropdown(description="", layout=w.Layout(width="45%"))
         self.question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
         self.viewer = w.HTML()
         self.cmp_a = w.Dropdown(description="A")
@@ -184,7 +185,7 @@ class Sweeper(w.VBox):
         for name, p in schema.items():
             if name not in self.ranges:
                 self.ranges[name] = w.Text(description=name, placeholder=hint(p), tooltip=p.help,
-                                           layout=w.Layout(width="460px"), style={"description_width": "150px"})
+                                           layout=w.Layout(width="560px"), style={"description_width": "150px"})
         self.range_box.children = [self.ranges[name] for name in schema]
 
     def grid(self) -> GridSpec:
