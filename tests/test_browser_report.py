@@ -1,12 +1,14 @@
 """report.html of a real sweep, opened in Chromium as a reader would: offline, error-free, images
-decoded, and no element wider than the window."""
+decoded, no element wider than the window at desktop and phone width, and printed to PDF with
+each section on a page of its own."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from typing import TYPE_CHECKING
 
 from workbench import report
 from workbench.dataset import Dataset
@@ -38,8 +40,9 @@ WIDER_THAN_WINDOW = """() => {
 def report_html(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
     variants = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8), Variant.make("fixed", size=64)]
     folder = tmp_path_factory.mktemp("browser-report")
-    result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=folder / "cache", progress=False)
-    return report.export(result, folder / "out")["report"]
+    store = folder / "cache"
+    result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=store, progress=False)
+    return report.export(result, folder / "out", dataset=tiny, store=store, embedder=embedder)["report"]
 
 
 def open_report(tab: Tab, path: Path, width: int) -> None:
@@ -57,14 +60,33 @@ def test_report_opens_offline_without_errors_and_every_image_decodes(tab: Tab, r
     assert not [c for c in tab.console if c.startswith("error")] and not tab.errors
 
 
-# Both fail today (issue 11): the configuration table, whose versions line does not wrap, is about
-# 1450 px wide. Strict, so the report redesign that fixes it must drop these marks.
-TABLE_TOO_WIDE = pytest.mark.xfail(strict=True, reason="issue 11: the configuration table is wider than the page")
-
-
-@pytest.mark.parametrize("width", [pytest.param(1280, marks=TABLE_TOO_WIDE), pytest.param(400, marks=TABLE_TOO_WIDE)])
+@pytest.mark.parametrize("width", [1280, 400])
 def test_no_element_is_wider_than_the_window(tab: Tab, report_html: Path, width: int) -> None:
     open_report(tab, report_html, width)
+    tab.screenshot(f"report-tiny-top-{width}", full_page=False)
     tab.screenshot(f"report-{width}")
     wide = tab.page.evaluate(WIDER_THAN_WINDOW)
     assert not wide, f"wider than {width} px: {wide}"
+    assert tab.page.evaluate("() => document.documentElement.scrollWidth") <= width
+
+
+def pdf_pages(pdf: bytes) -> int:
+    """Pages of a PDF printed by Chromium: its page objects (Skia writes them uncompressed)."""
+    return len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+
+
+SHOW_SECTIONS = """n => document.querySelectorAll('body > section').forEach(
+    (s, i) => { s.style.display = i < n ? '' : 'none'; })"""
+
+
+def test_the_pdf_starts_every_section_on_a_new_page(tab: Tab, report_html: Path) -> None:
+    open_report(tab, report_html, 1280)
+    sections = tab.page.locator("body > section").count()
+    assert sections >= 7, "verdict, figures, scores, against the best, cuts, variants, provenance"
+    # a section starts a page exactly when printing it too adds a page, however short it is
+    pages = []
+    for n in range(1, sections + 1):
+        tab.page.evaluate(SHOW_SECTIONS, n)
+        pages.append(pdf_pages(tab.page.pdf()))
+    assert all(b > a for a, b in zip(pages, pages[1:])), f"pages with the first 1, 2, ... sections: {pages}"
+    assert pages[-1] >= sections

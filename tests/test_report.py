@@ -154,3 +154,58 @@ def test_report_pairs_every_variant_against_the_best(result: SweepResult, tmp_pa
     np.testing.assert_allclose(table["diff"], means[table["variant"]].to_numpy() - means.max())
     for d in table["diff"]:
         assert f"{d:.3f}" in text
+
+
+PAYLOAD = '<img src=x onerror="alert(1)">'
+SEPARATOR = "<b>.</b>"  # a custom separator with markup
+
+
+@pytest.fixture(scope="module")
+def evil(tiny: Dataset) -> Dataset:
+    """`tiny` with a payload in every string a report may show: name, document ids, titles, text
+    (appended, so the spans hold) and questions."""
+    docs = {d.doc_id: Document(f"{PAYLOAD}{d.doc_id}", f"{PAYLOAD} {d.title}", f"{d.text}\n{PAYLOAD} {EVIL}\n")
+            for d in tiny.documents}
+    questions = tuple(Question(q.qid, f"{q.question} {PAYLOAD}",
+                               tuple(type(s)(docs[s.doc_id].doc_id, s.start, s.end) for s in q.answers))
+                      for q in tiny.questions)
+    return Dataset(f"tiny {EVIL}", tuple(docs.values()), questions)
+
+
+def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset, embedder: Embedder,
+                                                                   tmp_path: Path) -> None:
+    variants = [Variant.make("fixed", size=12), Variant.make("recursive", size=40, custom_separators=[SEPARATOR, "\n"])]
+    store = tmp_path / "cache"
+    r = sweep(evil, variants, ks=(1, 2), embedder=embedder, store=store, progress=False)
+    r.config["model"] = PAYLOAD  # as if the model's folder were named so
+    text = report.export(r, tmp_path / "out", dataset=evil, store=store, embedder=embedder)["report"].read_text("utf-8")
+    # nothing a user wrote is markup: no payload survives unescaped, anywhere
+    assert "<script" not in text and "<img src=x" not in text and SEPARATOR not in text
+    assert html.escape(f"tiny {EVIL}") in text and html.escape(PAYLOAD) in text
+    assert html.escape(json.dumps([SEPARATOR, "\n"]), quote=False) in text  # the separators as the user wrote them
+    v = report.verdict(r)
+    cuts = text[text.index('id="cuts"'):text.index('id="variants"')]
+    pq = r.per_question.query(f"metric == 'recall' and k == {v.k}").pivot(index="qid", columns="key", values="value")
+    differ = pq.index[pq[v.best] != pq[v.runner_up]]
+    assert len(differ) > 0, "the two variants should differ on some question of this corpus"
+    shown = re.findall(r'<div class="cut"><h3>([^<]*)</h3>', cuts)
+    questions = {q.qid: q for q in evil.questions}
+    assert shown == [html.escape(questions[q].question) for q in shown_ids(cuts)]
+    assert set(shown_ids(cuts)) <= set(differ) and len(shown) == min(report.CUT_QUESTIONS, len(differ))
+    # every drawn chunk is a real retrieved chunk of one of the two variants: its offsets are a chunk's
+    from workbench.index import IndexStore
+    spans = {(c.doc_id, c.start, c.end) for key in (v.best, v.runner_up)
+             for c in IndexStore(store).get(next(x for x in variants if x.key == key), evil, embedder).chunks}
+    lists = re.findall(r'<p class="note">top \d+: (.*?)</p>', cuts)
+    drawn = {(html.unescape(d), int(s), int(e)) for line in lists
+             for d, s, e in re.findall(r"(?:^|; )\d+\. (.*?) \[(\d+), (\d+)\)", line)}
+    assert drawn and drawn <= spans
+    assert cuts.count("border-bottom: 3px solid") >= len(shown)  # the evidence, underlined
+    wins = (pq[v.best] > pq[v.runner_up]).sum()
+    assert f"{wins} questions where {html.escape(r.label_of(v.best))} retrieves more evidence" in cuts
+    without = write_report(r, tmp_path / "bare.html", figures={}).read_text("utf-8")
+    assert "Left out: the report was written without the dataset" in without
+
+
+def shown_ids(cuts: str) -> list[str]:
+    return re.findall(r'<p class="note">([^,<]*), recall@', cuts)

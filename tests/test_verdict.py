@@ -78,3 +78,14 @@ def test_the_report_opens_with_the_verdict(tmp_path) -> None:
     assert text.index('id="verdict"') < text.index('id="scores"') < text.index('id="against-best"')
     assert "y&lt;script&gt; has the highest recall@5" in text and "<script>" not in text
     assert text.count('href="#') == 3
+
+
+def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
+    same = np.random.default_rng(4).binomial(1, 0.7, N)
+    result = constructed({"one": same, "two": same.copy()}, {"one": 500, "two": 700})
+    v = verdict(result)
+    assert v.tied == (v.runner_up,) and "-0.000" not in " ".join(v.sentences())
+    assert "+0.000 over the runner-up" in v.sentences()[1]
+    text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    section = text[text.index('id="verdict"'):text.index("</section>")]
+    assert "It is tied with" in section and "<td>tied</td>" in section

@@ -49,8 +49,9 @@ class Verdict:
         if self.runner_up is None:
             return [*out, "It is the only variant measured, so nothing is compared."]
         r = self.row(self.runner_up)
-        gap = (f"{-r['diff']:+.3f} over the runner-up {r['variant']} (paired interval "
-               f"[{-r['diff_high']:+.3f}, {-r['diff_low']:+.3f}], p = {r['p_value']:.3g})")
+        lead, low, high = (0.0 - r[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
+        gap = (f"{lead:+.3f} over the runner-up {r['variant']} (paired interval "
+               f"[{low:+.3f}, {high:+.3f}], p = {r['p_value']:.3g})")
         if self.tied:
             n = len(self.tied)
             others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
