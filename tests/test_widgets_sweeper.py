@@ -99,8 +99,8 @@ def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper
     report = tmp_path / "mine" / "report.html"
     assert str(report) in sw.message.value
     page = report.read_text(encoding="utf-8")
-    assert f'alt="by_{sw.param.value}"' in page and 'alt="overview"' in page
-    assert (tmp_path / "mine" / f"by_{sw.param.value}.png").read_bytes().startswith(PNG)
+    for name in ("overview", f"by_{sw.param.value}", "heatmap_size_overlap"):
+        assert f'id="figure-{name}"' in page and (tmp_path / "mine" / f"{name}.png").read_bytes().startswith(PNG)
     assert all(label in page for label in sw.result.labels)
 
 

@@ -385,13 +385,17 @@ class Sweeper(w.VBox):
     # ---- export -------------------------------------------------------------------------------
 
     def export(self) -> dict[str, Path]:
-        """report.html, the tables and the figures of the variants in the panel, into `folder`."""
+        """report.html, the tables and the figures of the variants in the panel into `folder`: the
+        report's default figures, with those on screen (at the panel's k, axes and metric) in
+        place of theirs."""
         if self.result is None:
             raise ValueError("nothing to export: run a sweep first")
-        drawn = self._figures()
+        swept = swept_parameters(self.result)
         names = {"overview": "overview", "parameter": f"by_{self.param.value}",
-                 "heatmap": f"heatmap_{self.heat_metric.value}"}
-        paths = report.export(self.result, self.folder.value, {names[n]: fig for n, fig in drawn.items()})
+                 "heatmap": "heatmap_" + "_".join(swept[:2])}
+        shown = {names[n]: fig for n, fig in self._figures().items()}
+        paths = report.export(self.result, self.folder.value, report.default_figures(self.result) | shown,
+                              dataset=self.dataset, store=self.store, embedder=self.embedder)
         folder = Path(self.folder.value).resolve()
         self.message.value = (f"wrote <b>{html.escape(str(paths['report'].resolve()))}</b> and "
                               f"{len(paths) - 1} tables and figures to {html.escape(str(folder))}")
