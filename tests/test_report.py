@@ -209,3 +209,21 @@ def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset,
 
 def shown_ids(cuts: str) -> list[str]:
     return re.findall(r'<p class="note">([^,<]*), recall@', cuts)
+
+
+def test_how_it_was_made_gives_code_that_makes_the_same_variants_or_the_cli_command(result: SweepResult,
+                                                                                    tmp_path: Path) -> None:
+    import workbench as wb
+
+    text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    made = text[text.index('id="provenance"'):]
+    assert "<details>" in made and "Code that makes it again" in made
+    code = html.unescape(re.search(r"<pre>(.*?)</pre>", made, re.S).group(1))
+    compile(code, "report snippet", "exec")
+    rebuilt = [eval(line.strip().rstrip(","), {"wb": wb}) for line in code.splitlines()
+               if line.strip().startswith("wb.Variant.make(")]
+    assert [v.key for v in rebuilt] == result.keys
+    command = "python -m workbench sweep --data 'my <data>' -v fixed:size=16"
+    r = SweepResult(result.per_question, result.summary, result.variants, result.config | {"command": command})
+    made = write_report(r, tmp_path / "c.html", figures={}).read_text(encoding="utf-8")
+    assert f"<pre>{html.escape(command)}</pre>" in made and "Code that makes it again" not in made
