@@ -23,6 +23,7 @@ from workbench.dataset import Dataset, Span
 from workbench.embed import Embedder
 from workbench.errors import describe
 from workbench.index import IndexStore
+from workbench.io import CACHE_DIR
 from workbench.report import summary_table
 from workbench.sweep import resolve_store, sweep
 from workbench.variant import Variant
@@ -98,7 +99,7 @@ class Explorer(w.VBox):
         self,
         dataset: Dataset,
         embedder: Embedder | None = None,
-        store: IndexStore | str | Path = "results/cache",
+        store: IndexStore | str | Path = CACHE_DIR,
         doc_id: str | None = None,
         sweeper: Measurer | None = None,
     ):
@@ -207,7 +208,7 @@ class Explorer(w.VBox):
 def explorer(
     dataset: Dataset,
     embedder: Embedder | None = None,
-    store: IndexStore | str | Path = "results/cache",
+    store: IndexStore | str | Path = CACHE_DIR,
     doc_id: str | None = None,
     sweeper: Measurer | None = None,
 ) -> Explorer:
