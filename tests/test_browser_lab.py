@@ -69,7 +69,9 @@ def test_quickstart_runs_clean_and_the_slider_redraws_the_panel(quickstart: Tab,
         assert cell.locator(".jp-OutputArea-output .jupyter-widgets").count() > 0, \
             f"no widget rendered under: {cell.locator('.jp-InputArea-editor').inner_text()}"
 
-    panel = widget_cells.filter(has_text="wb.widgets.panel(").locator(".jp-OutputArea-output")
+    # the cell's own output, not the output areas nested in the panel (its progress area)
+    panel = widget_cells.filter(has_text="wb.widgets.panel(").locator(
+        ".jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output")
     panel.scroll_into_view_if_needed()
     figure = panel.locator("img.widget-image")
     slider = panel.locator(".widget-hslider").filter(has=page.locator(".widget-label", has_text=re.compile(r"^size\b")))
