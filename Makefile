@@ -30,10 +30,13 @@ lab: setup  ## JupyterLab on notebooks/
 app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) for a class
 	$(BIN)/voila notebooks/app.ipynb --template=lab --strip_sources=True
 
-bench: setup  ## benchmarks: ratios measured side by side (about 10 minutes)
+bench: setup  ## benchmarks: ratios measured side by side (about 20 minutes)
 	$(BIN)/python bench/chroma_metrics.py
 	$(BIN)/python bench/chunker_costs.py
 	$(BIN)/python bench/demo_times.py --json bench/demo_times.json
+	$(BIN)/python bench/widgets.py
+	$(BIN)/python bench/explorer.py
+	$(BIN)/python bench/sweeper_overhead.py
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache
