@@ -28,7 +28,7 @@ lab: setup  ## JupyterLab on notebooks/
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
 app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) for a class
-	$(BIN)/voila notebooks/app.ipynb --template=lab --strip_sources=True
+	JUPYTER_PATH=$(CURDIR)/app $(BIN)/voila notebooks/app.ipynb --template=offline --strip_sources=True
 
 bench: setup  ## benchmarks: ratios measured side by side (about 20 minutes)
 	$(BIN)/python bench/chroma_metrics.py

@@ -161,7 +161,8 @@ def server_env(home: Path) -> dict[str, str]:
         path.write_text(json.dumps(values), encoding="utf-8")
     return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
             "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-            "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces")}
+            "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
+            "JUPYTER_PATH": str(REPO / "app")}  # app/voila/templates/offline, as in `make app`
 
 
 @contextmanager
@@ -216,9 +217,10 @@ def lab(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 
 
 def voila_command(notebook: Path, port: int) -> list[str]:
-    """Voilà as `make app` runs it (lab template, no code shown), on a fixed local port."""
+    """Voilà as `make app` runs it (the repo's offline template, no code shown), on a fixed local
+    port; the template is found through JUPYTER_PATH (see `server_env`)."""
     return [str(BIN / "voila"), str(notebook), f"--port={port}", "--no-browser", "--Voila.ip=127.0.0.1",
-            "--Voila.port_retries=0", "--template=lab", "--strip_sources=True"]
+            "--Voila.port_retries=0", "--template=offline", "--strip_sources=True"]
 
 
 @pytest.fixture(scope="session")

@@ -161,17 +161,17 @@ class Panel(w.VBox):
     def _measure(self, v: Variant) -> bool:
         """Sweep `v` into `result`; False if it failed (the reason is then shown in the panel)."""
         self.message.value = f"indexing <b>{html.escape(v.label)}</b>…"
-        self.progress.outputs = ()
         new = None
-        # In a kernel, tqdm.auto draws its bars here.
+        # In a kernel, tqdm.auto draws its bars here. The front end captures them; `outputs` learns
+        # of them only after this callback, so emptying it changes nothing: a clear_output message does.
         with self.progress:
             try:
                 new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode)
             except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
                 self._error(e)
+        self.progress.clear_output()
         if new is None:
             return False
-        self.progress.outputs = ()
         self.result = new if self.result is None else combine([self.result, new])
         return True
 
