@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from playwright.sync_api import Locator
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_notebook import write_dataset
 
@@ -31,7 +32,9 @@ def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset) -> Tab:
     """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end."""
     from browserkit import set_parameters
 
-    data = write_dataset(tiny, workspace / "tiny")
+    data = workspace / "tiny"
+    if not data.exists():  # the workspace lives for the session; each test reruns the notebook
+        write_dataset(tiny, data)
     set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = '../results/cache'\n"
                    "OUT = '../results/quickstart'\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
     page = tab.page
@@ -85,6 +88,61 @@ def test_quickstart_runs_clean_and_the_slider_redraws_the_panel(quickstart: Tab,
     assert int(slider.locator(".widget-readout").inner_text()) == size + 1
     assert figure.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
 
+    local = ("data:", "blob:", lab.url, lab.url.replace("http", "ws", 1))
+    assert not [u for u in quickstart.requests if not u.startswith(local)], "requests off the local server"
+    assert not quickstart.errors
+
+
+def labels(options: Locator) -> list[str]:
+    """The texts of <option>s as typed: the dropdown shows spaces as no-break spaces."""
+    return [o.replace("\xa0", " ") for o in options.all_inner_texts()]
+
+
+# The progress line once a sweep is over: all of its variants done ("2/2 variants · ...").
+SWEEP_DONE = "el => /^(\\d+)\\/\\1 variants/.test(el.textContent.trim())"
+
+
+def test_sweeper_sweeps_a_typed_range_and_scrubs_from_the_keyboard(quickstart: Tab, lab: Server) -> None:
+    page = quickstart.page
+    sweeper = page.locator(".jp-CodeCell").filter(has_text="wb.widgets.sweeper(").locator(
+        ".jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output")
+    sweeper.scroll_into_view_if_needed()
+    overview = sweeper.locator("img.widget-image").first  # the first tab's figure
+    scrub = sweeper.locator(".widget-hbox").filter(has=page.locator(".widget-hslider"))  # the slider and its dropdown
+    choices = scrub.locator("select")
+    before_src, before_options = overview.get_attribute("src"), labels(choices.locator("option"))
+    assert before_src and before_options, "the sweeper shows no variant of the notebook's sweep"
+
+    size = sweeper.locator(".widget-text").filter(has=page.locator(".widget-label", has_text=re.compile(r"^size$")))
+    size.locator("input").fill("16, 24")
+    size.locator("input").press("Enter")
+    run = sweeper.locator("button", has_text=re.compile(r"^\s*Run\s*$"))
+    run.click()
+    progress = sweeper.locator(".widget-html").filter(has_text=re.compile(r"variants ·"))
+    page.wait_for_function(SWEEP_DONE, arg=progress.element_handle(timeout=RUN_S * 1000), timeout=RUN_S * 1000)
+    page.wait_for_function("b => !b.disabled", arg=run.element_handle(), timeout=RUN_S * 1000)
+    page.wait_for_function("([img, before]) => img.src && img.src !== before", arg=[overview.element_handle(), before_src],
+                           timeout=RUN_S * 1000)
+    quickstart.screenshot("sweeper-lab", sweeper)
+
+    options = labels(choices.locator("option"))
+    new = [o for o in options if o not in before_options]
+    assert sorted(new) == ["fixed(size=16, overlap=0)", "fixed(size=24, overlap=0)"], options
+    handle = scrub.locator(".noUi-handle")
+    assert int(float(handle.get_attribute("aria-valuemax"))) == len(options) - 1, "the scrub slider misses variants"
+    assert choices.input_value() == choices.locator("option").last.get_attribute("value"), "the newest is not selected"
+
+    after_run = overview.get_attribute("src")
+    handle.focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("([img, before]) => img.src && img.src !== before", arg=[overview.element_handle(), after_run],
+                           timeout=30_000)
+    assert labels(choices.locator("option:checked")) == [options[-2]], "the slider did not select the variant before"
+    assert overview.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
+
+    assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+    shown = sweeper.locator('span[style*="#b00020"]').all_inner_texts()  # the message area's errors
+    assert not shown, f"the sweeper shows an error: {shown}"
     local = ("data:", "blob:", lab.url, lab.url.replace("http", "ws", 1))
     assert not [u for u in quickstart.requests if not u.startswith(local)], "requests off the local server"
     assert not quickstart.errors
