@@ -116,13 +116,8 @@ def _key(result: SweepResult, highlight: str | None) -> str | None:
     return None if highlight is None else result.key_of(highlight)
 
 
-def _ks(result: SweepResult) -> list[int]:
-    ks = result.config.get("ks") or sorted(k for k in result.summary["k"].unique() if k > 0)
-    return [int(k) for k in ks]
-
-
 def _pick_k(result: SweepResult, k: int | None) -> int:
-    ks = _ks(result)
+    ks = result.ks
     if k is None:
         return default_k(ks)
     if k not in ks:
@@ -169,7 +164,7 @@ def _curves(
             marker="o", markersize=4, linewidth=3 if strong else 1.5, capsize=3, elinewidth=1, alpha=0.95,
             zorder=3 if strong else 2,
         )
-    ax.set_xticks(_ks(result))
+    ax.set_xticks(result.ks)
     ax.set_xlabel("k")
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(f"{metric}@k")
@@ -320,12 +315,6 @@ def figure_to_png_bytes(fig: Figure, dpi: int = 100) -> bytes:
 # --- metrics against a swept parameter ------------------------------------------------------------
 
 
-def _grid_params(result: SweepResult) -> list[str]:
-    """The parameter names of the result's grid, in first-seen order."""
-    names = dict.fromkeys(p for spec in result.config.get("grid", []) for p in spec.get("params", {}))
-    return [p for p in names if p in result.variants.columns]
-
-
 def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) -> str | None:
     """The unit of a parameter (Param.unit; sizes counted in `unit` take the variant's `unit`
     column). Several units (e.g. overlap of fixed and of sentence) are joined with " or "."""
@@ -359,19 +348,19 @@ def swept_parameters(result: SweepResult) -> list[str]:
     """The grid parameters that take more than one value among the result's variants: sizes
     (in tokens or characters) first, then the others, each group in grid order."""
     table = result.variants
-    swept = [p for p in _grid_params(result) if table[p].dropna().astype(str).nunique() > 1]
+    swept = [p for p in result.grid_params if table[p].dropna().astype(str).nunique() > 1]
     return sorted(swept, key=lambda p: not _is_size(result, p))
 
 
 def _check_param(result: SweepResult, param: str) -> None:
-    if param not in _grid_params(result):
+    if param not in result.grid_params:
         raise ValueError(f"parameter {param!r} is not a parameter of this result's variants; "
-                         f"swept: {swept_parameters(result)}, all: {_grid_params(result)}")
+                         f"swept: {swept_parameters(result)}, all: {result.grid_params}")
 
 
 def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """The columns besides `exclude` that vary among `rows`: strategy, parameters, modifiers."""
-    cols = ["strategy", *(p for p in _grid_params(result) if p not in exclude), *_MODIFIERS]
+    cols = ["strategy", *(p for p in result.grid_params if p not in exclude), *_MODIFIERS]
     return [c for c in cols if rows[c].astype(str).nunique() > 1]
 
 

@@ -95,16 +95,6 @@ def summary_table(result: SweepResult) -> pd.DataFrame:
     return table.loc[order, columns].rename_axis(index=None, columns=["metric", "k"])
 
 
-def variants_table(result: SweepResult) -> pd.DataFrame:
-    """The variants table with its columns grouped: identity, parameters (from the grid), index
-    cost, and the cache key last."""
-    v = result.variants
-    identity = [c for c in ("variant", "strategy", "contextual_header", "late") if c in v]
-    params = list(dict.fromkeys(p for g in result.config.get("grid", []) for p in g.get("params", {}) if p in v))
-    rest = [c for c in v if c not in {*identity, *params, "key"}]
-    return v[identity + params + rest + (["key"] if "key" in v else [])]
-
-
 def _k_order(at: str) -> int:
     return int(at[1:]) if at.startswith("@") else 0
 
@@ -126,7 +116,7 @@ _CURVES = {  # metric -> (title, what to look for)
 def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     """The title and the one-line caption (what to look for) of a figure of `default_figures`;
     a figure of another name is titled by its name."""
-    k = metrics.default_k(plots._ks(result))
+    k = metrics.default_k(result.ks)
     if name == "overview":
         return ("Recall, ranking and cost at a glance",
                 f"Left: recall@k, higher is better. Middle: MRR@{k}, best on top. Right: context tokens against "
@@ -211,7 +201,7 @@ def variants_table(result: SweepResult) -> pd.DataFrame:
     cost, and the cache key last."""
     v = result.variants
     identity = [c for c in ("variant", "strategy", "contextual_header", "late") if c in v]
-    params = list(dict.fromkeys(p for g in result.config.get("grid", []) for p in g.get("params", {}) if p in v))
+    params = result.grid_params
     rest = [c for c in v if c not in {*identity, *params, "key"}]
     return v[identity + params + rest + (["key"] if "key" in v else [])]
 
@@ -219,7 +209,7 @@ def variants_table(result: SweepResult) -> pd.DataFrame:
 def _variants_html(result: SweepResult) -> str:
     """variants_table as text the way the user wrote it (see _param_text), numbered like the figures."""
     table = variants_table(result)
-    params = set(plots._grid_params(result)) | {"strategy", "contextual_header", "late", "variant", "key"}
+    params = set(result.grid_params) | {"strategy", "contextual_header", "late", "variant", "key"}
     shown = pd.DataFrame({c: [(_param_text if c in params else _cost_text)(x) for x in table[c]] for c in table})
     shown.insert(0, "#", [str(i) for i in range(1, len(shown) + 1)])
     return '<div class="scroll">' + shown.to_html(index=False, escape=True, classes="variants") + "</div>\n"
@@ -419,7 +409,7 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
         for name, fig in figures.items():
             out.write(_figure(result, name, fig, dpi))
         out.write("</section>\n")
-    out.write(_scores(result, v.k if v is not None else metrics.default_k(plots._ks(result))))
+    out.write(_scores(result, v.k if v is not None else metrics.default_k(result.ks)))
     if v is not None:
         out.write(_against_best(v))
     out.write(_cuts(result, v, wanted))

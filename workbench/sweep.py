@@ -67,6 +67,18 @@ class SweepResult:
         table = self.variants if len(self.variants) else self.summary
         return dict(zip(table["key"], table["variant"], strict=True))
 
+    @property
+    def ks(self) -> list[int]:
+        """The swept cut-offs k (from the config, else the summary's k > 0)."""
+        ks = self.config.get("ks") or sorted(k for k in self.summary["k"].unique() if k > 0)
+        return [int(k) for k in ks]
+
+    @property
+    def grid_params(self) -> list[str]:
+        """The parameter names of the grid, in first-seen order (columns of `variants`)."""
+        names = dict.fromkeys(p for spec in self.config.get("grid", []) for p in spec.get("params", {}))
+        return [p for p in names if p in self.variants.columns]
+
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
 
