@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_notebook
 from playwright.sync_api import Locator
 from test_notebook import write_dataset
 
@@ -84,3 +86,26 @@ def test_explorer_recuts_when_the_percentile_moves_from_the_keyboard(app: Tab) -
     assert explorer.locator(".widget-html").filter(has_text=label).count() == 1, explorer.inner_text()[:2000]
     assert not explorer.locator('span[style*="#b00020"]').all_inner_texts(), "the explorer shows an error"
     assert not app.errors
+
+
+def test_panel_leaves_no_progress_bar_once_it_measured(tab: Tab, workspace: Path, tiny: Dataset,
+                                                       tmp_path: Path) -> None:
+    """The one-variant panel measures its first variant as it is made: tqdm's bars drawn in its
+    progress area meanwhile are gone once the figure is there."""
+    from browserkit import free_port, serve, voila_command
+
+    data = workspace / "tiny-app"
+    if not data.exists():
+        write_dataset(tiny, data)
+    notebook = workspace / "notebooks" / "panel.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell(
+        f"import workbench as wb\nwb.widgets.panel(wb.load_dataset({str(data)!r}), store='../results/cache')")]), notebook)
+    port = free_port()
+    with serve(voila_command(notebook, port), port, notebook.parent, tmp_path / "voila.log") as server:
+        tab.page.goto(server.url, timeout=RENDER_S * 1000)
+        tab.page.locator("img.widget-image[src]").wait_for(timeout=RENDER_S * 1000)
+        output = tab.page.locator(".widget-output")  # the panel's progress area
+        tab.page.wait_for_function("el => !el.querySelector('.widget-hprogress')", arg=output.element_handle(),
+                                   timeout=10_000)
+        assert not output.inner_text().strip(), output.inner_text()
+        assert not tab.errors

@@ -86,6 +86,8 @@ def test_quickstart_runs_clean_and_the_slider_redraws_the_panel(quickstart: Tab,
                            timeout=RUN_S * 1000)
     quickstart.screenshot("lab-panel-after", panel)
     assert int(slider.locator(".widget-readout").inner_text()) == size + 1
+    bars = panel.locator(".widget-output .widget-hprogress")  # tqdm's, drawn while the new variant was measured
+    assert bars.count() == 0, f"progress bars left on screen: {bars.all_inner_texts()}"
     assert figure.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
 
     local = ("data:", "blob:", lab.url, lab.url.replace("http", "ws", 1))
