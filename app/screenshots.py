@@ -17,7 +17,7 @@ from playwright.sync_api import Page, sync_playwright
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from browserkit import CHROMIUM_ARGS, free_port, serve, set_parameters, voila_command  # noqa: E402
+from browserkit import CHROMIUM_ARGS, free_port, serve, set_parameters, voila_command
 
 DOCS = REPO / "docs"
 HEIGHT = 900  # pixels kept of each panel: the figures and the first lines of text under them

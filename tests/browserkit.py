@@ -60,7 +60,7 @@ class Tab:
         """The page's URL, visible text, console and errors: what a failure message needs."""
         try:
             text = self.page.inner_text("body", timeout=5_000)
-        except Exception as e:  # a crashed or closed page still gets its console reported
+        except Exception as e:  # noqa: BLE001  (a crashed or closed page still gets its console reported)
             text = f"(no page text: {e})"
         return "\n".join([f"url: {self.page.url}", "--- console", *self.console, "--- page errors", *self.errors,
                           "--- page text", text[-6_000:]])
@@ -116,7 +116,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         report.sections.append(("browser page", t.dump()))
         try:
             report.sections.append(("browser screenshot", str(t.screenshot(f"{item.name}-failure"))))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001  (no screenshot must not hide the failure itself)
             report.sections.append(("browser screenshot", f"none: {e}"))
     return report
 
