@@ -195,3 +195,11 @@ def test_bases_render_every_k_ahead_like_a_picture_each(result: SweepResult) -> 
     broken = Bases(lambda k: plots.overview(result, k=k), [1, 7], dpi=40)
     with pytest.raises(ValueError, match="got 7"):  # the build's own error, raised where it is asked for
         broken.picture(7)
+
+
+def test_by_parameter_groups_strategies_that_lack_a_parameter(result: SweepResult) -> None:
+    """Variants of strategies without the swept parameter's companions (NaN cells) still group."""
+    mixed = SweepResult(result.per_question, result.summary,
+                        result.variants.assign(overlap=[*result.variants["overlap"][:-1], float("nan")]), result.config)
+    fig = plots.by_parameter(mixed, "size", k=3)
+    assert len(fig.axes) >= 3

@@ -348,7 +348,7 @@ def swept_parameters(result: SweepResult) -> list[str]:
     """The grid parameters that take more than one value among the result's variants: sizes
     (in tokens or characters) first, then the others, each group in grid order."""
     table = result.variants
-    swept = [p for p in result.grid_params if table[p].dropna().astype(str).nunique() > 1]
+    swept = [p for p in result.grid_params if table[p].dropna().map(str).nunique() > 1]
     return sorted(swept, key=lambda p: not _is_size(result, p))
 
 
@@ -361,7 +361,7 @@ def _check_param(result: SweepResult, param: str) -> None:
 def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
     """The columns besides `exclude` that vary among `rows`: strategy, parameters, modifiers."""
     cols = ["strategy", *(p for p in result.grid_params if p not in exclude), *_MODIFIERS]
-    return [c for c in cols if rows[c].astype(str).nunique() > 1]
+    return [c for c in cols if rows[c].map(str).nunique() > 1]
 
 
 def _group_name(row: pd.Series, cols: Sequence[str]) -> str:
@@ -378,7 +378,8 @@ def _known(value: Any) -> bool:
 def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
     """The variants split by everything that varies besides `exclude`, in sweep order, named."""
     cols = _others(result, rows, exclude)
-    ids = rows[["strategy", *cols]].astype(str).agg("|".join, axis=1)
+    # str() per cell: pandas' string dtype would keep NaN (a parameter another strategy lacks) as a float
+    ids = rows[["strategy", *cols]].apply(lambda row: "|".join(map(str, row)), axis=1)
     return [(_group_name(part.iloc[0], cols), part) for _, part in rows.groupby(ids, sort=False)]
 
 
