@@ -198,8 +198,9 @@ def test_bases_render_every_k_ahead_like_a_picture_each(result: SweepResult) -> 
 
 
 def test_by_parameter_groups_strategies_that_lack_a_parameter(result: SweepResult) -> None:
-    """Variants of strategies without the swept parameter's companions (NaN cells) still group."""
-    mixed = SweepResult(result.per_question, result.summary,
-                        result.variants.assign(overlap=[*result.variants["overlap"][:-1], float("nan")]), result.config)
+    """A text parameter that one strategy lacks (NaN among strings, as in a mixed-strategy result)
+    still groups: one line more, named after the missing value."""
+    unit = ["chars", float("nan"), *result.variants["unit"][2:]]  # two values and a blank among sized variants
+    mixed = SweepResult(result.per_question, result.summary, result.variants.assign(unit=unit), result.config)
     fig = plots.by_parameter(mixed, "size", k=3)
     assert len(fig.axes) >= 3
