@@ -138,8 +138,7 @@ class Embedder:
         if self.threads:
             torch.set_num_threads(self.threads)
         shown = hf_logging.is_progress_bar_enabled()
-        if not self.progress:  # the "Loading weights" bar
-            hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # "Loading weights": a bar of 0.1 s left behind in every output
         try:
             return SentenceTransformer(str(self.path), device="cpu")
         finally:

@@ -58,7 +58,7 @@ def cut_figure(cut: ExplorerCut) -> Figure:
         curve.axhline(s.threshold, color="#dc2626", ls="--", lw=1.2, zorder=3, gid="threshold",
                       label=f"{params['breakpoint_percentile']:g}th percentile = {s.threshold:.3f}")
         curve.vlines(s.breakpoints, 0, 1, transform=curve.get_xaxis_transform(), colors="#2563eb", lw=0.6,
-                     alpha=0.3, gid="cuts", label=f"{len(s.breakpoints)} cuts")
+                     alpha=0.3, gid="cuts", label=f"{len(s.breakpoints)} cut{'s' * (len(s.breakpoints) != 1)}")
         curve.plot(s.breakpoints, d[s.breakpoints], "o", color="#2563eb", ms=3)
         # Where chunks really start once min and max size have merged and split them.
         starts = np.searchsorted([a for a, _ in cut.sentences], [c.start for c in cut.chunks[1:]], "right") - 2
@@ -120,7 +120,7 @@ class Explorer(w.VBox):
         self.sentences = w.Dropdown(options=list(SENTENCE_SPLITTERS), value=params["sentences"].default,
                                     description="sentences", tooltip=params["sentences"].help)
         self.position = _slider("from character", 0, 0, "first character of the passage shown below")
-        self.measure = w.Button(description="measure this setting", icon="flask",
+        self.measure = w.Button(description="measure this setting", icon="flask", layout=w.Layout(width="auto"),
                                 tooltip="sweep this variant on the whole dataset")
         self.message = w.HTML()
         self.scores = w.HTML()
@@ -155,6 +155,7 @@ class Explorer(w.VBox):
         asked = [q for q in self.dataset.questions if any(a.doc_id == self.state.doc_id for a in q.answers)]
         # The text is drawn once, by the re-cut: the state has no cut of this document before it.
         self.question.options = [("(none)", "")] + [(q.question, q.qid) for q in asked]
+        self.question.value = ""
         self.position.value = 0
         self.position.max = max(len(text) - PASSAGE_CHARS, 0)
         self._recut()

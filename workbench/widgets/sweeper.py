@@ -100,7 +100,7 @@ class Sweeper(w.VBox):
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
         self.message = w.HTML()
-        self.images = {name: w.Image(format="png", layout=w.Layout(width="100%")) for name in FIGURES}
+        self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
         self.param = w.Dropdown(description="parameter")
         self.heat_metric = w.Dropdown(options=HEAT_METRICS, value="recall", description="metric")
@@ -314,6 +314,7 @@ class Sweeper(w.VBox):
         key = self.scrub.selected
         for name, image in self.images.items():
             image.value = self.pictures[name].png(key) if name in self.pictures else b""
+            image.layout.display = None if image.value else "none"  # no broken-image icon before a figure
         with self._quietly():
             self.slider.value = self.choice.value = key
         self._show_viewer()
