@@ -35,6 +35,11 @@ OMEGA = "precision_omega"  # k-independent: reported with k = OMEGA_K
 OMEGA_K = 0
 DEFAULT_KS = (1, 3, 5, 10)  # the cut-offs a sweep scores when none are given
 DEFAULT_K = 5  # the cut-off a figure, a table or a verdict uses when none is chosen
+DEFAULT_BUDGETS = (256, 512, 1024, 2048, 4096)  # context budgets (tokens) a sweep scores when none are given
+BUDGET_ENCODINGS = ("cl100k_base", "o200k_base")  # the tokenizers a budget can be counted in (Hit.tokens)
+# Metrics scored at each budget, in output order ("recall_tokens" only with token boundaries);
+# "context_tokens" is what was actually sent, counted in the budget's encoding.
+BUDGET_METRICS = ("recall", "recall_tokens", "hit", "precision", "iou")
 
 
 def default_k(ks: Iterable[int]) -> int:
@@ -244,6 +249,64 @@ def score_rankings(
         {
             "qid": list(qids),
             "k": np.array(kk, dtype=np.int64),
+            "metric": list(names),
+            "value": np.array(values, dtype=np.float64),
+        }
+    )
+
+
+def pack(ranked: Sequence[Hit], budget: int, encoding: str = "cl100k_base") -> list[Hit]:
+    """The units handed to the LLM under a budget of `budget` tokens: the ranking in order until
+    the next unit would exceed the budget. That unit is dropped whole, not cut, and packing stops
+    there (no smaller unit further down jumps the queue): a retriever returns whole units, and a
+    later unit ranked lower should not displace the order the ranking chose."""
+    used = 0
+    for n, hit in enumerate(ranked):
+        used += hit.tokens[encoding]
+        if used > budget:
+            return list(ranked[:n])
+    return list(ranked)
+
+
+def check_budgets(budgets: Sequence[int], encoding: str) -> list[int]:
+    if not budgets or any(isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1 for b in budgets):
+        raise ValueError(f"budgets must be a non-empty list of integers >= 1 (tokens), got {list(budgets)!r}")
+    if encoding not in BUDGET_ENCODINGS:
+        raise ValueError(f"budget encoding must be one of {BUDGET_ENCODINGS}, got {encoding!r}")
+    return sorted({int(b) for b in budgets})
+
+
+def score_budgets(
+    questions: Sequence[Question],
+    rankings: Sequence[Sequence[Hit]],
+    budgets: Sequence[int],
+    encoding: str = "cl100k_base",
+    token_bounds: Mapping[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """Tidy scores at equal context budgets [qid, k=0, budget, metric, value]: questions in input
+    order, then budget, then BUDGET_METRICS order and the context tokens sent.
+
+    Each budget scores the packed prefix (`pack`) with the per-k metrics at k = its length, so
+    the definitions are those of score_question. Rankings are deduplicated units (a parent is one
+    unit, counted once) and must be deep enough to fill the largest budget."""
+    budgets = check_budgets(budgets, encoding)
+    if len(questions) != len(rankings):
+        raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
+    sent = "context_tokens" if encoding == "cl100k_base" else "context_tokens_o200k"
+    wanted = (*BUDGET_METRICS, sent)
+    rows = []
+    for q, ranked in zip(questions, rankings):
+        for b in budgets:
+            packed = pack(ranked, b, encoding)
+            scores = score_question(q.answers, packed, [max(1, len(packed))], token_bounds=token_bounds)
+            values = {m: v for m, _, v in scores}
+            rows += [(q.qid, b, m, values[m]) for m in wanted if m in values]
+    qids, bb, names, values = zip(*rows) if rows else ((), (), (), ())
+    return pd.DataFrame(
+        {
+            "qid": list(qids),
+            "k": np.zeros(len(rows), dtype=np.int64),
+            "budget": np.array(bb, dtype=np.int64),
             "metric": list(names),
             "value": np.array(values, dtype=np.float64),
         }

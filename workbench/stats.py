@@ -21,7 +21,7 @@ KEYS = ["variant", "metric", "k"]  # plus "key" first when present: the variant'
 
 
 def _keys(per_question: pd.DataFrame) -> list[str]:
-    return ["key", *KEYS] if "key" in per_question.columns else KEYS
+    return [c for c in ("key", *KEYS, "budget") if c in per_question.columns]  # budget: a second kind of cut-off
 
 
 def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:

@@ -8,6 +8,7 @@ result is a set of tidy DataFrames that plots, widgets and the report read witho
 from __future__ import annotations
 
 import json
+import math
 import platform
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -17,19 +18,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench import metrics, stats
 from workbench.dataset import Dataset, Hit
 from workbench.embed import Embedder
-from workbench.index import IndexStore
+from workbench.index import ChunkIndex, IndexStore
 from workbench.io import CACHE_DIR, atomic_write, write_text
-from workbench.metrics import DEFAULT_KS
+from workbench.metrics import DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.variant import Variant
 
 MODES = ("corpus", "document")
-MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "mode", "confidence")  # for `combine`
+MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "budgets", "budget_encoding", "mode", "confidence")  # for `combine`
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "tiktoken", "llama-index-core", "numpy", "pandas")
 
 
@@ -37,11 +39,18 @@ _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "tiktoken", "llama-
 class SweepResult:
     """Everything a sweep measured, as tidy tables.
 
-    per_question: one row per variant x question x k x metric: [key, variant, qid, k, metric, value]
-    summary:      one row per variant x metric x k: [key, variant, metric, k, mean, ci_low, ci_high, n]
+    per_question: one row per variant x question x cut-off x metric:
+                  [key, variant, qid, k, budget, metric, value]
+    summary:      one row per variant x metric x cut-off: [key, variant, metric, k, budget, mean, ci_low, ci_high, n]
     variants:     one row per variant: key, variant (its label), strategy, modifiers, one column per
                   parameter, and index cost (chunks, chars, tokens embedded, overlap chars, seconds, ...)
-    config:       provenance: dataset and model (names, fingerprints), ks, mode, grid, versions, date
+    config:       provenance: dataset and model (names, fingerprints), ks, budgets, budget_encoding,
+                  mode, grid, versions, date
+
+    A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
+    (context tokens, counted in config["budget_encoding"]) for a metric at an equal context
+    budget (metrics.score_budgets); k = 0 and budget = 0 for a k-independent metric
+    (precision_omega). So `k > 0` selects the per-k rows and `budget > 0` the budget rows.
 
     `key` identifies a variant (Variant.key); `variant` is its label, for people, made unique
     within the result. Every function that takes variants accepts either (see `key_of`).
@@ -72,6 +81,13 @@ class SweepResult:
         """The swept cut-offs k (from the config, else the summary's k > 0)."""
         ks = self.config.get("ks") or sorted(k for k in self.summary["k"].unique() if k > 0)
         return [int(k) for k in ks]
+
+    @property
+    def budgets(self) -> list[int]:
+        """The swept context budgets in tokens (from the config, else the summary's budget > 0)."""
+        if "budgets" in self.config:
+            return [int(b) for b in self.config["budgets"]]
+        return sorted(int(b) for b in self.summary.get("budget", pd.Series(dtype=int)).unique() if b > 0)
 
     @property
     def grid_params(self) -> list[str]:
@@ -140,11 +156,14 @@ def rankings(
     return store.get(variant, dataset, embedder).search(qvecs, dataset.questions, k, mode=mode)
 
 
-def _check_grid(variants: Sequence[Variant], ks: Sequence[int], mode: str) -> tuple[int, ...]:
-    """Validate the arguments of a sweep up front; returns the sorted distinct ks."""
+def _check_grid(variants: Sequence[Variant], ks: Sequence[int], mode: str, budgets: Sequence[int],
+                budget_encoding: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Validate the arguments of a sweep up front; returns the sorted distinct ks and budgets
+    (budgets may be empty: no budget rows)."""
     ks = tuple(sorted(set(ks)))
     if not ks or ks[0] < 1:
         raise ValueError(f"ks must be positive integers, got {list(ks)}")
+    budgets = tuple(metrics.check_budgets(budgets, budget_encoding)) if len(budgets) else ()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not variants:
@@ -153,7 +172,7 @@ def _check_grid(variants: Sequence[Variant], ks: Sequence[int], mode: str) -> tu
     if len(set(keys)) != len(keys):
         twice = sorted({v.label for v in variants if keys.count(v.key) > 1})
         raise ValueError(f"duplicate variants in the grid (same key): {twice}")
-    return ks
+    return ks, budgets
 
 
 def sweep_steps(
@@ -165,20 +184,38 @@ def sweep_steps(
     mode: str = "corpus",
     progress: bool = True,
     confidence: float = 0.95,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budget_encoding: str = "cl100k_base",
 ) -> Iterator[SweepResult]:
     """The sweep one variant at a time: each step is the complete SweepResult of one variant, so
     a caller can show results as they come and stop between variants (the widgets do);
     `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
-    ks = _check_grid(variants, ks, mode)
+    ks, budgets = _check_grid(variants, ks, mode, budgets, budget_encoding)
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [v.label for v in variants]), strict=True))
     store, embedder = resolve_store(store, embedder)
-    return _steps(dataset, variants, labels, ks, embedder, store, mode, progress, confidence)
+    return _steps(dataset, variants, labels, ks, embedder, store, mode, progress, confidence, budgets, budget_encoding)
+
+
+def _ranked(index: ChunkIndex, qvecs: np.ndarray, dataset: Dataset, ks: tuple[int, ...], mode: str,
+            budgets: tuple[int, ...], encoding: str) -> list[list[Hit]]:
+    """Rankings deep enough for the largest k and to fill the largest budget: the first depth is
+    a guess from the mean unit size, doubled until every ranking holds more than the budget or
+    is exhausted (shorter than the depth asked)."""
+    depth = max(ks)
+    if budgets:
+        mean_tokens = max(1.0, float(index.returned_tokens[encoding].mean()))
+        depth = max(depth, math.ceil(budgets[-1] / mean_tokens) + 1)
+    while True:
+        ranked = index.search(qvecs, dataset.questions, depth, mode=mode)
+        if not budgets or all(len(r) < depth or sum(h.tokens[encoding] for h in r) > budgets[-1] for r in ranked):
+            return ranked
+        depth *= 2
 
 
 def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str], ks: tuple[int, ...],
-           embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float
-           ) -> Iterator[SweepResult]:
+           embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float,
+           budgets: tuple[int, ...], budget_encoding: str) -> Iterator[SweepResult]:
     with embedder.progress_bars(progress):
         qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
     bounds = metrics.token_bounds(dataset)  # for token-level recall, once per corpus
@@ -192,6 +229,8 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         "model": embedder.name,
         "model_fingerprint": embedder.fingerprint,
         "ks": list(ks),
+        "budgets": list(budgets),
+        "budget_encoding": budget_encoding,
         "mode": mode,
         "confidence": confidence,
         "versions": versions(),
@@ -203,9 +242,13 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         try:
             with embedder.progress_bars(progress):
                 index = store.get(v, dataset, embedder)
-            ranked = index.search(qvecs, dataset.questions, max(ks), mode=mode)
-            scores = pd.concat([metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds),
-                                metrics.score_omega(dataset.questions, index.spans)], ignore_index=True)
+            ranked = _ranked(index, qvecs, dataset, ks, mode, budgets, budget_encoding)
+            parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds),
+                     metrics.score_omega(dataset.questions, index.spans)]
+            if budgets:
+                parts.append(metrics.score_budgets(dataset.questions, ranked, budgets, budget_encoding, bounds))
+            scores = pd.concat(parts, ignore_index=True).fillna({"budget": 0}).astype({"budget": "int64"})
+            scores = scores[["qid", "k", "budget", "metric", "value"]]
         except Exception as e:
             e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
             raise
@@ -230,15 +273,20 @@ def sweep(
     mode: str = "corpus",
     progress: bool = True,
     confidence: float = 0.95,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budget_encoding: str = "cl100k_base",
 ) -> SweepResult:
-    """Score every variant on every question of `dataset` at every k.
+    """Score every variant on every question of `dataset` at every k and every context budget.
 
     mode: "corpus" searches all chunks; "document" searches only the question's own document(s).
     progress=False draws no progress bar at all (the embedder's included).
+    budgets: context budgets in tokens of `budget_encoding` ("cl100k_base" or "o200k_base"),
+    scored by metrics.score_budgets; () scores none.
     """
     store, embedder = resolve_store(store, embedder)
     before = (embedder.stats.embedded, embedder.stats.cached)
-    result = combine(list(sweep_steps(dataset, variants, ks, embedder, store, mode, progress, confidence)))
+    result = combine(list(sweep_steps(dataset, variants, ks, embedder, store, mode, progress, confidence,
+                                      budgets, budget_encoding)))
     result.config |= {  # the questions' vectors count too
         "texts_embedded": embedder.stats.embedded - before[0],
         "texts_cached": embedder.stats.cached - before[1],
