@@ -14,7 +14,7 @@ from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning, load_dataset
 from workbench.errors import describe
 from workbench.io import CACHE_DIR
-from workbench.metrics import DEFAULT_KS
+from workbench.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.variant import Variant, parse_variant
 
 DEMO_GRID = (
@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--grid", type=Path, help="JSON file with a list of variants (added to --variant)")
     s.add_argument("--ks", type=int, nargs="+", default=list(DEFAULT_KS),
                    help=f"cut-offs k (default: {' '.join(map(str, DEFAULT_KS))})")
+    s.add_argument("--budgets", type=int, nargs="*", default=list(DEFAULT_BUDGETS),
+                   help=f"context budgets in tokens, none for no budget rows (default: {' '.join(map(str, DEFAULT_BUDGETS))})")
+    s.add_argument("--budget-encoding", choices=BUDGET_ENCODINGS, default="cl100k_base",
+                   help="tokenizer the budgets count in (default: %(default)s)")
     s.add_argument("--mode", choices=("corpus", "document"), default="corpus",
                    help="search the whole corpus, or only each question's own document (default: corpus)")
     s.add_argument("--model", help="local sentence-transformers model folder (default: bundled all-MiniLM-L6-v2)")
@@ -137,7 +141,8 @@ def _sweep(args: argparse.Namespace) -> None:
               f"{len(variants)} variants, model {embedder.name}")
     try:
         result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
-                       mode=args.mode, progress=not args.quiet)
+                       mode=args.mode, progress=not args.quiet, budgets=args.budgets,
+                       budget_encoding=args.budget_encoding)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if args.no_report:
             paths = result.save(args.out)

@@ -1,4 +1,5 @@
-"""Figures of a SweepResult: quality against k, the ranking at one k, and quality against cost.
+"""Figures of a SweepResult: quality against k and against equal context budgets, the ranking at
+one k, and quality against cost.
 
 Every function returns a fresh matplotlib Figure built without pyplot, so nothing leaks into
 global state (safe under Agg, in tests, in widgets and in the notebook alike). Each variant keeps
@@ -131,12 +132,22 @@ def _check_metric(result: SweepResult, metric: str) -> None:
 
 
 def _rows(result: SweepResult, metric: str, keys: Sequence[str], k: int | None = None) -> pd.DataFrame:
-    """Summary rows of one metric (at one k, if given) for the variants `keys`."""
+    """Summary rows of one metric (at one k, if given; never a budget row then) for the variants `keys`."""
     s = result.summary
     s = s[(s["metric"] == metric) & s["key"].isin(keys)]
     if k is not None:
-        s = s[s["k"] == k]
+        s = s[(s["k"] == k) & (_budget(s) == 0)]
     return s
+
+
+def _budget(s: pd.DataFrame) -> pd.Series:
+    """The budget column (0 everywhere for a result swept before budgets existed)."""
+    return s["budget"] if "budget" in s.columns else pd.Series(0, index=s.index)
+
+
+def has_budgets(result: SweepResult) -> bool:
+    """Whether the result holds metrics at equal context budgets (budget rows)."""
+    return bool((_budget(result.summary) > 0).any())
 
 
 def _err(rows: pd.DataFrame) -> np.ndarray:
@@ -168,6 +179,33 @@ def _curves(
     ax.set_xlabel("k")
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(f"{metric}@k")
+    ax.grid(alpha=0.3)
+
+
+def _budget_curves(
+    ax: Axes, result: SweepResult, metric: str, keys: Sequence[str], colors: dict, highlight: str | None
+) -> None:
+    """metric against the context budget (log2 axis), one line per variant, its CI as a band."""
+    s = _rows(result, metric, keys)
+    s = s[_budget(s) > 0]
+    for key in keys:
+        r = s[s["key"] == key].sort_values("budget")
+        if r.empty:
+            continue
+        strong = key == highlight
+        x = r["budget"].to_numpy(float)
+        _record(ax, key, x, r["mean"])
+        ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[key],
+                        alpha=0.15, linewidth=0)
+        ax.plot(x, r["mean"].to_numpy(float), color=colors[key], marker="o", markersize=4,
+                linewidth=3 if strong else 1.5, zorder=3 if strong else 2, label=result.label_of(key))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(result.budgets)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    encoding = result.config.get("budget_encoding", "cl100k_base")
+    ax.set_xlabel(f"context budget ({encoding} tokens)")
+    ax.set_ylabel(f"mean {metric}")
+    ax.set_title(f"{metric} at equal context budgets")
     ax.grid(alpha=0.3)
 
 
@@ -264,7 +302,8 @@ def overview(
     result: SweepResult, k: int | None = None, variants: Sequence[str] | None = None, highlight: str | None = None,
     short_ids: bool = False,
 ) -> Figure:
-    """Three panels: recall@k curves, MRR@k ranking, and context cost against recall@k.
+    """Three panels: recall@k curves, MRR@k ranking, and context cost against recall@k; a fourth,
+    recall against context budget, when the result has budget rows.
 
     k defaults to the largest swept k; `variants` restricts the labels drawn; `highlight` draws
     one variant (e.g. the one selected in the widget) bolder; `short_ids` labels variants by
@@ -275,8 +314,12 @@ def overview(
     highlight = _key(result, highlight)
     text = _legend_text(result, keys, numbered=True, short_ids=short_ids)
     legend_rows = -(-len(text) // _ncol(text))
-    fig = Figure(figsize=(17, max(4.8, 0.3 * len(keys) + 1.8) + 0.22 * legend_rows), layout="constrained")
-    ax_curve, ax_mrr, ax_cost = fig.subplots(1, 3, width_ratios=[1, 1.1, 1.1])
+    ratios = [1, 1.1, 1.1, 1] if has_budgets(result) else [1, 1.1, 1.1]
+    fig = Figure(figsize=(5.6 * len(ratios) + 0.5, max(4.8, 0.3 * len(keys) + 1.8) + 0.22 * legend_rows),
+                 layout="constrained")
+    ax_curve, ax_mrr, ax_cost, *ax_budget = fig.subplots(1, len(ratios), width_ratios=ratios)
+    if ax_budget:
+        _budget_curves(ax_budget[0], result, RECALL, keys, colors, highlight)
     _curves(ax_curve, result, RECALL, keys, colors, highlight)
     _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys), short_ids)
     ax_mrr.set_title(f"{MRR}@{k} (best on top)")
@@ -303,6 +346,22 @@ def metric_curves(
     else:
         _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(keys), short_ids)
         ax.set_title(f"{metric} (independent of k)")
+    return fig
+
+
+def budget_curves(
+    result: SweepResult, metric: str = RECALL, variants: Sequence[str] | None = None, highlight: str | None = None,
+    short_ids: bool = False,
+) -> Figure:
+    """A metric against the context budget, one line per variant with its CI band: variants
+    compared on the same number of tokens handed to the LLM, not on the same k."""
+    _check_metric(result, metric)
+    if not (_budget(_rows(result, metric, result.keys)) > 0).any():
+        raise ValueError(f"metric {metric!r} has no budget rows in the result (swept budgets: {result.budgets})")
+    keys, colors = _select(result, variants)
+    fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
+    _budget_curves(fig.subplots(), result, metric, keys, colors, _key(result, highlight))
+    _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     return fig
 
 

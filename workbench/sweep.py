@@ -243,12 +243,11 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
             with embedder.progress_bars(progress):
                 index = store.get(v, dataset, embedder)
             ranked = _ranked(index, qvecs, dataset, ks, mode, budgets, budget_encoding)
-            parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds),
-                     metrics.score_omega(dataset.questions, index.spans)]
+            parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds).assign(budget=0),
+                     metrics.score_omega(dataset.questions, index.spans).assign(budget=0)]
             if budgets:
                 parts.append(metrics.score_budgets(dataset.questions, ranked, budgets, budget_encoding, bounds))
-            scores = pd.concat(parts, ignore_index=True).fillna({"budget": 0}).astype({"budget": "int64"})
-            scores = scores[["qid", "k", "budget", "metric", "value"]]
+            scores = pd.concat(parts, ignore_index=True)[["qid", "k", "budget", "metric", "value"]]
         except Exception as e:
             e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
             raise
