@@ -1,5 +1,6 @@
 """Bootstrap summaries and paired comparisons: exact values where they are known, scipy agreement,
-determinism, and independence of one group's interval from the others."""
+determinism, and independence of one group's interval from the others; P(best), Holm's
+correction and questions-needed against hand computations and a slow reference loop."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from workbench.stats import against_best, mean_ci, paired_compare, summarize
+from workbench.stats import (
+    against_best,
+    holm,
+    mean_ci,
+    paired_compare,
+    prob_best,
+    questions_needed,
+    summarize,
+    with_prob_best,
+)
 
 
 def frame(variant: str, values, metric: str = "recall", k: int = 5) -> pd.DataFrame:
@@ -131,3 +141,93 @@ def test_against_best_ranks_and_pairs_every_other_variant():
     assert (table["ci_high"] < 0).all() and (table["p_value"] < 0.01).all()
     with pytest.raises(ValueError, match="no rows for metric='mrr'"):
         against_best(pq, "mrr", 5)
+
+
+def test_p_best_sums_to_one_for_every_metric_at_every_k(per_question):
+    rng = np.random.default_rng(11)
+    pq = pd.concat([per_question, frame("C", rng.random(60)), frame("C", rng.random(60) < 0.5, metric="hit"),
+                    frame("C", rng.random(40), k=1)], ignore_index=True)
+    s = with_prob_best(summarize(pq, n_resamples=500), pq, n_resamples=500)
+    assert s["p_best"].between(0, 1).all()
+    np.testing.assert_allclose(s.groupby(["metric", "k"])["p_best"].sum(), 1.0, rtol=1e-12)
+    assert s.set_index(["variant", "metric", "k"]).loc[("B", "hit", 5), "p_best"] == 1.0  # all 1: never beaten
+    assert s.drop(columns="p_best").equals(summarize(pq, n_resamples=500))  # the rest of the summary is untouched
+
+
+def test_p_best_is_one_for_a_dominant_variant_and_split_between_twins():
+    rng = np.random.default_rng(5)
+    x = rng.random(50)
+    pq = pd.concat([frame("low", x), frame("high", x + 0.01), frame("twin", x + 0.01)], ignore_index=True)
+    p = prob_best(pq, "recall", 5, n_resamples=500)
+    assert p.to_dict() == {"low": 0.0, "high": 0.5, "twin": 0.5}  # identical columns tie in every replicate
+    alone = prob_best(pq[pq.variant != "twin"], "recall", 5, n_resamples=500)
+    assert alone.to_dict() == {"low": 0.0, "high": 1.0}
+
+
+def slow_prob_best(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """The definition, one replicate at a time: the same question draws for every variant."""
+    draws = np.random.default_rng(seed).integers(0, len(x), size=(n_resamples, len(x)))
+    wins = np.zeros(x.shape[1])
+    for rows in draws:
+        means = [np.mean(x[rows, j]) for j in range(x.shape[1])]
+        best = [j for j, m in enumerate(means) if m == max(means)]
+        for j in best:
+            wins[j] += 1 / len(best)
+    return wins / n_resamples
+
+
+def test_p_best_matches_a_slow_loop_and_uses_only_shared_questions():
+    rng = np.random.default_rng(9)
+    x = rng.binomial(1, [0.5, 0.55, 0.6, 0.6], size=(30, 4)).astype(float)  # 0/1: many tied replicates
+    names = ["a", "b", "c", "d"]
+    pq = pd.concat([frame(n, x[:, j]) for j, n in enumerate(names)], ignore_index=True)
+    p = prob_best(pq, "recall", 5, n_resamples=300, seed=4)
+    in_qid_order = np.argsort([f"q{i}" for i in range(len(x))])  # questions are resampled in qid order
+    assert p.tolist() == slow_prob_best(x[in_qid_order], 300, 4).tolist()
+    extra = pd.DataFrame({"variant": "a", "qid": ["q99"], "k": 5, "metric": "recall", "value": [1.0]})
+    assert prob_best(pd.concat([extra, pq.sample(frac=1, random_state=2)]), "recall", 5, 300, 4)[p.index].equals(p)
+    assert not prob_best(pq, "recall", 5, n_resamples=300, seed=5).equals(p)
+
+
+def test_fewer_context_tokens_is_better():
+    cheap, costly = np.full(40, 300.0), np.full(40, 900.0)
+    cheap[0] = 2000.0  # worse on one question, better on the mean of almost every resample
+    pq = pd.concat([frame("cheap", cheap, metric="context_tokens"), frame("costly", costly, metric="context_tokens")],
+                   ignore_index=True)
+    s = with_prob_best(summarize(pq, n_resamples=200), pq, n_resamples=200).set_index("variant")
+    assert s.loc["cheap", "p_best"] > 0.95 and s.loc["cheap", "p_best"] + s.loc["costly", "p_best"] == 1.0
+    assert prob_best(pq, "context_tokens", 5, 200, higher_is_better=False).equals(s["p_best"].rename_axis(None))
+    assert prob_best(pq, "context_tokens", 5, 200)["cheap"] < 0.05
+
+
+def test_holm_against_a_hand_computation():
+    # sorted: 0.005 * 4 = 0.02; 0.01 * 3 = 0.03; 0.03 * 2 = 0.06; 0.04 * 1 = 0.04 -> max so far 0.06
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02], rtol=1e-12)
+    assert holm([0.5, 0.6]).tolist() == [1.0, 1.0]  # 0.5 * 2 capped at 1, and never below an earlier one
+    assert holm([0.2]).tolist() == [0.2]  # one comparison: nothing to correct
+    assert holm([]).tolist() == []
+
+
+def test_questions_needed_against_a_hand_computation():
+    # z_0.975 = 1.959964, z_0.8 = 0.841621: (2.801585 * 0.5 / 0.1)^2 = 196.22 -> 197
+    assert questions_needed(0.1, 0.5) == 197 and questions_needed(-0.1, 0.5) == 197
+    assert questions_needed(0.1, 0.5, power=0.5) == 97  # (1.959964 * 5)^2 = 96.04 -> 97
+    assert questions_needed(0.0, 0.5) == float("inf")
+    assert questions_needed(0.3, 0.0) == 2  # no spread: the floor of a paired test
+    sizes = [questions_needed(d, 0.4) for d in (0.01, 0.02, 0.05, 0.1, 0.2, 0.4)]
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
+
+
+def test_against_best_corrects_with_holm_and_says_how_many_questions():
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 4, 40) / 4  # quarters: "far" differs from "best" by exactly -0.75 everywhere
+    pq = pd.concat([frame("best", base + 0.5), frame("near", base + 0.45 + rng.normal(0, 0.1, 40)),
+                    frame("far", base - 0.25), frame("mid", base + 0.4 + rng.normal(0, 0.05, 40))],
+                   ignore_index=True)
+    table = against_best(pq, "recall", 5).set_index("variant")
+    assert set(table["best"]) == {"best"}
+    np.testing.assert_allclose(table["p_holm"], holm(table["p_value"]), rtol=1e-12)
+    assert (table["p_holm"] >= table["p_value"]).all()
+    d = (pq[pq.variant == "near"]["value"].to_numpy() - pq[pq.variant == "best"]["value"].to_numpy())
+    assert table.loc["near", "questions_needed"] == questions_needed(d.mean(), d.std(ddof=1))
+    assert table.loc["far", "questions_needed"] == 2  # every question loses 0.75: no spread

@@ -6,11 +6,17 @@ for the single interval of a paired difference), and the comparison of two varia
 same questions from a paired sign-flip permutation test. Everything is seeded: the same input
 gives the same numbers to the last digit, and one group's interval never depends on which other
 groups were summarised with it (every group is resampled with the same seeded index draws).
+
+How sure the winner is: `prob_best` resamples questions jointly for all variants (the chance each
+has the best mean), `against_best` corrects its p-values with Holm's step-down (`holm`) and says
+how many questions would make each observed difference significant (`questions_needed`).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,17 +30,28 @@ def _keys(per_question: pd.DataFrame) -> list[str]:
     return [c for c in ("key", *KEYS, "budget") if c in per_question.columns]  # budget: a second kind of cut-off
 
 
+def lower_is_better(metric: str) -> bool:
+    """Cost metrics (context tokens, any tokenizer) are better when lower; scores when higher."""
+    return metric.startswith("context_tokens")
+
+
 def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
     """Rows of one variant, named by key (when the table has keys) or by label."""
     if "key" in sel.columns and (sel["key"] == variant).any():
         return sel[sel["key"] == variant]
     return sel[sel["variant"] == variant]
+
+
 _MAX_CELLS = 20_000_000  # bound on rows x resamples x n held in memory by one bootstrap call
 
 
 def _check(confidence: float, n_resamples: int) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    _check_resamples(n_resamples)
+
+
+def _check_resamples(n_resamples: int) -> None:
     if not isinstance(n_resamples, int) or n_resamples < 100:
         raise ValueError(f"n_resamples must be an integer >= 100, got {n_resamples!r}")
 
@@ -106,6 +123,73 @@ def summarize(
     return ids.assign(mean=means, ci_low=low, ci_high=high, n=sizes.astype(np.int64))
 
 
+def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int = 2000, seed: int = 0,
+              higher_is_better: bool = True) -> pd.Series:
+    """The bootstrap probability that each variant (by key, else label) has the best mean `metric`@k.
+
+    Each replicate draws one set of questions (with replacement) and scores every variant on that
+    same set, so variants that succeed on the same questions move together, as in a paired test.
+    Only questions every variant answered count. A replicate whose best mean is shared splits its
+    win evenly. Seeded: the same input gives the same numbers to the last digit."""
+    _check_resamples(n_resamples)
+    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    if sel.empty:
+        raise ValueError(f"prob_best: no rows for metric={metric!r}, k={k}")
+    ident = _keys(sel)[0]
+    if sel.duplicated([ident, "qid"]).any():
+        raise ValueError(f"prob_best: duplicate qids for one {ident} at metric={metric!r}, k={k}")
+    wide = sel.pivot(index="qid", columns=ident, values="value").dropna().sort_index()[sel[ident].unique()]
+    if wide.empty:
+        raise ValueError(f"prob_best: no question answered by every variant at metric={metric!r}, k={k}")
+    x = wide.to_numpy(np.float64) * (1.0 if higher_is_better else -1.0)  # questions x variants
+    draws = np.random.default_rng(seed).integers(0, len(x), size=(n_resamples, len(x)))
+    wins = np.zeros(x.shape[1])
+    step = max(1, _MAX_CELLS // x.size)  # replicates per batch
+    for i in range(0, n_resamples, step):
+        means = x[draws[i : i + step]].mean(axis=1)  # replicates x variants
+        best = means == means.max(axis=1, keepdims=True)
+        wins += (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
+    return pd.Series(wins / n_resamples, index=wide.columns, name="p_best")
+
+
+def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resamples: int = 2000,
+                   seed: int = 0) -> pd.DataFrame:
+    """`summary` with a `p_best` column: `prob_best` for every metric at every k (lower is better
+    for context tokens, see `lower_is_better`). Kept out of `summarize`, whose numbers for one
+    group never depend on the others: P(best) does by nature, so it is computed on the whole."""
+    ident = _keys(per_question)[0]
+    p = pd.concat([prob_best(rows, metric, k, n_resamples, seed, not lower_is_better(metric))
+                   .rename_axis(ident).reset_index().assign(metric=metric, k=k)
+                   for (metric, k), rows in per_question.groupby(["metric", "k"], sort=False)], ignore_index=True)
+    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, "metric", "k"], how="left")
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values, in the input's order.
+
+    Step-down: with p sorted ascending, p_(1) <= ... <= p_(m), the adjusted value of the i-th is
+    max over j <= i of min(1, (m - j + 1) * p_(j)). Rejecting where it is <= alpha keeps the chance
+    of any false "differs" among the m comparisons <= alpha, under any dependence between them
+    (all comparisons with the best share its scores), and rejects at least what Bonferroni does."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
+    return adjusted
+
+
+def questions_needed(diff: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """About how many questions a paired two-sided test at `alpha` needs to detect a mean
+    difference `diff` with probability `power`, if per-question differences keep the standard
+    deviation `sd`: n = ((z_{1-alpha/2} + z_power) * sd / |diff|)^2, rounded up, at least 2
+    (normal approximation; 0.05 and 0.8 give a factor 2.80^2 = 7.85). inf when diff is 0: no
+    number of questions separates equal means."""
+    if diff == 0:
+        return math.inf
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    return float(max(2, math.ceil((z * sd / abs(diff)) ** 2)))
+
+
 def paired_compare(
     per_question: pd.DataFrame,
     a: str,
@@ -118,8 +202,9 @@ def paired_compare(
     method: str = "BCa",
 ) -> dict[str, Any]:
     """Variant b against variant a on the questions both answered: mean difference b - a, its BCa
-    bootstrap CI, and the two-sided p-value of a paired sign-flip permutation test
-    (scipy.stats.permutation_test, permutation_type='samples'; exact when 2**n <= n_resamples)."""
+    bootstrap CI, the two-sided p-value of a paired sign-flip permutation test
+    (scipy.stats.permutation_test, permutation_type='samples'; exact when 2**n <= n_resamples),
+    the standard deviation of the per-question differences `sd` and `questions_needed` from it."""
     _check(confidence, n_resamples)
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     cols = {}
@@ -157,13 +242,20 @@ def paired_compare(
         "ci_low": float(low[0]),
         "ci_high": float(high[0]),
         "p_value": float(test.pvalue),
+        "sd": float(d.std(ddof=1)),
+        "questions_needed": questions_needed(float(d.mean()), float(d.std(ddof=1))),
     }
 
 
 def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5, n_resamples: int = 2000,
                  seed: int = 0) -> pd.DataFrame:
     """Every variant paired against the one with the best mean `metric`@k: the difference, its
-    interval and p-value, so a table of means is never read as a ranking the data cannot support."""
+    interval and p-value, so a table of means is never read as a ranking the data cannot support.
+
+    `p_holm` is the p-value corrected by Holm's step-down over the m - 1 comparisons with the best
+    (`holm`): a difference is significant at 0.05 over the whole table when p_holm <= 0.05.
+    `questions_needed` says how many questions would make each difference significant on its own
+    (`questions_needed`, per comparison at 0.05, not Holm-corrected)."""
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     if sel.empty:
         raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
@@ -172,8 +264,9 @@ def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5,
     best = str(means.idxmax())
     rows = [paired_compare(per_question, best, v, metric, k, n_resamples=n_resamples, seed=seed)
             for v in means.sort_values(ascending=False).index if v != best]
-    cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n"]
+    cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n", "questions_needed"]
     table = pd.DataFrame(rows, columns=cols).rename(columns={"b": ident, "mean_b": "mean"})
+    table.insert(6, "p_holm", holm(table["p_value"]))
     if ident == "key":
         label = dict(zip(sel["key"], sel["variant"], strict=False))
         table.insert(1, "variant", table["key"].map(label))
