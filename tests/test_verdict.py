@@ -58,8 +58,27 @@ def test_a_tie_is_called_a_tie_and_the_cheaper_twin_is_named() -> None:
     assert v.cheapest == "key-b"
     sentences = v.sentences()
     assert sentences[1].startswith("It is tied with b: +0.008 over the runner-up b") and "holds 0" in sentences[1]
+    # b - a is -1 on 4 questions, +1 on 3, 0 on the rest: mean -1/120, sd sqrt((7 - 1/120) / 119);
+    # n = ((1.959964 + 0.841621) * sd / (1/120))^2 = 6640.3 -> 6641
+    sd = np.sqrt((7 - 1 / 120) / 119)
+    assert np.ceil((2.801585 * sd * 120) ** 2) == 6641 == v.row("key-b")["questions_needed"]
+    assert "About 6,641 questions would separate them at this difference" in sentences[1]
     assert sentences[2].startswith("b, tied with it, sends 403 context tokens@5 instead of 1,003 (40%)")
     assert v.pareto == ("key-worse", "key-b", "key-a")  # cheapest first; each buys recall with tokens
+
+
+def test_the_table_says_how_sure_the_winner_is() -> None:
+    rng = np.random.default_rng(5)
+    result = constructed({"a": rng.binomial(1, 0.6, N), "b": rng.binomial(1, 0.62, N), "c": rng.binomial(1, 0.2, N),
+                          "d": rng.binomial(1, 0.58, N)}, {"a": 100, "b": 200, "c": 300, "d": 400})
+    v = verdict(result)
+    t = v.table.set_index("key")
+    assert t["p_best"].sum() == pytest.approx(1.0, abs=1e-12) and t["p_best"].idxmax() == v.best
+    assert t.loc["key-c", "p_best"] == 0.0
+    assert f"best in {t.loc[v.best, 'p_best']:.0%} of bootstrap resamples" in v.sentences()[0]
+    others = t.drop(v.best)
+    np.testing.assert_allclose(others["p_holm"], stats.holm(others["p_value"]), rtol=1e-12)
+    assert (others["p_holm"] >= others["p_value"]).all() and others["questions_needed"].gt(0).all()
 
 
 def test_one_variant_and_unknown_metric() -> None:
@@ -86,6 +105,9 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     v = verdict(result)
     assert v.tied == (v.runner_up,) and "-0.000" not in " ".join(v.sentences())
     assert "+0.000 over the runner-up" in v.sentences()[1]
+    assert "no number of questions would separate them" in v.sentences()[1]
+    assert v.table["p_best"].tolist() == [0.5, 0.5]
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     section = text[text.index('id="verdict"'):text.index("</section>")]
-    assert "It is tied with" in section and "<td>tied</td>" in section
+    assert "It is tied with" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
+    assert "<td>0.50</td>" in section  # P(best) of each twin

@@ -26,8 +26,14 @@ COST = "context_tokens"
 @dataclass(frozen=True)
 class Verdict:
     """The computed verdict. Variants are keys; `table` has one row per variant, best first:
-    [key, variant, mean, ci_low, ci_high, diff, diff_low, diff_high, p_value, tied, context_tokens,
-    chunks, tokens_embedded, pareto]; diff* compare each variant with the best (paired)."""
+    [key, variant, mean, ci_low, ci_high, p_best, diff, diff_low, diff_high, p_value, p_holm,
+    questions_needed, tied, context_tokens, chunks, tokens_embedded, pareto]; diff* compare each
+    variant with the best (paired, see stats.against_best), p_best is stats.prob_best.
+
+    `tied` means the paired interval of the difference holds 0, one comparison on its own, like
+    p_value. Holm's p_holm corrects for the m - 1 comparisons together and is never below
+    p_value, so a variant "worse" by its interval may still have p_holm > 0.05: read "worse" as
+    "worse on these questions", p_holm <= 0.05 as "worse even counting every comparison made"."""
 
     metric: str
     k: int
@@ -45,7 +51,9 @@ class Verdict:
         """Two or three sentences, plain text (the report adds links and markup)."""
         at = f"{self.metric}@{self.k}"
         b = self.row(self.best)
-        out = [f"{b['variant']} has the highest {at}: {b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}]."]
+        first = (f"{b['variant']} has the highest {at}: {b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}], "
+                 f"best in {b['p_best']:.0%} of bootstrap resamples of the questions.")
+        out = [first]
         if self.runner_up is None:
             return [*out, "It is the only variant measured, so nothing is compared."]
         r = self.row(self.runner_up)
@@ -56,7 +64,7 @@ class Verdict:
             n = len(self.tied)
             others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
             out.append(f"It is tied with {r['variant']}{others}: {gap}, an interval that holds 0, so these "
-                       "questions cannot tell them apart.")
+                       f"questions cannot tell them apart. {_separate(r['questions_needed'])}")
         else:
             out.append(f"It beats every other variant: {gap}.")
         if self.cheapest != self.best:
@@ -69,6 +77,13 @@ class Verdict:
         return out
 
 
+def _separate(n: float) -> str:
+    """How many questions would tell the best from the runner-up, in words."""
+    if n == float("inf"):
+        return "Their means are equal, so no number of questions would separate them."
+    return f"About {n:,.0f} questions would separate them at this difference (paired test at 0.05, power 0.8)."
+
+
 def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000) -> Verdict:
     """The verdict on `metric`@k (k defaults to metrics.default_k of the swept ks)."""
     pq = result.per_question
@@ -79,11 +94,12 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     if means.empty:
         raise ValueError(f"no {metric}@{k} in the result; swept ks: {sorted(set(pq['k']) - {0})}")
     table = means[["key", "variant", "mean", "ci_low", "ci_high"]].sort_values("mean", ascending=False, kind="stable")
+    table = table.assign(p_best=table["key"].map(stats.prob_best(pq, metric, k, n_resamples)))
     best = str(table["key"].iloc[0])
+    compared = ["key", "diff", "ci_low", "ci_high", "p_value", "p_holm", "questions_needed"]
     pairs = (stats.against_best(pq, metric, k, n_resamples=n_resamples) if len(table) > 1
-             else pd.DataFrame(columns=["key", "diff", "ci_low", "ci_high", "p_value"]))
-    pairs = pairs.rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})[
-        ["key", "diff", "diff_low", "diff_high", "p_value"]]
+             else pd.DataFrame(columns=compared))
+    pairs = pairs[compared].rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})
     cost = result.summary[(result.summary["metric"] == COST) & (result.summary["k"] == k)].set_index("key")["mean"]
     index = result.variants.set_index("key")[["chunks", "tokens_embedded"]]
     table = table.merge(pairs, on="key", how="left").assign(
