@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from workbench import plots, report, stats
 from workbench.dataset import Dataset, Document, Question
 from workbench.embed import Embedder
-from workbench.report import _cell, summary_table, variants_table, write_report
+from workbench.report import _cell, compact_table, p_best_table, summary_table, variants_table, write_report
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 
@@ -106,8 +106,13 @@ def test_cells_read_mean_and_interval() -> None:
 def test_summary_table_has_one_row_per_variant_and_a_column_per_metric_and_k(result: SweepResult) -> None:
     table = summary_table(result)
     assert list(table.index) == [VARIANTS[0].label, EVIL]
-    metrics = set(result.summary.metric)
-    assert len(table.columns) == 2 * (len(metrics) - 1) + 1  # two ks each, precision_omega once
+    per_k = set(result.summary.query("k > 0").metric)
+    at_budget = result.summary.query("budget > 0")[["metric", "budget"]].drop_duplicates()
+    assert len(table.columns) == 2 * len(per_k) + 1 + len(at_budget)  # two ks each, precision_omega once, budgets
+    budget = int(at_budget["budget"].min())
+    row = result.summary.set_index(["variant", "metric", "budget"]).loc[(EVIL, "recall", budget)]
+    assert table.loc[EVIL, ("recall", f"{budget} tokens")] == f"{row['mean']:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]"
+    assert list(table["recall"].columns)[:3] == ["@1", "@3", f"{budget} tokens"]
     assert table.columns[0] == ("recall", "@1") and ("precision_omega", "any k") in table.columns
     row = result.summary.set_index(["variant", "metric", "k"]).loc[(EVIL, "recall", 3)]
     assert table.loc[EVIL, ("recall", "@3")] == f"{row['mean']:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]"
@@ -154,6 +159,27 @@ def test_report_pairs_every_variant_against_the_best(result: SweepResult, tmp_pa
     np.testing.assert_allclose(table["diff"], means[table["variant"]].to_numpy() - means.max())
     for d in table["diff"]:
         assert f"{d:.3f}" in text
+    section = text[text.index('id="against-best"'):text.index('id="cuts"')]
+    assert "Holm's correction" in section and "<th>p (Holm)</th>" in section and "<th>questions needed</th>" in section
+    needed = table["questions_needed"].iloc[0]
+    assert needed >= 2 and (f"<td>{needed:,.0f}</td>" in section) != np.isinf(needed)
+    np.testing.assert_allclose(table["p_holm"], stats.holm(table["p_value"]), rtol=1e-12)
+
+
+def test_scores_show_how_often_each_variant_is_best(result: SweepResult, tmp_path: Path) -> None:
+    compact = compact_table(result, 3)
+    assert list(compact.columns[:2]) == ["recall@3", "P(best)"]
+    p = stats.prob_best(result.per_question, "recall", 3)
+    assert compact["P(best)"].tolist() == [f"{p[result.key_of(v)]:.2f}" for v in compact.index]
+    full = stats.with_prob_best(result.summary, result.per_question)
+    np.testing.assert_allclose(full.groupby(["metric", "k", "budget"])["p_best"].sum(), 1.0, rtol=1e-12)
+    table = p_best_table(result)
+    assert table.shape == summary_table(result).shape
+    row = full.set_index(["variant", "metric", "k"]).loc[(EVIL, "context_tokens", 1)]
+    assert table.loc[EVIL, ("context_tokens", "@1")] == f"{row['p_best']:.2f}"
+    text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    scores = text[text.index('id="scores"'):text.index('id="against-best"')]
+    assert "<th>P(best)</th>" in scores and "P(best) of every metric at every k" in scores
 
 
 PAYLOAD = '<img src=x onerror="alert(1)">'

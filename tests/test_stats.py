@@ -231,3 +231,15 @@ def test_against_best_corrects_with_holm_and_says_how_many_questions():
     d = (pq[pq.variant == "near"]["value"].to_numpy() - pq[pq.variant == "best"]["value"].to_numpy())
     assert table.loc["near", "questions_needed"] == questions_needed(d.mean(), d.std(ddof=1))
     assert table.loc["far", "questions_needed"] == 2  # every question loses 0.75: no spread
+
+
+def test_p_best_at_each_budget_is_its_own_cut_off():
+    # budget rows carry k = 0 and budget > 0: A wins at 256 tokens, B at 512
+    x = np.linspace(0, 1, 30)
+    pq = pd.concat([frame("A", x, k=0).assign(budget=256), frame("B", x - 0.1, k=0).assign(budget=256),
+                    frame("A", x - 0.1, k=0).assign(budget=512), frame("B", x, k=0).assign(budget=512),
+                    frame("A", x).assign(budget=0), frame("B", x).assign(budget=0)], ignore_index=True)
+    assert prob_best(pq, "recall", 0, 200, budget=256).to_dict() == {"A": 1.0, "B": 0.0}
+    s = with_prob_best(summarize(pq, n_resamples=200), pq, n_resamples=200).set_index(["variant", "k", "budget"])
+    assert s["p_best"].to_dict() == {("A", 0, 256): 1.0, ("B", 0, 256): 0.0, ("A", 0, 512): 0.0,
+                                     ("B", 0, 512): 1.0, ("A", 5, 0): 0.5, ("B", 5, 0): 0.5}

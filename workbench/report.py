@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from workbench import metrics, plots
+from workbench import metrics, plots, stats
 from workbench.chunkers import Chunk
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.embed import Embedder, default_model_path, model_fingerprint
@@ -83,11 +83,22 @@ def _cell(mean: float, lo: float, hi: float, digits: int) -> str:
 def summary_table(result: SweepResult) -> pd.DataFrame:
     """One row per variant (sweep order); columns (metric, @k) holding 'mean [ci_low, ci_high]'."""
     s = result.summary
-    cells = s.assign(
-        cell=[_cell(m, lo, hi, 0 if met.startswith("context_tokens") else 2)
-              for m, lo, hi, met in zip(s["mean"], s["ci_low"], s["ci_high"], s["metric"], strict=True)],
-        at=[f"@{k}" if k > 0 else "any k" for k in s["k"]],
-    )
+    return _by_metric_and_k(result, s, [_cell(m, lo, hi, 0 if met.startswith("context_tokens") else 2)
+                                        for m, lo, hi, met in zip(s["mean"], s["ci_low"], s["ci_high"], s["metric"],
+                                                                  strict=True)])
+
+
+def p_best_table(result: SweepResult) -> pd.DataFrame:
+    """summary_table's layout holding P(best) (stats.with_prob_best; fewer context tokens is better)."""
+    s = stats.with_prob_best(result.summary, result.per_question)
+    return _by_metric_and_k(result, s, [f"{p:.2f}" for p in s["p_best"]])
+
+
+def _by_metric_and_k(result: SweepResult, s: pd.DataFrame, cell: list[str]) -> pd.DataFrame:
+    """One cell per summary row of `s`, pivoted to one row per variant, columns (metric, @k)."""
+    budget = s["budget"] if "budget" in s.columns else pd.Series(0, index=s.index)
+    cells = s.assign(cell=cell, at=[f"@{k}" if k > 0 else f"{b} tokens" if b > 0 else "any k"
+                                    for k, b in zip(s["k"], budget, strict=True)])
     table = cells.pivot(index="variant", columns=["metric", "at"], values="cell")
     columns = [(m, at) for m in _ordered_metrics(set(s["metric"]))
                for at in sorted({a for mm, a in table.columns if mm == m}, key=_k_order)]
@@ -95,8 +106,11 @@ def summary_table(result: SweepResult) -> pd.DataFrame:
     return table.loc[order, columns].rename_axis(index=None, columns=["metric", "k"])
 
 
-def _k_order(at: str) -> int:
-    return int(at[1:]) if at.startswith("@") else 0
+def _k_order(at: str) -> tuple[int, int]:
+    """'any k' first, then '@k' by k, then 'B tokens' by budget."""
+    if at.startswith("@"):
+        return 1, int(at[1:])
+    return (2, int(at.split()[0])) if at.endswith(" tokens") else (0, 0)
 
 
 # --- figures ----------------------------------------------------------------------------------------
@@ -160,12 +174,13 @@ def _legend_table(result: SweepResult) -> str:
 # --- tables -----------------------------------------------------------------------------------------
 
 
-def compact_table(result: SweepResult, k: int) -> pd.DataFrame:
+def compact_table(result: SweepResult, k: int, metric: str = "recall") -> pd.DataFrame:
     """The metrics a reader compares first (COMPACT, those the result holds), at one k, one row
-    per variant in sweep order, 'mean [ci_low, ci_high]' cells."""
+    per variant in sweep order, 'mean [ci_low, ci_high]' cells, and after `metric`@k the
+    bootstrap probability that each variant has the best `metric`@k (stats.prob_best)."""
     s = result.summary
     names = [m for m in COMPACT if m in set(s["metric"])]
-    rows = s[s["metric"].isin(names) & s["k"].isin([k, metrics.OMEGA_K])]
+    rows = s[s["metric"].isin(names) & s["k"].isin([k, metrics.OMEGA_K]) & (s.get("budget", 0) == 0)]
     cells = rows.assign(
         cell=[_cell(m, lo, hi, 0 if met.startswith("context_tokens") else 2)
               for m, lo, hi, met in zip(rows["mean"], rows["ci_low"], rows["ci_high"], rows["metric"], strict=True)],
@@ -173,7 +188,11 @@ def compact_table(result: SweepResult, k: int) -> pd.DataFrame:
     )
     table = cells.pivot(index="variant", columns="column", values="cell")
     columns = [c for m in names for c in (f"{m}@{k}", m) if c in table.columns]
-    return table.loc[[v for v in result.labels if v in table.index], columns].rename_axis(index=None, columns=None)
+    table = table.loc[[v for v in result.labels if v in table.index], columns].rename_axis(index=None, columns=None)
+    if f"{metric}@{k}" in table.columns:
+        p = stats.prob_best(result.per_question, metric, k).rename(index=result.label_of)
+        table.insert(table.columns.get_loc(f"{metric}@{k}") + 1, "P(best)", [f"{p[v]:.2f}" for v in table.index])
+    return table
 
 
 def _param_text(value: Any) -> str:
@@ -264,13 +283,13 @@ def _verdict(v: Verdict) -> str:
     text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>' for s, link in zip(v.sentences(), links))
     shown = v.table[(v.table["key"] == v.best) | v.table["tied"] | v.table["pareto"]]
     rows = "".join(
-        f"<tr><td>{html.escape(str(r.variant))}</td><td>{_cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
+        f"<tr><td>{html.escape(str(r.variant))}</td><td>{_cell(r.mean, r.ci_low, r.ci_high, 3)}</td><td>{r.p_best:.2f}</td>"
         f"<td>{'best' if r.key == v.best else 'tied' if r.tied else 'worse'}</td>"
         f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td><td>{'yes' if r.pareto else ''}</td></tr>\n"
         for r in shown.itertuples(index=False))
     at = f"{v.metric}@{v.k}"
     return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n<div class="scroll"><table>\n<tr><th>variant</th>'
-            f"<th>{at}</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
+            f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
             f"<th>Pareto (cost vs {at})</th></tr>\n{rows}</table></div></section>\n")
 
 
@@ -279,12 +298,18 @@ def _against_best(v: Verdict) -> str:
     if v.runner_up is None:
         return ""
     at = f"{v.metric}@{v.k}"
-    shown = v.table[v.table["key"] != v.best][["variant", "mean", "diff", "diff_low", "diff_high", "p_value"]].rename(
-        columns={"mean": at, "diff": "difference", "diff_low": "low", "diff_high": "high", "p_value": "p"})
+    columns = ["variant", "mean", "diff", "diff_low", "diff_high", "p_value", "p_holm", "questions_needed"]
+    shown = v.table[v.table["key"] != v.best][columns].rename(
+        columns={"mean": at, "diff": "difference", "diff_low": "low", "diff_high": "high", "p_value": "p",
+                 "p_holm": "p (Holm)", "questions_needed": "questions needed"})
+    shown["questions needed"] = [DASH if math.isinf(n) else f"{n:,.0f}" for n in shown["questions needed"]]
     return (f'<section id="against-best"><h2>Against the best variant</h2>\n<p>Each variant minus '
             f"<b>{html.escape(str(v.row(v.best)['variant']))}</b> on {at}, paired over the same questions: BCa "
-            "bootstrap interval of the difference and the p-value of a sign-flip permutation test (uncorrected "
-            "for the number of comparisons).</p>\n"
+            "bootstrap interval of the difference and the p-value of a sign-flip permutation test. p (Holm) applies "
+            f"Holm's correction for the {len(shown)} comparisons with the best: a difference is significant at 0.05 "
+            "counting every comparison when it is at most 0.05. Questions needed: about how many questions would make "
+            f"the difference significant at 0.05 with 80% power, from the spread of its per-question differences "
+            f"({DASH}: equal means).</p>\n"
             '<div class="scroll">' + shown.to_html(index=False, float_format=lambda x: f"{x:.3f}", escape=True)
             + "</div></section>\n")
 
@@ -292,8 +317,12 @@ def _against_best(v: Verdict) -> str:
 def _scores(result: SweepResult, k: int) -> str:
     confidence = result.config.get("confidence", 0.95)
     return (f'<section id="scores"><h2>Scores</h2>\n<p>Mean [{confidence:.0%} confidence interval] over questions at '
-            f"k = {k}; context tokens are cl100k tokens handed to the LLM.</p>\n{_table(compact_table(result, k))}"
-            f"<details><summary>Every metric at every k</summary>\n{_table(summary_table(result))}</details></section>\n")
+            f"k = {k}; context tokens are cl100k tokens handed to the LLM. P(best): the share of bootstrap resamples "
+            "of the questions (the same questions for every variant) in which the variant has the best mean."
+            f"</p>\n{_table(compact_table(result, k))}"
+            f"<details><summary>Every metric at every k</summary>\n{_table(summary_table(result))}</details>"
+            "<details><summary>P(best) of every metric at every k (fewer context tokens is better)</summary>\n"
+            f"{_table(p_best_table(result))}</details></section>\n")
 
 
 Wanted = tuple[Dataset, IndexStore | str | Path, Embedder | None]

@@ -124,8 +124,9 @@ def summarize(
 
 
 def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int = 2000, seed: int = 0,
-              higher_is_better: bool = True) -> pd.Series:
-    """The bootstrap probability that each variant (by key, else label) has the best mean `metric`@k.
+              higher_is_better: bool = True, budget: int = 0) -> pd.Series:
+    """The bootstrap probability that each variant (by key, else label) has the best mean `metric`
+    at the cut-off (k, budget): budget rows have k = 0 and budget > 0 (see SweepResult).
 
     Each replicate draws one set of questions (with replacement) and scores every variant on that
     same set, so variants that succeed on the same questions move together, as in a paired test.
@@ -133,8 +134,9 @@ def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int 
     win evenly. Seeded: the same input gives the same numbers to the last digit."""
     _check_resamples(n_resamples)
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    sel = sel[sel["budget"] == budget] if "budget" in sel.columns else sel
     if sel.empty:
-        raise ValueError(f"prob_best: no rows for metric={metric!r}, k={k}")
+        raise ValueError(f"prob_best: no rows for metric={metric!r}, k={k}, budget={budget}")
     ident = _keys(sel)[0]
     if sel.duplicated([ident, "qid"]).any():
         raise ValueError(f"prob_best: duplicate qids for one {ident} at metric={metric!r}, k={k}")
@@ -154,14 +156,15 @@ def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int 
 
 def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resamples: int = 2000,
                    seed: int = 0) -> pd.DataFrame:
-    """`summary` with a `p_best` column: `prob_best` for every metric at every k (lower is better
-    for context tokens, see `lower_is_better`). Kept out of `summarize`, whose numbers for one
-    group never depend on the others: P(best) does by nature, so it is computed on the whole."""
-    ident = _keys(per_question)[0]
-    p = pd.concat([prob_best(rows, metric, k, n_resamples, seed, not lower_is_better(metric))
-                   .rename_axis(ident).reset_index().assign(metric=metric, k=k)
-                   for (metric, k), rows in per_question.groupby(["metric", "k"], sort=False)], ignore_index=True)
-    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, "metric", "k"], how="left")
+    """`summary` with a `p_best` column: `prob_best` for every metric at every cut-off (k, and
+    budget when the tables have one; lower is better for context tokens, see `lower_is_better`).
+    Kept out of `summarize`, whose numbers for one group never depend on the others: P(best)
+    does by nature, so it is computed on the whole."""
+    ident, cut = _keys(per_question)[0], [c for c in ("k", "budget") if c in per_question.columns]
+    p = pd.concat([prob_best(rows, metric, at[0], n_resamples, seed, not lower_is_better(metric), *at[1:])
+                   .rename_axis(ident).reset_index().assign(metric=metric, **dict(zip(cut, at, strict=True)))
+                   for (metric, *at), rows in per_question.groupby(["metric", *cut], sort=False)], ignore_index=True)
+    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, "metric", *cut], how="left")
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
