@@ -23,7 +23,7 @@ from typing import Any
 import ipywidgets as w
 from matplotlib.figure import Figure
 
-from workbench import report
+from workbench import report, stats
 from workbench.chunkers import STRATEGIES, Chunk
 from workbench.dataset import Dataset, Hit, Question
 from workbench.drilldown import drilldown
@@ -349,11 +349,13 @@ class Sweeper(w.VBox):
             return
         table = c.table(self.result, self.dataset)
         p = c.paired(self.result)
+        best = stats.prob_best(self.result.per_question, "recall", c.k)  # like the paired line: recall
         self.cmp_summary.value = (
             f"recall@{c.k}, B − A over {p['n']} questions: <b>{p['diff']:+.3f}</b> "
             f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (95% BCa), p = {p['p_value']:.3g}. "
             f"{(table.retrieved_by == c.b).sum()} question(s) only B retrieves, "
-            f"{(table.retrieved_by == c.a).sum()} only A.")
+            f"{(table.retrieved_by == c.a).sum()} only A. P(best recall@{c.k}) among the {len(best)} measured "
+            f"variants: A {best[c.a]:.2f}, B {best[c.b]:.2f} (bootstrap over questions).")
         shown = table.assign(retrieved_by=table.retrieved_by.map(label), missed_by=table.missed_by.map(label))
         self.cmp_table.value = shown.drop(columns=["metric", "k"]).to_html(index=False, escape=True)
         if len(table):
