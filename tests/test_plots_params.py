@@ -133,7 +133,9 @@ def test_mark_rings_each_point_and_outlines_each_bar_and_cell(result: SweepResul
 
     over = plots.overview(result)
     marks = plots.mark(over, key)
-    curve, bar, point = marks
+    on = {over.axes.index(m.axes): m for m in marks}  # one mark per panel; budget rows make a fourth
+    assert sorted(on) == [0, 1, 2, 3]
+    curve, bar, point = on[0], on[1], on[2]
     np.testing.assert_allclose(curve.get_xdata(), [1, 3, 5])
     np.testing.assert_allclose(curve.get_ydata(), result.summary.query("key == @key and metric == 'recall' and k > 0")
                                .sort_values("k")["mean"])
@@ -204,3 +206,15 @@ def test_by_parameter_groups_strategies_that_lack_a_parameter(result: SweepResul
     mixed = SweepResult(result.per_question, result.summary, result.variants.assign(unit=unit), result.config)
     fig = plots.by_parameter(mixed, "size", k=3)
     assert len(fig.axes) >= 3
+
+
+def test_a_text_parameter_is_drawn_at_category_positions(result: SweepResult) -> None:
+    """tokenizer (text) swept: its values sit at 0, 1 with their names as ticks (the trade-offs
+    notebook sweeps cl100k against the model's own tokenizer)."""
+    tokenizers = ["model" if i % 2 else t for i, t in enumerate(result.variants["tokenizer"])]
+    mixed = SweepResult(result.per_question, result.summary, result.variants.assign(tokenizer=tokenizers),
+                        result.config)
+    assert "tokenizer" in plots.swept_parameters(mixed)
+    ax = plots.by_parameter(mixed, "tokenizer", k=3).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cl100k_base", "model"]
+    assert {x for line in ax.get_lines() for x in line.get_xdata()} <= {0.0, 1.0}

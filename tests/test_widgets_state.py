@@ -94,9 +94,9 @@ def test_invalid_grids_say_which_field(spec: GridSpec, message: str) -> None:
         spec.variants()
 
 
-def test_a_run_stops_between_variants_and_resumes_without_rerunning(
-    tiny: Dataset, embedder: Embedder, store: Path
-) -> None:
+def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Dataset, tmp_path: Path) -> None:
+    # an empty cache of its own: what the session's other tests embedded must not count here
+    embedder, store = Embedder(cache_dir=tmp_path, progress=False), tmp_path
     variants = [Variant.make("fixed", size=s) for s in (12, 24, 40)]
     seen: list[tuple[int, float | None, list[float]]] = []
 

@@ -460,6 +460,13 @@ def _with_param(result: SweepResult, keys: Sequence[str], params: Sequence[str])
     return rows[has], int((~has).sum())
 
 
+def _categories(values: pd.Series) -> list[Any]:
+    """The values of a parameter that is not a number (tokenizer, unit, a switch), in sweep order,
+    to be placed at 0, 1, 2...; [] for a numeric parameter, drawn on its own scale."""
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    return [] if numeric else list(dict.fromkeys(values))
+
+
 def by_parameter(
     result: SweepResult,
     param: str,
@@ -477,16 +484,20 @@ def by_parameter(
     rows, missing = _with_param(result, keys, [param])
     groups = _groups(result, rows, [param])
     colors = variant_colors([name for name, _ in groups])
-    values = rows[param].astype(float)
-    log2 = _is_size(result, param) and len(values) and values.min() > 0 and values.max() >= 4 * values.min()
+    categories = _categories(rows[param])
+    pos = {v: float(i) for i, v in enumerate(categories)} if categories else None
+    values = rows[param].map(pos) if pos else rows[param].astype(float)
+    log2 = (not pos and _is_size(result, param) and len(values) and values.min() > 0
+            and values.max() >= 4 * values.min())
     fig = Figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(metrics)))
     for ax, metric in zip(axes, metrics, strict=True):
         mk = _metric_k(result, metric, k)
         means = _rows(result, metric, keys, mk).set_index("key")
         for name, part in groups:
-            part = part[part["key"].isin(means.index)].sort_values(param)
-            x = part[param].to_numpy(float)
+            part = part[part["key"].isin(means.index)]
+            x = (part[param].map(pos) if pos else part[param]).to_numpy(float)
+            part, x = part.iloc[np.argsort(x, kind="stable")], np.sort(x, kind="stable")
             r = means.loc[part["key"]]
             ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
                             alpha=0.2, linewidth=0)
@@ -496,7 +507,9 @@ def by_parameter(
         if log2:
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(ScalarFormatter())
-        if values.nunique() <= 12:
+        if pos:
+            ax.set_xticks(list(pos.values()), [short_value(v) for v in pos])
+        elif values.nunique() <= 12:
             ax.set_xticks(sorted(values.unique()))
         ax.set_xlabel(_axis_label(result, param, rows["key"]))
         ax.set_ylabel(f"mean {_metric_name(metric, mk)}")
