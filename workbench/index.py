@@ -1,9 +1,12 @@
-"""One FAISS index per variant, saved next to its chunk table, and search over it.
+"""One FAISS index per chunking, saved next to its chunk table, and search over it.
 
-An entry lives in `<root>/index/<variant key>-<corpus fingerprint>-<model fingerprint>/`, so a
-changed chunker, corpus or model can never be served from a stale entry. Entries are built in a
-temporary folder and renamed into place: an interrupted build leaves no half-written entry.
-Files are FAISS's own format, Parquet and JSON (no pickle).
+An entry lives in `<root>/index/<chunking key>-<corpus fingerprint>-<model fingerprint>/`, so a
+changed chunker, corpus or model can never be served from a stale entry. The chunking key leaves
+the retriever out: a dense, a BM25 and a hybrid variant of one chunking share the entry, and the
+BM25 index (workbench.lexical), built the first time a variant needs it, sits in its `bm25/`
+subfolder. Entries and subfolders are built in a temporary folder and renamed into place: an
+interrupted build leaves nothing half-written. Files are FAISS's own format, Parquet, numpy
+arrays and JSON (no pickle).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +27,9 @@ from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.embed import Embedder
 from workbench.io import CACHE_DIR
+from workbench.lexical import LexicalIndex, rrf
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
-from workbench.variant import Variant
+from workbench.variant import DEFAULT_RRF_K, Variant
 
 _COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
 
@@ -50,7 +54,12 @@ def overlap_chars(chunks: Sequence[Chunk]) -> int:
 
 
 class ChunkIndex:
-    """A variant's chunks, their returned spans and token sizes, and the FAISS index over them."""
+    """A variant's chunks, their returned spans and token sizes, the FAISS index over them and,
+    for the bm25 and hybrid retrievers, the BM25 index over the same chunks."""
+
+    retriever = "dense"  # until `retrieving` says otherwise
+    rrf_k = DEFAULT_RRF_K
+    lexical: LexicalIndex | None = None
 
     def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
         self.chunks = chunks
@@ -64,6 +73,11 @@ class ChunkIndex:
         for i, c in enumerate(chunks):
             self._doc_rows.setdefault(c.doc_id, []).append(i)
         self._has_parents = any(c.parent_start is not None for c in chunks)
+
+    def retrieving(self, retriever: str, rrf_k: int, lexical: LexicalIndex) -> ChunkIndex:
+        """Rank with `retriever` ("bm25" or "hybrid", fused with constant rrf_k) from now on."""
+        self.retriever, self.rrf_k, self.lexical = retriever, rrf_k, lexical
+        return self
 
     @property
     def spans(self) -> list[Span]:
@@ -86,21 +100,35 @@ class ChunkIndex:
                 break
         return hits
 
+    def _dense(self, q: np.ndarray, depth: int, rows: list[int] | None) -> tuple[np.ndarray, np.ndarray]:
+        """(cosines, row ids) of the `depth` nearest chunks, among `rows` if given."""
+        params = None if rows is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(rows, dtype=np.int64)))
+        scores, ids = self.index.search(q[None, :], depth, params=params)
+        return scores[0], ids[0]
+
     def _search_one(self, q: np.ndarray, k: int, rows: list[int] | None) -> list[Hit]:
         """Top-k distinct returned units; searches deeper while parents collapse duplicates."""
         limit = self.index.ntotal if rows is None else len(rows)
         depth = min(limit, k * 4 if self._has_parents else k)
-        params = None if rows is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(rows, dtype=np.int64)))
         while True:
-            scores, ids = self.index.search(q[None, :], depth, params=params)
-            hits = self._hits(scores[0], ids[0], k)
+            hits = self._hits(*self._dense(q, depth, rows), k)
             if len(hits) == k or depth >= limit:
                 return hits
             depth = min(limit, depth * 4)
 
+    def _lexical_ranking(self, question: str, q: np.ndarray, rows: list[int] | None) -> tuple[np.ndarray, np.ndarray]:
+        """The whole (scores, row ids) ranking of bm25, or for hybrid the RRF of the whole dense
+        ranking and the bm25 one (chunks sharing no token with the question rank by dense alone)."""
+        lexical = self.lexical.ranking(question, rows)
+        if self.retriever == "bm25":
+            return lexical
+        _, dense = self._dense(q, self.index.ntotal if rows is None else len(rows), rows)
+        return rrf([dense[dense >= 0], lexical[1]], self.rrf_k)
+
     def search(self, qvecs: np.ndarray, questions: Sequence[Question], k: int, mode: str = "corpus") -> list[list[Hit]]:
-        """Rankings for every question: the whole corpus, or only its evidence documents."""
-        if mode == "corpus" and not self._has_parents:
+        """Rankings for every question by this index's retriever: the whole corpus, or only its
+        evidence documents. Every retriever ranks chunks and returns their (parent) spans once."""
+        if self.retriever == "dense" and mode == "corpus" and not self._has_parents:
             scores, ids = self.index.search(qvecs, min(k, self.index.ntotal))
             return [self._hits(s, i, k) for s, i in zip(scores, ids, strict=True)]
         out = []
@@ -108,7 +136,12 @@ class ChunkIndex:
             rows = None
             if mode == "document":
                 rows = sorted({r for a in q.answers for r in self._doc_rows.get(a.doc_id, [])})
-            out.append(self._search_one(vec, k, rows) if rows != [] else [])
+            if rows == []:
+                out.append([])
+            elif self.retriever == "dense":
+                out.append(self._search_one(vec, k, rows))
+            else:
+                out.append(self._hits(*self._lexical_ranking(q.question, vec, rows), k))
         return out
 
 
@@ -119,34 +152,38 @@ class IndexStore:
         self.root = Path(root)
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
-        return self.root / "index" / f"{variant.key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}"
+        """The entry of the variant's chunking (any retriever of it: see the module docstring)."""
+        return self.root / "index" / f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}"
 
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
+        """The variant's index, searching with its retriever; cost["built"] says whether anything
+        (the FAISS entry or the BM25 index) was built rather than loaded."""
         path = self.path(variant, dataset, embedder)
         if (path / "meta.json").exists():
-            return self._load(path, dataset)
-        index = build_index(variant, dataset, embedder)
-        self._save(path, variant, index)
-        return index
+            index = self._load(path, dataset)
+        else:
+            index = build_index(variant.chunking, dataset, embedder)
+            publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
+        if variant.retriever == "dense":
+            return index
+        folder = path / "bm25"
+        if folder.exists():
+            lexical = LexicalIndex.load(folder)
+        else:
+            lexical = LexicalIndex.build(embed_texts(index.chunks))  # what dense embeds, header included
+            publish(folder, lexical.save)
+            index.cost["built"] = True
+        return index.retrieving(variant.retriever, variant.rrf_k, lexical)
 
-    def _save(self, path: Path, variant: Variant, built: ChunkIndex) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-        try:
-            table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in built.chunks], columns=_COLUMNS)
-            table = pd.concat([table, built.returned_tokens], axis=1)
-            table.to_parquet(tmp / "chunks.parquet", index=False)
-            faiss.write_index(built.index, str(tmp / "index.faiss"))
-            cost = {k: v for k, v in built.cost.items() if k != "built"}
-            meta = {"variant": variant.spec(), "label": variant.label, **cost}
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-            try:
-                tmp.rename(path)
-            except OSError:  # another process finished the same entry first: keep theirs
-                if not (path / "meta.json").exists():
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    @staticmethod
+    def _write(tmp: Path, variant: Variant, built: ChunkIndex) -> None:
+        table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in built.chunks], columns=_COLUMNS)
+        table = pd.concat([table, built.returned_tokens], axis=1)
+        table.to_parquet(tmp / "chunks.parquet", index=False)
+        faiss.write_index(built.index, str(tmp / "index.faiss"))
+        cost = {k: v for k, v in built.cost.items() if k != "built"}
+        meta = {"variant": variant.spec(), "label": variant.label, **cost}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
 
     def _load(self, path: Path, dataset: Dataset) -> ChunkIndex:
         meta = json.loads((path / "meta.json").read_text())
@@ -165,6 +202,22 @@ class IndexStore:
         cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
         returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
+
+
+def publish(path: Path, write: Callable[[Path], None]) -> None:
+    """Write a folder atomically: `write` fills a temporary sibling, which is renamed to `path`.
+    If another process published `path` first, theirs is kept."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    try:
+        write(tmp)
+        try:
+            tmp.rename(path)
+        except OSError:
+            if not path.exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:

@@ -1,4 +1,4 @@
-"""The sweep: variants -> chunks -> vectors -> FAISS -> rankings -> tidy scores.
+"""The sweep: variants -> chunks -> vectors -> FAISS (and BM25) -> rankings -> tidy scores.
 
 It is just the loop over variants; every step is a function of its own module. Queries are
 embedded once per run, indexes come from the IndexStore (built once, then loaded), and the
@@ -32,7 +32,7 @@ from workbench.variant import Variant
 
 MODES = ("corpus", "document")
 MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "budgets", "budget_encoding", "mode", "confidence")  # for `combine`
-_VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "tiktoken", "llama-index-core", "numpy", "pandas")
+_VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas")
 
 
 @dataclass
@@ -42,8 +42,8 @@ class SweepResult:
     per_question: one row per variant x question x cut-off x metric:
                   [key, variant, qid, k, budget, metric, value]
     summary:      one row per variant x metric x cut-off: [key, variant, metric, k, budget, mean, ci_low, ci_high, n]
-    variants:     one row per variant: key, variant (its label), strategy, modifiers, one column per
-                  parameter, and index cost (chunks, chars, tokens embedded, overlap chars, seconds, ...)
+    variants:     one row per variant: key, variant (its label), strategy, modifiers, retriever
+                  (and rrf_k for hybrid), one column per parameter, and index cost (chunks, chars, tokens embedded, overlap chars, seconds, ...)
     config:       provenance: dataset and model (names, fingerprints), ks, budgets, budget_encoding,
                   mode, grid, versions, date
 
@@ -254,7 +254,8 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         scores.insert(0, "variant", labels[v.key])
         scores.insert(0, "key", v.key)
         row = {"key": v.key, "variant": labels[v.key], "strategy": v.strategy,
-               "contextual_header": v.contextual_header, "late": v.late, **v.kwargs, **index.cost}
+               "contextual_header": v.contextual_header, "late": v.late, "retriever": v.retriever, **v.retrieval,
+               **v.kwargs, **index.cost}
         yield SweepResult(scores, stats.summarize(scores, confidence=confidence), pd.DataFrame([row]), config | {
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],

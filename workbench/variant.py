@@ -1,8 +1,10 @@
-"""A chunking variant: an immutable, hashable spec (strategy + parameters + modifiers).
+"""A chunking variant: an immutable, hashable spec (strategy + parameters + modifiers + retriever).
 
 Its `key` is a hash of the fully resolved spec (defaults filled in, strategy version included),
 so two spellings of the same variant share one cache entry and a changed chunker never serves
-stale chunks. Combined with the corpus and model fingerprints it names the index cache entry.
+stale chunks. The retriever (dense, bm25, hybrid) never changes the chunks, so the index cache
+entry is named by `chunking_key` (the key without the retriever), combined with the corpus and
+model fingerprints: a dense and a BM25 variant of one chunking share chunks and FAISS index.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.chunkers.registry import IncompatibleParams
 from workbench.dataset import Dataset, Document
 
+RETRIEVERS = ("dense", "bm25", "hybrid")  # hybrid: reciprocal rank fusion of dense and bm25
+DEFAULT_RRF_K = 60
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -27,25 +32,46 @@ class Variant:
     contextual_header: bool = False  # embed "title > heading path" + text; return the text only
     late: bool = False  # late chunking: pool token embeddings of the whole document window
     version: int = 1  # the strategy's version when the variant was made: part of its identity
+    retriever: str = "dense"  # one of RETRIEVERS; never changes the chunks
+    rrf_k: int = DEFAULT_RRF_K  # hybrid only: the constant k of 1 / (k + rank)
 
     @classmethod
-    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, **params: Any) -> Variant:
+    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, retriever: str = "dense",
+             rrf_k: int = DEFAULT_RRF_K, **params: Any) -> Variant:
         """Validate and canonicalise; raises ValueError naming the bad parameter."""
         if contextual_header and late:
             raise ValueError("contextual_header and late cannot be combined: late chunking embeds the "
                              "document itself, so a header would change nothing")
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"parameter 'retriever' must be one of {list(RETRIEVERS)}, got {retriever!r}")
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
+            raise ValueError(f"parameter 'rrf_k' must be an int >= 1, got {rrf_k!r}")
+        if rrf_k != DEFAULT_RRF_K and retriever != "hybrid":
+            raise IncompatibleParams(f"parameter 'rrf_k' applies to retriever='hybrid' only, got retriever={retriever!r}")
         spec = get_strategy(strategy)
         resolved = spec.resolve(params)
-        return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version)
+        return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version,
+                   retriever, rrf_k)
 
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.params)
 
+    @property
+    def retrieval(self) -> dict[str, Any]:
+        """The retriever fields that differ from dense: {}, {"retriever": "bm25"} or
+        {"retriever": "hybrid", "rrf_k": 60}."""
+        if self.retriever == "dense":
+            return {}
+        return {"retriever": self.retriever} | ({"rrf_k": self.rrf_k} if self.retriever == "hybrid" else {})
+
     def spec(self) -> dict[str, Any]:
+        """The spec for `Variant.make(strategy, contextual_header=, late=, **params)`. Retriever
+        fields ride in params (and only when not dense), so every rebuild from a spec keeps them
+        and a dense variant's spec and key are what they were before retrievers existed."""
         return {
             "strategy": self.strategy,
-            "params": self.kwargs,
+            "params": self.kwargs | self.retrieval,
             "contextual_header": self.contextual_header,
             "late": self.late,
         }
@@ -56,6 +82,16 @@ class Variant:
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
+    def chunking(self) -> Variant:
+        """The same chunks retrieved densely: what every retriever of this chunking shares."""
+        return replace(self, retriever="dense", rrf_k=DEFAULT_RRF_K)
+
+    @property
+    def chunking_key(self) -> str:
+        """The key of the chunks alone (the same for every retriever): names the index entry."""
+        return self.chunking.key
+
+    @property
     def label(self) -> str:
         """Short human name: strategy, its main parameters, any others that differ from their
         defaults, and the modifiers."""
@@ -63,6 +99,9 @@ class Variant:
         values = self.kwargs
         shown = [f"{k}={short_value(values[k])}" for k, p in schema.items() if p.label or p.default != values[k]]
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
+        if self.retriever != "dense":
+            rrf = f"(rrf_k={self.rrf_k})" if self.rrf_k != DEFAULT_RRF_K else ""
+            mods.append(f"+{self.retriever}{rrf}")
         return f"{self.strategy}({', '.join(shown)})" + "".join(mods)
 
     def __str__(self) -> str:
@@ -124,26 +163,42 @@ def _split_outside_json(text: str, sep: str) -> list[str]:
     return [*parts, text[start:]]
 
 
-def parse_variant(text: str) -> Variant:
-    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header' and '+late'. A value
-    may be JSON: 'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
-    head, *mods = _split_outside_json(text.strip(), "+")
-    unknown = sorted(set(mods) - {"header", "late"})
-    if unknown:
-        raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: +header, +late")
-    name, _, args = head.partition(":")
+def _parse_args(text: str, args: str) -> dict[str, Any]:
+    """'size=256,overlap=32' -> {"size": 256, "overlap": 32}."""
     params: dict[str, Any] = {}
     for item in filter(None, (a.strip() for a in _split_outside_json(args, ","))):
         key, eq, raw = item.partition("=")
         if not eq:
             raise ValueError(f"variant {text!r}: expected name=value, got {item!r}")
         params[key.strip()] = parse_value(raw.strip())
-    return Variant.make(name.strip(), contextual_header="header" in mods, late="late" in mods, **params)
+    return params
+
+
+def parse_variant(text: str) -> Variant:
+    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header', '+late' and a retriever
+    '+bm25' or '+hybrid' (its RRF constant as '+hybrid:rrf_k=30'). A value may be JSON:
+    'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
+    head, *mods = _split_outside_json(text.strip(), "+")
+    flags = {m.partition(":")[0]: _parse_args(text, m.partition(":")[2]) for m in mods}
+    unknown = sorted(set(flags) - {"header", "late", *RETRIEVERS})
+    if unknown:
+        raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: +header, +late, +bm25, +hybrid")
+    retrievers = [r for r in RETRIEVERS if r in flags]
+    if len(retrievers) > 1:
+        raise ValueError(f"variant {text!r}: one retriever at most, got {['+' + r for r in retrievers]}")
+    retriever = retrievers[0] if retrievers else "dense"
+    extra = {m: args for m, args in flags.items() if args and m != "hybrid"}
+    if extra or set(flags.get("hybrid", {})) - {"rrf_k"}:
+        raise ValueError(f"variant {text!r}: only +hybrid takes a parameter (rrf_k), e.g. +hybrid:rrf_k=30")
+    name, _, args = head.partition(":")
+    return Variant.make(name.strip(), contextual_header="header" in flags, late="late" in flags,
+                        retriever=retriever, **flags.get("hybrid", {}), **_parse_args(text, args))
 
 
 def grid(strategy: str, *, contextual_header: bool = False, late: bool = False, **lists: Any) -> list[Variant]:
-    """Every combination of the listed values: grid("fixed", size=[128, 256], overlap=[0, 32]).
-    Combinations whose values clash (overlap >= size) are skipped, so size x overlap grids stay
+    """Every combination of the listed values: grid("fixed", size=[128, 256], overlap=[0, 32]),
+    retrievers included: grid("fixed", size=256, retriever=["dense", "bm25", "hybrid"]).
+    Combinations whose values clash (overlap >= size, rrf_k without hybrid) are skipped, so grids stay
     simple; a value that is invalid on its own still raises."""
     names = list(lists)
     values = [v if isinstance(v, list | tuple) else [v] for v in lists.values()]
