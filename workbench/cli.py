@@ -23,6 +23,7 @@ DEMO_GRID = (
     "fixed:size=256,overlap=64",
     "fixed:size=512",
     "recursive:size=256",
+    "langchain_recursive:chunk_size=256",
     "sentence:size=256",
     "semantic:breakpoint_percentile=80,max_size=256",
     "semantic:breakpoint_percentile=95,max_size=256",

@@ -2,6 +2,7 @@
 
 from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
 from workbench.chunkers.adapters import register_function, register_node_parser
+from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy, unregister
 

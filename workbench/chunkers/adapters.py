@@ -1,5 +1,8 @@
 """Bring your own chunker: wrap a plain `str -> list[str]` function or any LlamaIndex NodeParser
-as a registered strategy, so it is compared, cached and scored like the built-in ones.
+as a registered strategy, so it is compared, cached and scored like the built-in ones. A factory
+of LangChain splitters or LlamaIndex parsers plus a parameter schema (`register_langchain`,
+`register_llamaindex`) makes a *sweepable* strategy: its sizes appear in grids, the CLI and the
+widgets like ours.
 
 Such chunkers return texts, not offsets, so each piece is located in the source (searching
 forward, first exactly, then modulo whitespace) and turned into an exact-span Chunk; a piece
@@ -12,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import STRATEGIES, strategy, unregister
+from workbench.chunkers.registry import STRATEGIES, ChunkFn, Param, strategy, unregister
 from workbench.dataset import Document
 
 _ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
@@ -63,13 +66,23 @@ def locate(name: str, doc: Document, pieces: Iterable[tuple[str, int | None]]) -
     return chunks
 
 
-def _register(name: str, fn: Callable[[Document, ChunkEnv], list[Chunk]], help: str, version: int) -> None:
-    """Register `fn` with no parameters, replacing an earlier adapter of the same name."""
+Pieces = Iterable[tuple[str, int | None]]  # (piece text, start hint) in document order
+
+
+def _register(
+    name: str,
+    fn: ChunkFn,
+    help: str,
+    version: int,
+    params: Mapping[str, Param] | None = None,
+    check: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Register `fn`, replacing an earlier adapter of the same name."""
     if name in STRATEGIES:
         if name not in _ADAPTED:
             raise ValueError(f"strategy {name!r} is built in and cannot be replaced; choose another name")
         unregister(name)
-    strategy(name, help, {}, version=version)(fn)
+    strategy(name, help, params or {}, check=check, version=version)(fn)
     _ADAPTED.add(name)
 
 
@@ -82,7 +95,7 @@ def register_function(name: str, fn: Callable[[str], list[str]], version: int = 
     def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
         return locate(name, doc, ((piece, None) for piece in fn(doc.text)))
 
-    _register(name, chunk, help or f"user function {getattr(fn, '__qualname__', fn)!r}", version)
+    _register(name, chunk, help or f"user function {_qualname(fn)}", version)
 
 
 def parser_version(parser: Any) -> int:
@@ -97,12 +110,78 @@ def register_node_parser(name: str, parser: Any, help: str = "") -> None:
     """Register a LlamaIndex NodeParser (SentenceSplitter, TokenTextSplitter, MarkdownNodeParser,
     ...) as strategy `name`. Node offsets are used when the source confirms them (LlamaIndex
     finds them with `str.find` from 0, which is wrong for repeated text), else located."""
+
+    def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
+        return locate(name, doc, node_pieces(parser, doc.text))
+
+    _register(name, chunk, help or f"LlamaIndex {type(parser).__name__}", parser_version(parser))
+
+
+def node_pieces(parser: Any, text: str) -> Pieces:
+    """A LlamaIndex NodeParser's node texts with their start offsets (hints for `locate`)."""
     from llama_index.core import Document as LlamaDocument
     from llama_index.core.schema import MetadataMode
 
-    def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
-        nodes = parser.get_nodes_from_documents([LlamaDocument(text=doc.text)])
-        pieces = ((n.get_content(metadata_mode=MetadataMode.NONE), n.start_char_idx) for n in nodes)
-        return locate(name, doc, pieces)
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=text)])
+    return [(n.get_content(metadata_mode=MetadataMode.NONE), n.start_char_idx) for n in nodes]
 
-    _register(name, chunk, help or f"LlamaIndex {type(parser).__name__}", parser_version(parser))
+
+def splitter_pieces(splitter: Any, text: str) -> Pieces:
+    """The pieces of a LlamaIndex NodeParser (with offset hints) or of a LangChain TextSplitter
+    (texts only: `locate` finds them)."""
+    if hasattr(splitter, "get_nodes_from_documents"):
+        return node_pieces(splitter, text)
+    return [(piece, None) for piece in splitter.split_text(text)]
+
+
+def factory_strategy(
+    name: str, factory: Callable[..., Any], check: Callable[[dict[str, Any]], None] | None = None
+) -> tuple[ChunkFn, Callable[[dict[str, Any]], None]]:
+    """The chunking function and the parameter check of a strategy built by `factory(**params)`.
+
+    The check builds the splitter, so the library's own refusals (overlap > size, a bad option)
+    are raised when a Variant is made, not in the middle of a sweep; the splitter built for each
+    parameter set is kept for the chunking that follows."""
+    made: dict[tuple[tuple[str, Any], ...], Any] = {}
+
+    def build(params: Mapping[str, Any]) -> Any:
+        key = tuple(sorted(params.items()))
+        if key not in made:
+            splitter = factory(**params)
+            if not hasattr(splitter, "get_nodes_from_documents") and not hasattr(splitter, "split_text"):
+                raise TypeError(
+                    f"strategy {name!r}: the factory returned {type(splitter).__name__}, neither a LlamaIndex "
+                    "NodeParser (get_nodes_from_documents) nor a LangChain TextSplitter (split_text)"
+                )
+            made[key] = splitter
+        return made[key]
+
+    def check_and_build(params: dict[str, Any]) -> None:
+        if check is not None:
+            check(params)
+        build(params)
+
+    def chunk(doc: Document, env: ChunkEnv, **params: Any) -> list[Chunk]:
+        return locate(name, doc, splitter_pieces(build(params), doc.text))
+
+    return chunk, check_and_build
+
+
+def register_factory(
+    name: str,
+    factory: Callable[..., Any],
+    params: Mapping[str, Param],
+    version: int = 1,
+    help: str = "",
+    check: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Register `factory(**params)`, returning a LangChain TextSplitter or a LlamaIndex NodeParser,
+    as strategy `name`, sweepable over `params` like the built-in strategies. `check` adds rules
+    between parameters (registry.check_overlap); the library's own checks run too. Bump
+    `version` when the factory changes behaviour: it is part of `Variant.key`."""
+    fn, checked = factory_strategy(name, factory, check)
+    _register(name, fn, help or f"splitter from {_qualname(factory)}", version, params, checked)
+
+
+def _qualname(fn: Any) -> str:
+    return repr(getattr(fn, "__qualname__", fn))
