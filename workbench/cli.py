@@ -22,6 +22,8 @@ DEMO_GRID = (
     "fixed:size=256",
     "fixed:size=256,overlap=64",
     "fixed:size=512",
+    "fixed:size=256+bm25",
+    "fixed:size=256+hybrid",
     "recursive:size=256",
     "langchain_recursive:chunk_size=256",
     "sentence:size=256",
@@ -31,13 +33,17 @@ DEMO_GRID = (
 
 EPILOG = """\
 variants are written strategy:name=value,name=value with optional modifiers +header
-(contextual chunk header) and +late (late chunking), e.g.
+(contextual chunk header), +late (late chunking) and one retriever, +bm25 or +hybrid
+(reciprocal rank fusion of dense and BM25, +hybrid:rrf_k=30 to change its k=60); without
+one, retrieval is dense. e.g.
   fixed:size=256,overlap=32        recursive:size=512,separators=markdown
   semantic:breakpoint_percentile=90,buffer_size=1+header
+  fixed:size=256+bm25              fixed:size=256+hybrid:rrf_k=30
   'recursive:size=256,custom_separators=["\\n\\n", ". "]'   (values are JSON when they parse)
 a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
-"contextual_header": bool, "late": bool}. Run `python -m workbench strategies` to list every
-strategy with its parameters, defaults and ranges.
+"contextual_header": bool, "late": bool, "retriever": "dense"|"bm25"|"hybrid", "rrf_k": int}.
+Run `python -m workbench strategies` to list every strategy with its parameters, defaults and
+ranges.
 """
 
 
