@@ -1,6 +1,6 @@
 """Our metrics against independent references: LlamaIndex's HitRate/MRR/NDCG, the textbook nDCG,
 and Chroma's precision-Ω and FixedTokenChunker (re-implemented in bench/chroma_metrics.py), on real
-chunks of the bundled chroma_small data."""
+chunks of the bundled chroma_small data; and ranx's hit_rate/MRR/nDCG/recall on real sweeps."""
 
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llama_index.core.evaluation.retrieval.metrics import MRR, NDCG, HitRate
+from ranx import Qrels, Run, evaluate
 
 from bench.chroma_metrics import chroma_locate, chroma_omega, chroma_split
 from workbench.chunkers import Chunk, ChunkEnv, run_strategy
 from workbench.dataset import Dataset, Span, load_dataset
 from workbench.dataset import Hit
+from workbench.embed import Embedder
+from workbench.index import IndexStore
 from workbench.metrics import score_omega, score_question
+from workbench.sweep import sweep
+from workbench.variant import Variant, parse_variant
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "chroma_small"
 KS = (1, 3, 5, 10)
@@ -137,3 +142,67 @@ def test_precision_omega_and_fixed_chunker_match_chroma_definitions(speech):
     pipeline = np.mean([chroma_omega(ex, [(s, e) for s, e, _ in placed]) for ex in excerpts])
     assert abs(pipeline - mine.mean()) < 0.005
     assert 0.1 < mine.mean() < 0.5  # ~100-token chunks around ~40-token excerpts
+
+
+# --- ranx -------------------------------------------------------------------------------------
+# Relevance at the character-span level: a returned unit (Hit.span, a parent counted once) is
+# relevant to a question when it shares at least one character with the question's evidence;
+# the question's qrels are all the units of that variant (ChunkIndex.spans) overlapping it, with
+# relevance 1. Under that definition our hit@k is ranx's hit_rate@k and our mrr@k is ranx's
+# mrr@k, always. Our nDCG is graded (the share of evidence characters first covered at each rank,
+# IDCG = 1) and our recall counts characters, so ranx's ndcg@k and recall@k (binary, over units)
+# coincide with ours only when a single unit overlaps the evidence and holds all of it.
+
+RANX_GRID = ("fixed:size=48,overlap=16", "recursive:size=64", "langchain_recursive:chunk_size=64,chunk_overlap=16",
+             "parent_child:child_size=32,child=fixed,parent_size=128")
+
+
+def unit_id(s: Span) -> str:
+    return f"{s.doc_id}:{s.start}:{s.end}"
+
+
+def ranx_scores(dataset: Dataset, variant: Variant, embedder: Embedder, store: IndexStore, ks) -> tuple[dict, dict]:
+    """ranx's per-question scores of the variant's rankings, and which questions have a single
+    relevant unit holding all their evidence."""
+    index = store.get(variant, dataset, embedder)
+    ranked = index.search(embedder.encode([q.question for q in dataset.questions]), dataset.questions, max(ks))
+    qrels, single = {}, {}
+    for q in dataset.questions:
+        units = [s for s in index.spans if any(s.doc_id == a.doc_id and s.start < a.end and a.start < s.end
+                                                for a in q.answers)]
+        qrels[q.qid] = {unit_id(s): 1 for s in units}
+        single[q.qid] = len(qrels[q.qid]) == 1 and all(units[0].start <= a.start and a.end <= units[0].end
+                                                       for a in q.answers)
+    run = Run({q.qid: {unit_id(h.span): float(len(r) - i) for i, h in enumerate(r)}
+               for q, r in zip(dataset.questions, ranked)})
+    names = [f"{m}@{k}" for m in ("hit_rate", "mrr", "ndcg", "recall") for k in ks]
+    evaluate(Qrels(qrels), run, names)
+    return run.scores, single
+
+
+@pytest.mark.parametrize("data", ["tiny", "chroma_small"])
+def test_hit_mrr_ndcg_recall_equal_ranx_on_a_real_sweep(data, request, embedder: Embedder, tmp_path: Path):
+    dataset = request.getfixturevalue(data)
+    if data == "chroma_small":
+        dataset = dataset.select(doc_ids=["state_of_the_union"], max_questions=30)
+    variants = [parse_variant(v) for v in RANX_GRID]
+    store = IndexStore(tmp_path)
+    result = sweep(dataset, variants, ks=KS, embedder=embedder, store=store, progress=False, budgets=())
+    pq = result.per_question
+    ours = pq[pq.k > 0].set_index(["key", "qid", "metric", "k"])["value"]
+    compared = coinciding = 0
+    for v in variants:
+        theirs, single = ranx_scores(dataset, v, embedder, store, KS)
+        for q in dataset.questions:
+            for k in KS:
+                assert ours[v.key, q.qid, "hit", k] == theirs[f"hit_rate@{k}"][q.qid], (v.label, q.qid, k)
+                assert ours[v.key, q.qid, "mrr", k] == theirs[f"mrr@{k}"][q.qid], (v.label, q.qid, k)
+                if single[q.qid]:
+                    assert ours[v.key, q.qid, "ndcg", k] == theirs[f"ndcg@{k}"][q.qid], (v.label, q.qid, k)
+                    assert ours[v.key, q.qid, "recall", k] == theirs[f"recall@{k}"][q.qid], (v.label, q.qid, k)
+                compared += 1
+            coinciding += single[q.qid]
+    assert compared == len(variants) * len(dataset.questions) * len(KS)
+    assert 0 < coinciding < len(variants) * len(dataset.questions)  # both cases exercised
+    mrr = pq[(pq.metric == "mrr") & (pq.k == 10)]["value"].mean()
+    assert mrr > 0 and (data == "tiny" or mrr < 1)  # on the speech, relevant units also come below rank 1
