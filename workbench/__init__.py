@@ -14,7 +14,7 @@ from workbench import offline as _offline
 
 _offline.configure()  # before any library that could try the network is imported
 
-from workbench.chunkers import STRATEGIES, register_function, register_node_parser, unregister
+from workbench.chunkers import STRATEGIES, register_factory, register_function, register_node_parser, unregister
 from workbench.dataset import (
     Dataset,
     DatasetError,
@@ -40,7 +40,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore", "Question",
-    "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "load_dataset", "parse_variant", "rankings",
-    "register_function", "register_node_parser", "sweep", "sweep_steps", "unregister", *sorted(_LAZY),
+    "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
+    "Question", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "load_dataset", "parse_variant",
+    "rankings", "register_factory", "register_function", "register_node_parser", "sweep", "sweep_steps",
+    "unregister", *sorted(_LAZY),
 ]

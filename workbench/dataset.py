@@ -53,7 +53,7 @@ class Hit:
     """One retrieved unit, after parent expansion and deduplication: what the LLM would get."""
 
     span: Span  # the returned span (the parent for small-to-big variants)
-    score: float  # cosine similarity of the best searched chunk that returned it
+    score: float  # retriever score of the best searched chunk that returned it (cosine, BM25 or RRF)
     chunk_id: int  # row of that searched chunk in the variant's chunk table
     tokens: Mapping[str, int]  # tiktoken size of the returned text: {"cl100k_base": n, "o200k_base": m}
 

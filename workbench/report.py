@@ -219,7 +219,7 @@ def variants_table(result: SweepResult) -> pd.DataFrame:
     """The variants table with its columns grouped: identity, parameters (from the grid), index
     cost, and the cache key last."""
     v = result.variants
-    identity = [c for c in ("variant", "strategy", "contextual_header", "late") if c in v]
+    identity = [c for c in ("variant", "strategy", "retriever", "contextual_header", "late") if c in v]
     params = result.grid_params
     rest = [c for c in v if c not in {*identity, *params, "key"}]
     return v[identity + params + rest + (["key"] if "key" in v else [])]
@@ -228,7 +228,7 @@ def variants_table(result: SweepResult) -> pd.DataFrame:
 def _variants_html(result: SweepResult) -> str:
     """variants_table as text the way the user wrote it (see _param_text), numbered like the figures."""
     table = variants_table(result)
-    params = set(result.grid_params) | {"strategy", "contextual_header", "late", "variant", "key"}
+    params = set(result.grid_params) | {"strategy", "retriever", "contextual_header", "late", "variant", "key"}
     shown = pd.DataFrame({c: [(_param_text if c in params else _cost_text)(x) for x in table[c]] for c in table})
     shown.insert(0, "#", [str(i) for i in range(1, len(shown) + 1)])
     return '<div class="scroll">' + shown.to_html(index=False, escape=True, classes="variants") + "</div>\n"

@@ -1,12 +1,12 @@
 """Chunking strategies, one module per family; importing this package registers them all."""
 
 from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
-from workbench.chunkers.adapters import register_function, register_node_parser
+from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
 from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy, unregister
 
 __all__ = [
-    "STRATEGIES", "Chunk", "ChunkEnv", "Param", "get_strategy", "make_chunk", "register_function",
+    "STRATEGIES", "Chunk", "ChunkEnv", "Param", "get_strategy", "make_chunk", "register_factory", "register_function",
     "register_node_parser", "run_strategy", "unregister",
 ]
