@@ -142,9 +142,20 @@ def test_variant_table_shows_parameters_as_written_and_a_dash_where_none_applies
 
 def test_variants_table_groups_identity_parameters_cost_then_key(result: SweepResult) -> None:
     columns = list(variants_table(result).columns)
-    assert columns[:4] == ["variant", "strategy", "contextual_header", "late"]
-    assert set(columns[4:8]) == {"size", "overlap", "unit", "tokenizer"}  # the grid's parameters
-    assert columns[-1] == "key" and "chunks" in columns[8:] and sorted(columns) == sorted(result.variants.columns)
+    assert columns[:5] == ["variant", "strategy", "contextual_header", "late", "retriever"]
+    assert set(columns[5:9]) == {"size", "overlap", "unit", "tokenizer"}  # the grid's parameters
+    assert columns[-1] == "key" and "chunks" in columns[9:] and sorted(columns) == sorted(result.variants.columns)
+
+
+def test_variants_table_lists_a_retriever_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    """retriever is identity and, for bm25/hybrid variants, a grid parameter: one column, and the
+    report renders (the demo's export failed on the duplicate)."""
+    r = sweep(tiny, [Variant.make("fixed", size=16), Variant.make("fixed", size=16, retriever="bm25")], ks=(1, 3),
+              embedder=embedder, store=tmp_path, progress=False)
+    columns = list(variants_table(r).columns)
+    assert columns.count("retriever") == 1
+    text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    assert "+bm25" in text
 
 
 def test_report_pairs_every_variant_against_the_best(result: SweepResult, tmp_path: Path) -> None:

@@ -219,8 +219,8 @@ def variants_table(result: SweepResult) -> pd.DataFrame:
     """The variants table with its columns grouped: identity, parameters (from the grid), index
     cost, and the cache key last."""
     v = result.variants
-    identity = [c for c in ("variant", "strategy", "retriever", "contextual_header", "late") if c in v]
-    params = result.grid_params
+    identity = [c for c in ("variant", "strategy", "contextual_header", "late", "retriever") if c in v]
+    params = [p for p in result.grid_params if p not in identity]  # retriever is a grid parameter too
     rest = [c for c in v if c not in {*identity, *params, "key"}]
     return v[identity + params + rest + (["key"] if "key" in v else [])]
 
