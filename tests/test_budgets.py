@@ -141,4 +141,4 @@ def test_overview_fourth_panel_and_budget_curves(result: SweepResult) -> None:
         (ring,) = [a for a in plots.mark(fig, VARIANTS[1].key) if a.axes is ax]
         np.testing.assert_allclose(ring.get_ydata(), recall[recall["key"] == VARIANTS[1].key].sort_values("budget")["mean"])
     iou = plots.budget_curves(result, "iou").axes[0]
-    assert iou.get_title() == "iou at equal context budgets"
+    assert iou.get_title() == "iou at equal budgets"

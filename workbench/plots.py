@@ -205,7 +205,7 @@ def _budget_curves(
     encoding = result.config.get("budget_encoding", "cl100k_base")
     ax.set_xlabel(f"context budget ({encoding} tokens)")
     ax.set_ylabel(f"mean {metric}")
-    ax.set_title(f"{metric} at equal context budgets")
+    ax.set_title(f"{metric} at equal budgets")
     ax.grid(alpha=0.3)
 
 
@@ -268,7 +268,7 @@ def _tradeoff(
         ax.plot(cost["mean"].iloc[front], rec["mean"].iloc[front], "--", color="0.4", linewidth=1, marker="o",
                 markersize=15, markerfacecolor="none", label="Pareto front", zorder=1)
         ax.legend(loc="lower right", fontsize=8)
-    ax.set_xlabel(f"mean {COST}@{k} (cl100k tokens handed to the LLM)")
+    ax.set_xlabel(f"mean {COST}@{k} (cl100k tokens to the LLM)")
     ax.set_ylabel(f"mean {RECALL}@{k}")
     ax.set_title(f"cost vs {RECALL}@{k} (numbers: legend)")
     ax.grid(alpha=0.3)
