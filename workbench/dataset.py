@@ -63,6 +63,19 @@ class Document:
     doc_id: str
     title: str
     text: str
+    group: str | None = None  # the kind of text (e.g. one corpus of several): for per-group summaries
+
+
+GROUPINGS = ("group", "prefix")  # how Dataset.groups_of_questions names a document's group
+MIXED = "mixed"  # the group of a question whose evidence lies in documents of two or more groups
+
+
+def doc_group(doc: Document, by: Literal["group", "prefix"]) -> str | None:
+    """`doc.group` (by="group"), or (by="prefix") the doc id up to its first "/": the folder of a
+    text-folder dataset, and the whole id when it has none (chroma_general's five corpora are one
+    document each: state_of_the_union, wikitexts, chatlogs, finance, pubmed; cutting at "_" would
+    name the first "state")."""
+    return doc.group if by == "group" else doc.doc_id.split("/", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +99,9 @@ class Dataset:
 
     @cached_property
     def corpus_fingerprint(self) -> str:
-        """Hash of the documents only: names chunk and index caches (questions may change freely)."""
+        """Hash of the documents only: names chunk and index caches (questions may change freely).
+        Groups are left out, here and in `fingerprint`: they change no chunk and no per-question
+        score, so labelling groups after a sweep keeps its caches and still matches its result."""
         h = hashlib.sha256()
         for d in self.documents:
             for part in (d.doc_id, d.title, d.text):
@@ -101,6 +116,25 @@ class Dataset:
         for q in self.questions:
             h.update(json.dumps([q.qid, q.question, [[a.doc_id, a.start, a.end] for a in q.answers]]).encode())
         return h.hexdigest()[:16]
+
+    def groups_of_questions(self, by: Literal["group", "prefix"] | None = None) -> dict[str, str]:
+        """qid -> the group of its evidence documents (MIXED when they differ), in question order.
+
+        by="group" reads each document's `group` field, by="prefix" its id (see `doc_group`);
+        None picks "group" when any document has one, else "prefix"."""
+        if by is None:
+            by = "group" if any(d.group is not None for d in self.documents) else "prefix"
+        if by not in GROUPINGS:
+            raise ValueError(f"groups_of_questions: parameter 'by' must be one of {list(GROUPINGS)}, got {by!r}")
+        out = {}
+        for q in self.questions:
+            names = {doc_group(self.docs[a.doc_id], by) for a in q.answers}
+            if None in names:
+                bare = next(a.doc_id for a in q.answers if self.docs[a.doc_id].group is None)
+                raise ValueError(f"groups_of_questions: document {bare!r} (evidence of question {q.qid!r}) has no "
+                                 "'group' field; give every document one, or use by='prefix'")
+            out[q.qid] = names.pop() if len(names) == 1 else MIXED
+        return out
 
     @property
     def n_chars(self) -> int:
@@ -175,10 +209,13 @@ def _load_corpus_jsonl(path: Path) -> list[_Located]:
         doc_id = _field(obj, "doc_id", str, path, n)
         text = _field(obj, "text", str, path, n)
         title = _field(obj, "title", str, path, n, optional=True) or doc_id
+        group = _field(obj, "group", str, path, n, optional=True)
+        if group is not None and not group.strip():
+            raise DatasetError(path, n, "group", f"document {doc_id!r} has an empty group (leave the field out instead)")
         if doc_id in seen:
             raise DatasetError(path, n, "doc_id", f"duplicate id {doc_id!r} (first on line {seen[doc_id]})")
         seen[doc_id] = n
-        docs.append(_Located(Document(doc_id, title, text), path, n))
+        docs.append(_Located(Document(doc_id, title, text, group), path, n))
     if not docs:
         raise DatasetError(path, None, None, "no documents")
     return docs

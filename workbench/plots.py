@@ -19,7 +19,7 @@ import io
 import math
 import textwrap
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +34,14 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import ScalarFormatter
 
+from workbench import stats
 from workbench.chunkers import STRATEGIES
 from workbench.chunkers.registry import UNIT_PARAM
 from workbench.metrics import default_k
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
+    from workbench.dataset import Dataset
     from workbench.sweep import SweepResult
 
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
@@ -362,6 +364,42 @@ def budget_curves(
     fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
     _budget_curves(fig.subplots(), result, metric, keys, colors, _key(result, highlight))
     _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
+    return fig
+
+
+def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The best row of each group of a `SweepResult.by_group` table already cut to one metric and
+    cut-off (highest mean; lowest for a cost, see stats.lower_is_better), in group order."""
+    order = table["mean"] * (-1 if stats.lower_is_better(metric) else 1)
+    return table.loc[order.groupby(table["group"], sort=False).idxmax()]
+
+
+def by_group(
+    result: SweepResult, groups: Dataset | Mapping[str, str], metric: str = RECALL, k: int | None = None,
+    variants: Sequence[str] | None = None,
+) -> Figure:
+    """One panel per group of questions (SweepResult.by_group: a Dataset or qid -> group), each
+    variant's mean `metric`@k with its CI, best on top and outlined: the best chunking can differ
+    by kind of text. Panels share the x axis; each title gives its number of questions."""
+    k = _metric_k(result, metric, k)
+    keys, colors = _select(result, variants)
+    table = result.by_group(groups)
+    table = table[(table["metric"] == metric) & (table["k"] == k) & (_budget(table) == 0) & table["key"].isin(keys)]
+    names = list(dict.fromkeys(table["group"]))
+    best = best_by_group(table, metric).set_index("group")["key"]
+    ncols = min(3, len(names))
+    text = _legend_text(result, keys, numbered=True)
+    height = max(2.6, 0.28 * len(keys) + 1.2)
+    fig = Figure(figsize=(4.2 * ncols + 0.5, height * -(-len(names) // ncols) + 0.22 * -(-len(text) // _ncol(text))),
+                 layout="constrained")
+    axes = fig.subplots(-(-len(names) // ncols), ncols, sharex=True, squeeze=False).ravel()
+    for ax, name in zip(axes, names, strict=False):
+        rows = table[table["group"] == name]
+        _bars(ax, rows, colors, best[name], f"mean {_metric_name(metric, k)}", _numbers(keys), short_ids=True)
+        ax.set_title(f"{name} ({rows['n'].max()} questions)", fontsize=10)
+    for ax in axes[len(names):]:
+        ax.set_visible(False)
+    _legend(fig, keys, colors, text)
     return fig
 
 

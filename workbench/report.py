@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from workbench import metrics, plots, stats
 from workbench.chunkers import Chunk
-from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.dataset import MIXED, Dataset, Hit, Question, Span
 from workbench.embed import Embedder, default_model_path, model_fingerprint
 from workbench.index import IndexStore
 from workbench.io import atomic_write
@@ -325,6 +325,37 @@ def _scores(result: SweepResult, k: int) -> str:
             f"{_table(p_best_table(result))}</details></section>\n")
 
 
+MAX_GROUPS = 12  # "By corpus" draws at most this many groups (a dataset split by prefix may have one per document)
+
+
+def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
+    """Each group's best variant on `metric`@k with its interval, and the per-group figure, when
+    the dataset has 2 to MAX_GROUPS groups of questions (Dataset.groups_of_questions); "" else."""
+    if dataset is None or metric not in set(result.summary["metric"]):
+        return ""
+    if dataset.fingerprint != result.config.get("dataset_fingerprint", dataset.fingerprint):
+        return (f'<section id="by-corpus"><h2>By corpus</h2>\n<p>Left out: the dataset given ({html.escape(dataset.name)}) '
+                "is not the one this result was measured on.</p></section>\n")
+    groups = dataset.groups_of_questions()
+    if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
+        return ""
+    table = result.by_group(groups)
+    table = table[(table["metric"] == metric) & (table["k"] == k) & (table.get("budget", 0) == 0)]
+    best = plots.best_by_group(table, metric)
+    rows = "".join(f"<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td>{html.escape(str(r.variant))}</td>"
+                   f"<td>{_cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
+    fig = _fit(plots.by_group(result, groups, metric, k))
+    png = base64.b64encode(plots.figure_to_png_bytes(fig, dpi)).decode("ascii")
+    return (f'<section id="by-corpus"><h2>By corpus</h2>\n<p>The questions split by the group of their evidence '
+            'documents (their <code>group</code> field, else the doc id up to its first "/"; evidence in two '
+            f"groups: {MIXED}), each group summarised on its own questions: the best chunking can differ by kind of text, and a "
+            f"group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n<tr><th>group</th>"
+            f"<th>questions</th><th>best variant</th><th>{metric}@{k}</th></tr>\n{rows}</table></div>\n"
+            f'<figure id="figure-by-group"><img src="data:image/png;base64,{png}" alt="{metric}@{k} by group">'
+            f"<figcaption>One panel per group, best on top and outlined; numbers: the variant table above."
+            f"</figcaption></figure></section>\n")
+
+
 Wanted = tuple[Dataset, IndexStore | str | Path, Embedder | None]
 
 
@@ -420,7 +451,7 @@ def _cuts_missing(result: SweepResult, v: Verdict | None, wanted: Wanted | None)
 
 
 def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes], title: str, dpi: int,
-           wanted: Wanted | None) -> None:
+           wanted: Wanted | None, dataset: Dataset | None = None) -> None:
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
             f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
@@ -441,6 +472,7 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
     out.write(_scores(result, v.k if v is not None else metrics.default_k(result.ks)))
     if v is not None:
         out.write(_against_best(v))
+    out.write(_by_corpus(result, dataset, v.k if v is not None else metrics.default_k(result.ks), dpi))
     out.write(_cuts(result, v, wanted))
     out.write(f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Parameters as given ({DASH}: the '
               f"strategy has no such parameter), then what the index cost.</p>\n{_variants_html(result)}</section>\n")
@@ -483,7 +515,7 @@ def write_report(
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
-            _write(out, result, figures, title, dpi, wanted)
+            _write(out, result, figures, title, dpi, wanted, dataset)
 
     return atomic_write(path, write)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -121,6 +121,28 @@ def summarize(
     ids = pd.DataFrame([key for key, _ in groups], columns=keys).astype({"k": np.int64})
     means = [float(np.mean(v.to_numpy(np.float64))) for _, v in groups]
     return ids.assign(mean=means, ci_low=low, ci_high=high, n=sizes.astype(np.int64))
+
+
+def summarize_by_group(
+    per_question: pd.DataFrame,
+    groups: Mapping[str, str],
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    method: str = "percentile",
+) -> pd.DataFrame:
+    """`summarize` of each group's questions (groups: qid -> group, e.g.
+    Dataset.groups_of_questions), with a `group` column first; groups in first-seen order of
+    `groups`. Each group is summarised on its own rows alone, so its numbers equal `summarize` of
+    those rows: the best chunking can differ by kind of text, and a group's interval is that of
+    its own (fewer) questions."""
+    unknown = sorted(set(per_question["qid"]) - set(groups))
+    if unknown:
+        raise ValueError(f"summarize_by_group: {len(unknown)} qid(s) of per_question have no group, e.g. {unknown[:5]}")
+    group = per_question["qid"].map(groups)
+    return pd.concat([summarize(per_question[group == g], confidence, n_resamples, seed, method).assign(group=g)
+                      [["group", *_keys(per_question), "mean", "ci_low", "ci_high", "n"]]
+                      for g in dict.fromkeys(groups.values()) if (group == g).any()], ignore_index=True)
 
 
 def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int = 2000, seed: int = 0,

@@ -11,7 +11,7 @@ import json
 import math
 import platform
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -108,6 +108,14 @@ class SweepResult:
         if not keys:
             raise ValueError(f"variant {name!r} is not in the result; known: {list(by_key.values())}")
         return keys[0]
+
+    def by_group(self, groups: Dataset | Mapping[str, str]) -> pd.DataFrame:
+        """The summary split by group of questions: `summary`'s columns after a `group` column
+        (stats.summarize_by_group at the sweep's confidence). `groups` is qid -> group, or a
+        Dataset (its Dataset.groups_of_questions(): `group` fields, else doc id prefixes)."""
+        if isinstance(groups, Dataset):
+            groups = groups.groups_of_questions()
+        return stats.summarize_by_group(self.per_question, groups, self.config.get("confidence", 0.95))
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """Write the tables (CSV + Parquet) and config.json, each atomically."""
