@@ -81,6 +81,26 @@ def test_a_grid_expands_per_strategy_and_reports_the_skipped_combinations() -> N
     assert GridSpec(["fixed"], {"size": [256], "overlap": ""}).variants().variants == [Variant.make("fixed")]
 
 
+def test_retrievers_and_modifiers_are_grid_dimensions_and_header_with_late_is_skipped() -> None:
+    sizes = {"size": "16, 32"}
+    dense = GridSpec(["fixed"], sizes).variants().variants
+    both = GridSpec(["fixed"], sizes, retrievers=("dense", "bm25")).variants()
+    assert len(both.variants) == 2 * len(dense) and not both.skipped
+    assert both.variants == [Variant.make("fixed", size=s, retriever=r) for s in (16, 32) for r in ("dense", "bm25")]
+    assert {v.chunking_key for v in both.variants} == {v.key for v in dense}  # the same chunks and index entries
+    assert [v.label for v in both.variants[1::2]] == [v.label + "+bm25" for v in dense]
+
+    mods = GridSpec(["fixed", "semantic"], sizes, contextual_header=(False, True), late=(False, True)).variants()
+    per_size = [(h, l) for h in (False, True) for l in (False, True) if not (h and l)]
+    assert mods.variants == [*(Variant.make("fixed", size=s, contextual_header=h, late=l) for s in (16, 32)
+                               for h, l in per_size),
+                             *(Variant.make("semantic", contextual_header=h, late=l) for h, l in per_size)]
+    assert len(mods.skipped) == 3  # one per fixed size, one for semantic
+    assert all("contextual_header and late cannot be combined" in reason for reason in mods.skipped)
+    assert mods.skipped[0].startswith("fixed: ") and mods.skipped[-1].startswith("semantic: ")
+    assert "3 invalid combination(s) skipped, e.g. fixed: contextual_header and late" in mods.summary()
+
+
 @pytest.mark.parametrize("spec, message", [
     (GridSpec([], {}), "strategies: choose at least one"),
     (GridSpec(["nope"], {}), r"strategies: unknown \['nope'\]"),
@@ -88,6 +108,11 @@ def test_a_grid_expands_per_strategy_and_reports_the_skipped_combinations() -> N
     (GridSpec(["fixed"], {"size": "0, 128"}), r"fixed: parameter 'size' must be in \[1, inf\], got 0"),
     (GridSpec(["semantic"], {"breakpoint_percentile": "90:110:10"}), "parameter 'breakpoint_percentile' must be in"),
     (GridSpec(["fixed"], {"size": "16", "overlap": "16, 32"}), "no valid variant: all 2 combinations clash"),
+    (GridSpec(["fixed"], contextual_header=(True,), late=(True,)), "no valid variant: all 1 combinations clash"),
+    (GridSpec(["fixed"], retrievers=()), "retrievers: choose at least one"),
+    (GridSpec(["fixed"], retrievers=("dense", "sparse")), r"retrievers: unknown \['sparse'\]"),
+    (GridSpec(["fixed"], late=()), "late: give False, True or both"),
+    (GridSpec(["fixed"], contextual_header=("yes",)), "contextual_header: give False, True or both"),
 ])
 def test_invalid_grids_say_which_field(spec: GridSpec, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -122,6 +147,22 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
 
     again = SweepRun(tiny, variants, embedder, store, KS, result=full)
     assert again.total == 0 and again.run() is full and again.embedded == 0  # nothing re-run
+
+
+def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tmp_path: Path) -> None:
+    embedder = Embedder(cache_dir=tmp_path, progress=False)  # an empty cache: every count is this test's
+    variants = GridSpec(["fixed"], {"size": "12, 24"}, retrievers=("dense", "bm25")).variants().variants
+    embedded: list[tuple[str, int]] = []  # (retriever, texts embedded by that variant's step)
+
+    def count(run: SweepRun) -> None:
+        if run.done > len(embedded):
+            embedded.append((run.todo[run.done - 1].retriever, run.embedded - sum(n for _, n in embedded)))
+
+    run = SweepRun(tiny, variants, embedder, tmp_path, KS, on_step=count)
+    result = run.run()
+    assert run.error is None and result is not None and result.keys == [v.key for v in variants]
+    assert [r for r, _ in embedded] == ["dense", "bm25", "dense", "bm25"]
+    assert all(n > 0 for r, n in embedded if r == "dense") and all(n == 0 for r, n in embedded if r == "bm25")
 
 
 def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, embedder: Embedder, store: Path) -> None:

@@ -52,7 +52,8 @@ def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tup
     assert "4 variants" in sw.message.value
     assert sorted(set(filled)) == [1, 2, 3, 4]  # redrawn after each variant, not only at the end
     assert all(bytes(image.value).startswith(PNG) for image in sw.images.values())
-    assert sw.notes["parameter"].value == sw.notes["heatmap"].value == ""
+    assert sw.notes["parameter"].value == sw.notes["heatmap"].value == sw.notes["budgets"].value == ""
+    assert sw.tabs.get_title(3) == "at equal budgets" and sw.tabs.children[3].children[1] is sw.images["budgets"]
     assert list(sw.param.options) == ["size", "overlap"] and sw.param.value == "size"
     assert [key for _, key in sw.slider.options] == sw.result.keys == [key for _, key in sw.choice.options]
     assert sw.selected == sw.result.keys[-1] and not sw.run_button.disabled and sw.stop_button.disabled
@@ -78,7 +79,10 @@ def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper
     sw.slider.value = first
     assert sw.selected == first and sw.choice.value == first and sw.last_redraw is Redraw.HIGHLIGHT_ONLY
     assert sw.pictures == pictures  # the same bases: nothing was rebuilt
-    assert all(sw.images[n].value != images[n] for n in images) and sw.viewer.value != viewer
+    # every default budget (256+ tokens) holds the whole tiny corpus: the budget curves coincide, so
+    # there the ring moves onto the same points; it is drawn all the same
+    assert all(sw.images[n].value != images[n] for n in images if n != "budgets") and sw.viewer.value != viewer
+    assert sw.pictures["budgets"].png(first) == sw.images["budgets"].value != sw.pictures["budgets"].png(None)
     assert sw.result.label_of(first) in sw.viewer.value and EVIDENCE in sw.viewer.value
     sw.question.value = sw.dataset.questions[2].qid  # another question: another passage
     assert sw.viewer.value != viewer and embedder.stats.embedded == embedded
@@ -99,9 +103,30 @@ def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper
     report = tmp_path / "mine" / "report.html"
     assert str(report) in sw.message.value
     page = report.read_text(encoding="utf-8")
-    for name in ("overview", f"by_{sw.param.value}", "heatmap_size_overlap"):
+    for name in ("overview", f"by_{sw.param.value}", "heatmap_size_overlap", "budgets_recall"):
         assert f'id="figure-{name}"' in page and (tmp_path / "mine" / f"{name}.png").read_bytes().startswith(PNG)
     assert all(label in page for label in sw.result.labels)
+
+
+def test_retrievers_and_modifiers_from_the_controls_share_the_dense_index(
+    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
+) -> None:
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw.ranges["size"].value = "16, 32"
+    sw.retrievers["bm25"].value = True
+    sw.contextual_header.value = sw.late.value = (False, True)  # "both" for each
+    grid = sw.grid().variants()
+    assert len(grid.skipped) == 2 * 2 and "contextual_header and late cannot be combined" in grid.skipped[0]
+    assert len(grid.variants) == 2 * 2 * 3  # sizes x retrievers x (plain, header, late)
+
+    sw.contextual_header.value = sw.late.value = (False,)  # "off": the swept fixture's sizes, dense and bm25
+    sw.run_button.click()
+    assert sw.run is not None and sw.run.error is None and "4 variants" in sw.message.value
+    assert sw.run.embedded == 0 and sw.run.reused > 0  # the dense chunks are cached; bm25 embeds nothing
+    assert f"0 texts embedded, {sw.run.reused} reused" in sw.progress.value
+    bm25 = [key for key in sw.result.keys if sw.result.label_of(key).endswith("+bm25")]
+    assert len(bm25) == 2 and set(sw.result.keys) - set(bm25) <= set(swept[0].result.keys)
+    assert bytes(sw.images["budgets"].value).startswith(PNG)
 
 
 def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, store: Path) -> None:

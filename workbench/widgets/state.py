@@ -25,7 +25,7 @@ from workbench.embed import Embedder
 from workbench.errors import describe
 from workbench.index import IndexStore
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep_steps
-from workbench.variant import Variant
+from workbench.variant import RETRIEVERS, Variant
 
 MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
 
@@ -122,19 +122,24 @@ class Expansion:
 class GridSpec:
     """Strategies to include and, per parameter, the values to sweep as typed: "128, 256",
     "64:512:64" or a list. A parameter left empty (or absent) keeps each strategy's default; a
-    parameter applies to the strategies whose schema has it."""
+    parameter applies to the strategies whose schema has it. The retrievers and the modifier
+    values (False, True or both) are three more dimensions, crossed with every strategy."""
 
     strategies: Sequence[str]
     ranges: Mapping[str, str | Sequence[Any]] = field(default_factory=dict)
+    retrievers: Sequence[str] = ("dense",)  # a retriever never changes the chunks: no re-embedding
+    contextual_header: Sequence[bool] = (False,)
+    late: Sequence[bool] = (False,)
 
     def values(self) -> dict[str, list[Any]]:
         """Parsed and validated values by parameter (swept ones only); ValueError naming the
-        parameter (unknown, badly typed or out of range for a strategy)."""
+        parameter (unknown, badly typed or out of range for a strategy) or the dimension."""
         if not self.strategies:
             raise ValueError("strategies: choose at least one strategy")
         unknown = sorted(set(self.strategies) - set(STRATEGIES))
         if unknown:
             raise ValueError(f"strategies: unknown {unknown}; known: {sorted(STRATEGIES)}")
+        self._check_dimensions()
         schema = parameters(self.strategies)
         out = {}
         for name, raw in self.ranges.items():
@@ -148,19 +153,37 @@ class GridSpec:
                 out[name] = values
         return out
 
+    def _check_dimensions(self) -> None:
+        if not self.retrievers:
+            raise ValueError("retrievers: choose at least one retriever")
+        unknown = sorted(set(self.retrievers) - set(RETRIEVERS))
+        if unknown:
+            raise ValueError(f"retrievers: unknown {unknown}; known: {list(RETRIEVERS)}")
+        for name, values in (("contextual_header", self.contextual_header), ("late", self.late)):
+            if not values or not all(isinstance(v, bool) for v in values):
+                raise ValueError(f"{name}: give False, True or both, got {list(values)!r}")
+
     def variants(self) -> Expansion:
         """Every valid combination, per strategy, duplicates (same key) removed; ValueError when
-        the text is bad or when no combination is valid."""
+        the text is bad or when no combination is valid. Clashing values (overlap >= size, a
+        contextual header with late chunking) are skipped with their reason."""
         values = self.values()
         found: dict[str, Variant] = {}
         skipped: list[str] = []
         for s in self.strategies:
             swept = {name: vals for name, vals in values.items() if name in STRATEGIES[s].params}
-            for combo in itertools.product(*swept.values()):
+            for *combo, header, late, retriever in itertools.product(
+                    *swept.values(), self.contextual_header, self.late, self.retrievers):
                 try:
-                    v = Variant.make(s, **dict(zip(swept, combo, strict=True)))
+                    v = Variant.make(s, contextual_header=header, late=late, retriever=retriever,
+                                     **dict(zip(swept, combo, strict=True)))
                 except IncompatibleParams as e:
                     skipped.append(str(e))
+                    continue
+                except ValueError as e:  # Variant.make refuses a header with late chunking
+                    if not (header and late):
+                        raise
+                    skipped.append(f"{s}: {e}")
                     continue
                 found.setdefault(v.key, v)
         if not found:

@@ -32,9 +32,9 @@ from workbench.errors import describe
 from workbench.index import IndexStore
 from workbench.io import CACHE_DIR
 from workbench.metrics import DEFAULT_KS, default_k
-from workbench.plots import by_parameter, heatmap, overview, swept_parameters
+from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
 from workbench.sweep import SweepResult, rankings, resolve_store
-from workbench.variant import Variant
+from workbench.variant import RETRIEVERS, Variant
 from workbench.viewer import around, chunk_html
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
@@ -50,10 +50,17 @@ from workbench.widgets.state import (
     variants_of,
 )
 
-FIGURES = ("overview", "parameter", "heatmap")  # one tab each, then "compare"
+FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then "compare"
+SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
 PICK_TWO = "<i>pick two different measured variants</i>"
 _RED = '<span style="color:#b00020">{}</span>'
+
+
+def _switch(description: str, tooltip: str) -> w.ToggleButtons:
+    """A modifier's values in the grid: off, on or both (then each variant with and without it)."""
+    return w.ToggleButtons(options=SWITCH, description=description, tooltip=tooltip,
+                           style={"button_width": "50px", "description_width": "120px"})
 
 
 class Sweeper(w.VBox):
@@ -91,6 +98,10 @@ class Sweeper(w.VBox):
         questions = [(f"{q.qid}: {q.question[:70]}", q.qid) for q in dataset.questions]
         self.strategies = w.SelectMultiple(options=list(STRATEGIES), value=("fixed",), description="strategies",
                                            rows=min(8, len(STRATEGIES)))
+        self.retrievers = {name: w.Checkbox(value=name == "dense", description=name, indent=False,
+                                            layout=w.Layout(width="80px")) for name in RETRIEVERS}
+        self.contextual_header = _switch("contextual header", "embed 'title > heading path' above each chunk")
+        self.late = _switch("late chunking", "pool token embeddings of the whole document window")
         self.ranges: dict[str, w.Text] = {}
         self.range_box = w.VBox()
         self.k = w.Dropdown(options=list(self.ks), value=default_k(self.ks), description="k",
@@ -136,21 +147,24 @@ class Sweeper(w.VBox):
         self.cmp_question.observe(self._guard(self._show_compared_question), names="value")
         self.export_button.on_click(self._guard(self.export))
 
-        tabs = w.Tab([
+        self.tabs = w.Tab([
             self.images["overview"],
             w.VBox([self.param, self.notes["parameter"], self.images["parameter"]]),
             w.VBox([self.heat_metric, self.notes["heatmap"], self.images["heatmap"]]),
+            w.VBox([self.notes["budgets"], self.images["budgets"]]),
             w.VBox([w.HBox([self.cmp_a, self.cmp_b, self.cmp_metric]), self.cmp_summary, self.cmp_table,
                     self.cmp_question, self.cmp_chunks]),
         ])
-        for i, title in enumerate(("overview", "against a parameter", "heatmap", "compare")):
-            tabs.set_title(i, title)
+        for i, title in enumerate(("overview", "against a parameter", "heatmap", "at equal budgets", "compare")):
+            self.tabs.set_title(i, title)
         super().__init__([
-            w.HBox([self.strategies, self.range_box]),
+            w.HBox([w.VBox([self.strategies, w.HBox([w.Label("retrievers:"), *self.retrievers.values()]),
+                            self.contextual_header, self.late]),
+                    self.range_box]),
             w.HBox([self.k, self.run_button, self.stop_button, self.bar, self.progress]),
             self.message,
             w.HBox([self.slider, self.choice]),
-            tabs,
+            self.tabs,
             self.question, self.viewer,
             w.HBox([self.folder, self.export_button]),
         ])
@@ -192,7 +206,9 @@ class Sweeper(w.VBox):
         """The grid the controls describe."""
         shown = parameters(self.strategies.value)
         return GridSpec(tuple(self.strategies.value),
-                        {name: box.value for name, box in self.ranges.items() if name in shown and box.value.strip()})
+                        {name: box.value for name, box in self.ranges.items() if name in shown and box.value.strip()},
+                        retrievers=tuple(name for name, box in self.retrievers.items() if box.value),
+                        contextual_header=self.contextual_header.value, late=self.late.value)
 
     def _on_run(self) -> None:
         expansion = self.grid().variants()
@@ -271,7 +287,7 @@ class Sweeper(w.VBox):
         result, k = self.result, self.k.value
         figures = {"overview": overview(result, k=k)}
         swept = swept_parameters(result)
-        self.notes["parameter"].value = self.notes["heatmap"].value = ""
+        self.notes["parameter"].value = self.notes["heatmap"].value = self.notes["budgets"].value = ""
         if self.param.value:
             figures["parameter"] = by_parameter(result, self.param.value, k=k)
         else:
@@ -283,6 +299,10 @@ class Sweeper(w.VBox):
                 self.notes["heatmap"].value = f"<i>{html.escape(str(e))}</i>"
         else:
             self.notes["heatmap"].value = "<i>sweep two parameters (e.g. size and overlap) to see a heatmap</i>"
+        if has_budgets(result):
+            figures["budgets"] = budget_curves(result, RECALL)
+        else:
+            self.notes["budgets"].value = "<i>this result has no budget rows: sweep with budgets to compare on equal context tokens</i>"
         return figures
 
     def _set_options(self) -> None:
@@ -395,7 +415,7 @@ class Sweeper(w.VBox):
             raise ValueError("nothing to export: run a sweep first")
         swept = swept_parameters(self.result)
         names = {"overview": "overview", "parameter": f"by_{self.param.value}",
-                 "heatmap": "heatmap_" + "_".join(swept[:2])}
+                 "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}"}
         shown = {names[n]: fig for n, fig in self._figures().items()}
         paths = report.export(self.result, self.folder.value, report.default_figures(self.result) | shown,
                               dataset=self.dataset, store=self.store, embedder=self.embedder)
