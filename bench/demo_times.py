@@ -20,7 +20,9 @@ from pathlib import Path
 def run(cache: Path, out: Path, extra: list[str]) -> tuple[float, str]:
     cmd = [sys.executable, "-m", "workbench", "sweep", "--cache", str(cache), "--out", str(out), "--quiet", *extra]
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
     summary = next((line for line in done.stdout.splitlines() if line.startswith("done in")), "")
     return time.perf_counter() - t0, summary
 

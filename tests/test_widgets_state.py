@@ -231,3 +231,14 @@ def test_compare_lists_the_questions_one_retrieves_and_the_other_misses(
     assert by_label["diff"] == paired["diff"]
     with pytest.raises(ValueError, match="two different variants"):
         Comparison(a.key, a.key, 1).table(result)
+
+
+def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    """A result swept at other budgets than the default: the panel's new variants use them, so
+    the two combine (combine refuses different budgets)."""
+    first = sweep(tiny, [Variant.make("fixed", size=20)], ks=KS, embedder=embedder, store=store, progress=False,
+                  budgets=(64, 128))
+    run = SweepRun(tiny, [Variant.make("fixed", size=28)], embedder, store, KS, result=first)
+    both = run.run()
+    assert run.error is None and both is not None and both.budgets == [64, 128]
+    assert set(both.summary.loc[both.summary["budget"] > 0, "budget"]) == {64, 128}

@@ -40,7 +40,7 @@ class Variant:
              rrf_k: int = DEFAULT_RRF_K, **params: Any) -> Variant:
         """Validate and canonicalise; raises ValueError naming the bad parameter."""
         if contextual_header and late:
-            raise ValueError("contextual_header and late cannot be combined: late chunking embeds the "
+            raise IncompatibleParams("contextual_header and late cannot be combined: late chunking embeds the "
                              "document itself, so a header would change nothing")
         if retriever not in RETRIEVERS:
             raise ValueError(f"parameter 'retriever' must be one of {list(RETRIEVERS)}, got {retriever!r}")

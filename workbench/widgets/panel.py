@@ -27,7 +27,7 @@ from workbench.io import CACHE_DIR
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
 from workbench.variant import Variant
-from workbench.widgets.state import sweep_settings
+from workbench.widgets.state import budgets_of, sweep_settings
 
 
 def typed_as_json(p: Param) -> bool:
@@ -166,7 +166,8 @@ class Panel(w.VBox):
         # of them only after this callback, so emptying it changes nothing: a clear_output message does.
         with self.progress:
             try:
-                new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode)
+                new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode,
+                            **budgets_of(self.result))
             except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
                 self._error(e)
         self.progress.clear_output()

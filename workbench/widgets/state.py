@@ -177,13 +177,8 @@ class GridSpec:
                 try:
                     v = Variant.make(s, contextual_header=header, late=late, retriever=retriever,
                                      **dict(zip(swept, combo, strict=True)))
-                except IncompatibleParams as e:
-                    skipped.append(str(e))
-                    continue
-                except ValueError as e:  # Variant.make refuses a header with late chunking
-                    if not (header and late):
-                        raise
-                    skipped.append(f"{s}: {e}")
+                except IncompatibleParams as e:  # clashing values, or a header with late chunking
+                    skipped.append(f"{s}: {e}" if header and late else str(e))
                     continue
                 found.setdefault(v.key, v)
         if not found:
@@ -210,6 +205,15 @@ def sweep_settings(result: SweepResult | None, dataset: Dataset, embedder: Embed
         if result.config.get(name) != value:
             raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
     return tuple(result.config["ks"]), result.config.get("mode", "corpus")
+
+
+def budgets_of(result: SweepResult | None) -> dict[str, Any]:
+    """The budgets new variants are scored at: those of `result` (so `combine` accepts them),
+    else the sweep's defaults."""
+    if result is None:
+        return {}
+    return {"budgets": tuple(result.budgets),
+            "budget_encoding": result.config.get("budget_encoding", "cl100k_base")}
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -285,7 +289,7 @@ class SweepRun:
         try:
             if self.todo and not self.stopped:
                 steps = sweep_steps(self.dataset, self.todo, self.ks, self.embedder, self.store, self.mode,
-                                    progress=False)
+                                    progress=False, **budgets_of(self.result))
                 last = self._started
                 for step in steps:
                     self.result = step if self.result is None else combine([self.result, step])
