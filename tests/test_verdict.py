@@ -111,3 +111,14 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     section = text[text.index('id="verdict"'):text.index("</section>")]
     assert "It is tied with" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
     assert "<td>0.50</td>" in section  # P(best) of each twin
+
+
+def test_a_tied_variant_of_the_same_cost_is_not_offered_as_cheaper() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.binomial(1, 0.8, N).astype(float)
+    twin = base.copy()
+    ones, zeros = np.flatnonzero(base == 1), np.flatnonzero(base == 0)
+    twin[ones[:3]], twin[zeros[:2]] = 0, 1
+    v = verdict(constructed({"a": base, "b": twin}, {"a": 1000, "b": 990}))
+    assert v.best == "key-a" and v.tied == ("key-b",) and v.cheapest == "key-b"
+    assert v.sentences()[-1].startswith("The variants it ties with cost about the same: 993 context tokens@5")

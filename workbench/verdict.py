@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
 COST = "context_tokens"
+SAME_COST = 0.95  # a tied variant within 5% of the best's context tokens is no cheaper alternative
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,11 @@ class Verdict:
                        f"questions cannot tell them apart. {_separate(r['questions_needed'])}")
         else:
             out.append(f"It beats every other variant: {gap}.")
-        if self.cheapest != self.best:
-            c = self.row(self.cheapest)
+        c = self.row(self.cheapest)
+        if self.cheapest != self.best and c[COST] > SAME_COST * b[COST]:
+            out.append(f"The variants it ties with cost about the same: {c[COST]:,.0f} context tokens@{self.k} at "
+                       f"the least against its {b[COST]:,.0f}.")
+        elif self.cheapest != self.best:
             out.append(f"{c['variant']}, tied with it, sends {c[COST]:,.0f} context tokens@{self.k} instead of "
                        f"{b[COST]:,.0f} ({c[COST] / b[COST]:.0%}) and indexes {c['chunks']:,.0f} chunks instead of "
                        f"{b['chunks']:,.0f}.")
