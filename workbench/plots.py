@@ -376,14 +376,15 @@ def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def by_group(
     result: SweepResult, groups: Dataset | Mapping[str, str], metric: str = RECALL, k: int | None = None,
-    variants: Sequence[str] | None = None,
+    variants: Sequence[str] | None = None, table: pd.DataFrame | None = None,
 ) -> Figure:
     """One panel per group of questions (SweepResult.by_group: a Dataset or qid -> group), each
     variant's mean `metric`@k with its CI, best on top and outlined: the best chunking can differ
-    by kind of text. Panels share the x axis; each title gives its number of questions."""
+    by kind of text. Panels share the x axis; each title gives its number of questions.
+    `table`: result.by_group(groups) when already computed (its bootstrap is the costly part)."""
     k = _metric_k(result, metric, k)
     keys, colors = _select(result, variants)
-    table = result.by_group(groups)
+    table = result.by_group(groups) if table is None else table
     table = table[(table["metric"] == metric) & (table["k"] == k) & (_budget(table) == 0) & table["key"].isin(keys)]
     names = list(dict.fromkeys(table["group"]))
     best = best_by_group(table, metric).set_index("group")["key"]

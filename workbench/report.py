@@ -88,9 +88,10 @@ def summary_table(result: SweepResult) -> pd.DataFrame:
                                                                   strict=True)])
 
 
-def p_best_table(result: SweepResult) -> pd.DataFrame:
-    """summary_table's layout holding P(best) (stats.with_prob_best; fewer context tokens is better)."""
-    s = stats.with_prob_best(result.summary, result.per_question)
+def p_best_table(result: SweepResult, ranked: pd.DataFrame | None = None) -> pd.DataFrame:
+    """summary_table's layout holding P(best) (stats.with_prob_best; fewer context tokens is better).
+    `ranked`: that summary with its p_best column, when already computed."""
+    s = stats.with_prob_best(result.summary, result.per_question) if ranked is None else ranked
     return _by_metric_and_k(result, s, [f"{p:.2f}" for p in s["p_best"]])
 
 
@@ -174,10 +175,12 @@ def _legend_table(result: SweepResult) -> str:
 # --- tables -----------------------------------------------------------------------------------------
 
 
-def compact_table(result: SweepResult, k: int, metric: str = "recall") -> pd.DataFrame:
+def compact_table(result: SweepResult, k: int, metric: str = "recall",
+                  ranked: pd.DataFrame | None = None) -> pd.DataFrame:
     """The metrics a reader compares first (COMPACT, those the result holds), at one k, one row
     per variant in sweep order, 'mean [ci_low, ci_high]' cells, and after `metric`@k the
-    bootstrap probability that each variant has the best `metric`@k (stats.prob_best)."""
+    bootstrap probability that each variant has the best `metric`@k (stats.prob_best; taken
+    from `ranked`, the summary with its p_best column, when already computed)."""
     s = result.summary
     names = [m for m in COMPACT if m in set(s["metric"])]
     rows = s[s["metric"].isin(names) & s["k"].isin([k, metrics.OMEGA_K]) & (s.get("budget", 0) == 0)]
@@ -190,7 +193,11 @@ def compact_table(result: SweepResult, k: int, metric: str = "recall") -> pd.Dat
     columns = [c for m in names for c in (f"{m}@{k}", m) if c in table.columns]
     table = table.loc[[v for v in result.labels if v in table.index], columns].rename_axis(index=None, columns=None)
     if f"{metric}@{k}" in table.columns:
-        p = stats.prob_best(result.per_question, metric, k).rename(index=result.label_of)
+        if ranked is None:
+            p = stats.prob_best(result.per_question, metric, k).rename(index=result.label_of)
+        else:
+            at = ranked[(ranked["metric"] == metric) & (ranked["k"] == k) & (ranked.get("budget", 0) == 0)]
+            p = at.set_index("variant")["p_best"]
         table.insert(table.columns.get_loc(f"{metric}@{k}") + 1, "P(best)", [f"{p[v]:.2f}" for v in table.index])
     return table
 
@@ -316,13 +323,14 @@ def _against_best(v: Verdict) -> str:
 
 def _scores(result: SweepResult, k: int) -> str:
     confidence = result.config.get("confidence", 0.95)
+    ranked = stats.with_prob_best(result.summary, result.per_question)  # once, for both tables
     return (f'<section id="scores"><h2>Scores</h2>\n<p>Mean [{confidence:.0%} confidence interval] over questions at '
             f"k = {k}; context tokens are cl100k tokens handed to the LLM. P(best): the share of bootstrap resamples "
             "of the questions (the same questions for every variant) in which the variant has the best mean."
-            f"</p>\n{_table(compact_table(result, k))}"
+            f"</p>\n{_table(compact_table(result, k, ranked=ranked))}"
             f"<details><summary>Every metric at every k</summary>\n{_table(summary_table(result))}</details>"
             "<details><summary>P(best) of every metric at every k (fewer context tokens is better)</summary>\n"
-            f"{_table(p_best_table(result))}</details></section>\n")
+            f"{_table(p_best_table(result, ranked))}</details></section>\n")
 
 
 MAX_GROUPS = 12  # "By corpus" draws at most this many groups (a dataset split by prefix may have one per document)
@@ -344,7 +352,7 @@ def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, m
     best = plots.best_by_group(table, metric)
     rows = "".join(f"<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td>{html.escape(str(r.variant))}</td>"
                    f"<td>{_cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
-    fig = _fit(plots.by_group(result, groups, metric, k))
+    fig = _fit(plots.by_group(result, groups, metric, k, table=table))
     png = base64.b64encode(plots.figure_to_png_bytes(fig, dpi)).decode("ascii")
     return (f'<section id="by-corpus"><h2>By corpus</h2>\n<p>The questions split by the group of their evidence '
             'documents (their <code>group</code> field, else the doc id up to its first "/"; evidence in two '
