@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,14 +41,15 @@ class Variant:
              rrf_k: int = DEFAULT_RRF_K, **params: Any) -> Variant:
         """Validate and canonicalise; raises ValueError naming the bad parameter."""
         if contextual_header and late:
-            raise IncompatibleParams("contextual_header and late cannot be combined: late chunking embeds the "
-                             "document itself, so a header would change nothing")
+            raise IncompatibleParams(f"{strategy}: contextual_header and late cannot be combined: late chunking "
+                                     "embeds the document itself, so a header would change nothing")
         if retriever not in RETRIEVERS:
             raise ValueError(f"parameter 'retriever' must be one of {list(RETRIEVERS)}, got {retriever!r}")
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
             raise ValueError(f"parameter 'rrf_k' must be an int >= 1, got {rrf_k!r}")
         if rrf_k != DEFAULT_RRF_K and retriever != "hybrid":
-            raise IncompatibleParams(f"parameter 'rrf_k' applies to retriever='hybrid' only, got retriever={retriever!r}")
+            raise IncompatibleParams(f"{strategy}: parameter 'rrf_k' applies to retriever='hybrid' only, "
+                                     f"got retriever={retriever!r}")
         spec = get_strategy(strategy)
         resolved = spec.resolve(params)
         return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version,
@@ -195,20 +197,29 @@ def parse_variant(text: str) -> Variant:
                         retriever=retriever, **flags.get("hybrid", {}), **_parse_args(text, args))
 
 
+def expand(strategy: str, lists: Mapping[str, Any]) -> tuple[list[Variant], list[str]]:
+    """Every combination of the listed values of `Variant.make`'s arguments (a scalar is a list
+    of one): the valid variants in order, and one reason per combination skipped because its
+    values clash (IncompatibleParams: overlap >= size, a header with late chunking...); a value
+    that is invalid on its own still raises."""
+    names = list(lists)
+    values = [v if isinstance(v, list | tuple) else [v] for v in lists.values()]
+    out: list[Variant] = []
+    skipped: list[str] = []
+    for combo in itertools.product(*values):
+        try:
+            out.append(Variant.make(strategy, **dict(zip(names, combo, strict=True))))
+        except IncompatibleParams as e:
+            skipped.append(str(e))
+    return out, skipped
+
+
 def grid(strategy: str, *, contextual_header: bool = False, late: bool = False, **lists: Any) -> list[Variant]:
     """Every combination of the listed values: grid("fixed", size=[128, 256], overlap=[0, 32]),
     retrievers included: grid("fixed", size=256, retriever=["dense", "bm25", "hybrid"]).
     Combinations whose values clash (overlap >= size, rrf_k without hybrid) are skipped, so grids stay
     simple; a value that is invalid on its own still raises."""
-    names = list(lists)
-    values = [v if isinstance(v, list | tuple) else [v] for v in lists.values()]
-    out: list[Variant] = []
-    last_error: ValueError | None = None
-    for combo in itertools.product(*values):
-        try:
-            out.append(Variant.make(strategy, contextual_header=contextual_header, late=late, **dict(zip(names, combo))))
-        except IncompatibleParams as e:
-            last_error = e
+    out, skipped = expand(strategy, {"contextual_header": contextual_header, "late": late, **lists})
     if not out:
-        raise ValueError(f"grid({strategy!r}, ...): every combination is invalid, e.g. {last_error}")
+        raise ValueError(f"grid({strategy!r}, ...): every combination is invalid, e.g. {skipped[-1]}")
     return out

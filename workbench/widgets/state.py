@@ -5,7 +5,6 @@ rebuilt and which only re-highlighted, and the question-by-question comparison o
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 import time
@@ -19,13 +18,12 @@ import pandas as pd
 
 from workbench import stats
 from workbench.chunkers import STRATEGIES, Param
-from workbench.chunkers.registry import IncompatibleParams
 from workbench.dataset import Dataset
 from workbench.embed import Embedder
 from workbench.errors import describe
 from workbench.index import IndexStore
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep_steps
-from workbench.variant import RETRIEVERS, Variant
+from workbench.variant import RETRIEVERS, Variant, expand
 
 MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
 
@@ -172,14 +170,10 @@ class GridSpec:
         skipped: list[str] = []
         for s in self.strategies:
             swept = {name: vals for name, vals in values.items() if name in STRATEGIES[s].params}
-            for *combo, header, late, retriever in itertools.product(
-                    *swept.values(), self.contextual_header, self.late, self.retrievers):
-                try:
-                    v = Variant.make(s, contextual_header=header, late=late, retriever=retriever,
-                                     **dict(zip(swept, combo, strict=True)))
-                except IncompatibleParams as e:  # clashing values, or a header with late chunking
-                    skipped.append(f"{s}: {e}" if header and late else str(e))
-                    continue
+            made, clashes = expand(s, {**swept, "contextual_header": list(self.contextual_header),
+                                       "late": list(self.late), "retriever": list(self.retrievers)})
+            skipped += clashes
+            for v in made:
                 found.setdefault(v.key, v)
         if not found:
             raise ValueError(f"no valid variant: all {len(skipped)} combinations clash, e.g. {skipped[0]}")
