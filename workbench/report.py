@@ -28,7 +28,7 @@ from workbench.embed import Embedder, default_model_path, model_fingerprint
 from workbench.index import IndexStore
 from workbench.io import atomic_write
 from workbench.sweep import rankings
-from workbench.variant import Variant, short_value
+from workbench.variant import short_value
 from workbench.verdict import Verdict, verdict
 from workbench.viewer import around, chunk_html
 
@@ -367,16 +367,6 @@ def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, m
 Wanted = tuple[Dataset, IndexStore | str | Path, Embedder | None]
 
 
-def _variant_of(result: SweepResult, key: str) -> Variant:
-    """The Variant of `key`, made again from the result's grid."""
-    for g in result.config.get("grid", []):
-        v = Variant.make(g["strategy"], contextual_header=g.get("contextual_header", False), late=g.get("late", False),
-                         **g.get("params", {}))
-        if v.key == key:
-            return v
-    raise ValueError(f"variant {result.label_of(key)} cannot be made again from the result's grid")
-
-
 def _passages(dataset: Dataset, evidence: Sequence[Span], chars: int = 300) -> list[tuple[str, int, int]]:
     """One passage per document holding evidence: the evidence with `chars` around it."""
     bounds: dict[str, tuple[int, int]] = {}
@@ -417,7 +407,7 @@ def _cuts(result: SweepResult, v: Verdict | None, wanted: Wanted | None) -> str:
     wins, losses = diff[diff > 0].index[::-1], diff[diff < 0].index
     picked = [*wins[: CUT_QUESTIONS - min(1, len(losses))], *losses[: CUT_QUESTIONS - min(len(wins), CUT_QUESTIONS - 1)]]
     names = {key: result.label_of(key) for key in (v.best, v.runner_up)}
-    hits = {key: rankings(dataset, _variant_of(result, key), v.k, embedder, store, result.config.get("mode", "corpus"))
+    hits = {key: rankings(dataset, result.variant(key), v.k, embedder, store, result.config.get("mode", "corpus"))
             for key in names}
     order = {q.qid: i for i, q in enumerate(dataset.questions)}
     out = [head, f"<p>The best, <b>{html.escape(names[v.best])}</b>, and the runner-up, <b>{html.escape(names[v.runner_up])}"

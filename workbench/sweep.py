@@ -95,6 +95,16 @@ class SweepResult:
         names = dict.fromkeys(p for spec in self.config.get("grid", []) for p in spec.get("params", {}))
         return [p for p in names if p in self.variants.columns]
 
+    def variant(self, key: str) -> Variant:
+        """The Variant of a measured variant (key or label), made again from the grid, e.g. to
+        load its chunks or rankings."""
+        key = self.key_of(key)
+        for spec in self.config.get("grid", []):
+            v = Variant.from_spec(spec)
+            if v.key == key:
+                return v
+        raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
+
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
 

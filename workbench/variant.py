@@ -55,6 +55,12 @@ class Variant:
         return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version,
                    retriever, rrf_k)
 
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Variant:
+        """The variant `spec()` describes (a result's config["grid"] holds these)."""
+        return cls.make(spec["strategy"], contextual_header=spec.get("contextual_header", False),
+                        late=spec.get("late", False), **spec.get("params", {}))
+
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.params)

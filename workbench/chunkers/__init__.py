@@ -2,7 +2,8 @@
 
 from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
-from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
+# after the built-in families, so they come first in every list of strategies
+from workbench.chunkers import external  # noqa: F401, I001  (registers langchain_recursive, llamaindex_sentence)
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy, unregister
 

@@ -180,14 +180,6 @@ class GridSpec:
         return Expansion(list(found.values()), skipped)
 
 
-def variants_of(result: SweepResult) -> dict[str, Variant]:
-    """The result's variants by key, made again from its grid (e.g. to load a variant's chunks)."""
-    made = (Variant.make(g["strategy"], contextual_header=g.get("contextual_header", False),
-                         late=g.get("late", False), **g["params"]) for g in result.config.get("grid", []))
-    keys = set(result.keys)
-    return {v.key: v for v in made if v.key in keys}
-
-
 def sweep_settings(result: SweepResult | None, dataset: Dataset, embedder: Embedder,
                    ks: Sequence[int]) -> tuple[tuple[int, ...], str]:
     """The ks and mode a panel sweeps new variants with: those of `result`, which must be of the

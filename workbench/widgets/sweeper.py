@@ -47,7 +47,6 @@ from workbench.widgets.state import (
     hint,
     parameters,
     sweep_settings,
-    variants_of,
 )
 
 FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then "compare"
@@ -89,7 +88,6 @@ class Sweeper(w.VBox):
         self.scrub = ScrubState()
         self.last_redraw = Redraw.NONE
         self.pictures: dict[str, Picture] = {}
-        self._variants = variants_of(result) if result is not None else {}
         self._ranked: dict[str, list[list[Hit]]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
         self._lock = threading.RLock()  # the sweep thread and the user's clicks draw one at a time
@@ -220,7 +218,6 @@ class Sweeper(w.VBox):
         already measured are not re-run. RuntimeError while another sweep runs."""
         if self.run is not None and self.run.running:
             raise RuntimeError("a sweep is running: wait for it or press Stop")
-        self._variants.update({v.key: v for v in variants})
         run = SweepRun(self.dataset, variants, self.embedder, self.store, self.ks, self.mode, self.result,
                        on_step=lambda r: self._guard(lambda: self._on_step(r))())
         self.run, self.budget = run, DrawBudget(self.draw_share)
@@ -352,7 +349,7 @@ class Sweeper(w.VBox):
 
     def _chunks_of(self, key: str) -> list[Chunk]:
         if key not in self._chunks:
-            self._chunks[key] = self.store.get(self._variants[key], self.dataset, self.embedder).chunks
+            self._chunks[key] = self.store.get(self.result.variant(key), self.dataset, self.embedder).chunks
         return self._chunks[key]
 
     # ---- compare ------------------------------------------------------------------------------
@@ -401,7 +398,7 @@ class Sweeper(w.VBox):
 
     def _rankings(self, key: str) -> list[list[Hit]]:
         if key not in self._ranked:
-            self._ranked[key] = rankings(self.dataset, self._variants[key], max(self.ks), self.embedder,
+            self._ranked[key] = rankings(self.dataset, self.result.variant(key), max(self.ks), self.embedder,
                                          self.store, self.mode)
         return self._ranked[key]
 
