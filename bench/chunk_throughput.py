@@ -1,0 +1,120 @@
+"""Chunking throughput of the workbench's fixed, recursive and sentence chunkers against
+LlamaIndex's SentenceSplitter(chunk_size=256, chunk_overlap=0), the splitter users run today.
+
+Each contender chunks the same documents through its normal public path (the workbench's
+`Variant.chunk`, LlamaIndex's `get_nodes_from_documents`), once to warm up, then best of
+`--repeats` rounds run interleaved, so a burst of load from other jobs on this shared machine
+hits every contender alike. The result is a ratio: LlamaIndex seconds / workbench seconds
+(higher is faster). chunk_overlap=0 (not LlamaIndex's default of 200) because the workbench
+variants are measured at overlap 0: like for like.
+
+Corpora: data/chroma_small, and the longest chroma_general document (finance, 738k
+characters) when ../shared is beside the repo.
+
+Run from the repo root: python bench/chunk_throughput.py  (about a minute on 2 cores)
+bench/perf.py imports `measure()` for the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.chunkers import ChunkEnv
+from workbench.dataset import Dataset, load_dataset
+from workbench.variant import Variant
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = REPO / "data" / "chroma_small"
+GENERAL = REPO.parent / "shared" / "datasets" / "chroma_general"  # the shared data beside the repo
+SIZE = 256  # chunk size in cl100k tokens, for every contender
+VARIANTS = [Variant.make("fixed", size=SIZE), Variant.make("recursive", size=SIZE), Variant.make("sentence", size=SIZE)]
+TARGETS = {"fixed": 6.0, "recursive": 6.0, "sentence": 2.0}  # issue 10: x faster than SentenceSplitter(256)
+
+
+def corpora() -> list[Dataset]:
+    """data/chroma_small, plus chroma_general's longest document when the shared data is present."""
+    out = [load_dataset(SMALL)]
+    if (GENERAL / "corpus.jsonl").exists():
+        longest = max(load_dataset(GENERAL).documents, key=lambda d: len(d.text))
+        out.append(Dataset(f"chroma_general/{longest.doc_id}", (longest,), ()))
+    return out
+
+
+def llamaindex_chunker(dataset: Dataset) -> Callable[[], object]:
+    """SentenceSplitter(chunk_size=SIZE, chunk_overlap=0) over `dataset`'s documents."""
+    from llama_index.core import Document as LlamaDocument
+    from llama_index.core.node_parser import SentenceSplitter
+
+    splitter = SentenceSplitter(chunk_size=SIZE, chunk_overlap=0)
+    docs = [LlamaDocument(text=d.text, id_=d.doc_id) for d in dataset.documents]
+    return lambda: splitter.get_nodes_from_documents(docs)
+
+
+def best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Best wall seconds of each contender over `repeats` rounds (one call each per round),
+    after one warm-up call each (loads tokenizers, punkt, imports)."""
+    for fn in contenders.values():
+        fn()
+    best = dict.fromkeys(contenders, float("inf"))
+    for _ in range(repeats):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def measure(repeats: int = 3, datasets: list[Dataset] | None = None) -> pd.DataFrame:
+    """One row per (corpus, workbench variant): seconds of both and ratio = llamaindex / workbench."""
+    rows = []
+    for data in datasets or corpora():
+        env = ChunkEnv()
+        contenders = {"llamaindex": llamaindex_chunker(data)}
+        contenders |= {v.strategy: (lambda v=v: v.chunk(data, env)) for v in VARIANTS}
+        best = best_interleaved(contenders, repeats)
+        for v in VARIANTS:
+            rows.append({
+                "corpus": data.name,
+                "chars": data.n_chars,
+                "variant": v.label,
+                "llamaindex_s": best["llamaindex"],
+                "workbench_s": best[v.strategy],
+                "ratio": best["llamaindex"] / best[v.strategy],
+                "target": TARGETS[v.strategy],
+            })
+    return pd.DataFrame(rows)
+
+
+def table(df: pd.DataFrame) -> str:
+    lines = ["| corpus (chars) | variant | x faster than SentenceSplitter(256) | target |", "|---|---|---|---|"]
+    for r in df.itertuples():
+        lines.append(f"| {r.corpus} ({r.chars:,}) | {r.variant} | x{r.ratio:.1f} | x{r.target:g} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeats", type=int, default=3, help="interleaved timed rounds; the best of each is kept")
+    p.add_argument("--out", type=Path, default=None, help="write the markdown table here (default: print only)")
+    args = p.parse_args()
+    df = measure(args.repeats)
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor() or "unknown CPU")
+    md = (f"`python bench/chunk_throughput.py --repeats {args.repeats}`, run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+          f" on {os.cpu_count()} cores ({cpu}, {platform.system()}), shared with other jobs: ratios, not seconds.\n\n"
+          f"{table(df)}\n")
+    print(md)
+    if args.out:
+        args.out.write_text(md)
+
+
+if __name__ == "__main__":
+    main()
