@@ -296,11 +296,15 @@ def score_budgets(
     wanted = (*BUDGET_METRICS, sent)
     rows = []
     for q, ranked in zip(questions, rankings):
-        for b in budgets:
-            packed = pack(ranked, b, encoding)
-            scores = score_question(q.answers, packed, [max(1, len(packed))], token_bounds=token_bounds)
-            values = {m: v for m, _, v in scores}
-            rows += [(q.qid, b, m, values[m]) for m in wanted if m in values]
+        # every packed context is a prefix of the ranking: one pass scores them all at k = its length
+        lengths = [len(pack(ranked, b, encoding)) for b in budgets]
+        at = {k: {} for k in lengths}
+        if lengths[-1]:
+            for m, k, v in score_question(q.answers, ranked, sorted({n for n in lengths if n}), token_bounds=token_bounds):
+                at[k][m] = v
+        if 0 in at:  # nothing fits: scored as an empty ranking
+            at[0] = {m: v for m, _, v in score_question(q.answers, [], [1], token_bounds=token_bounds)}
+        rows += [(q.qid, b, m, at[n][m]) for b, n in zip(budgets, lengths) for m in wanted if m in at[n]]
     qids, bb, names, values = zip(*rows) if rows else ((), (), (), ())
     return pd.DataFrame(
         {
