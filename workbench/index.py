@@ -235,19 +235,25 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> Chunk
         vectors = late_vectors(dataset.docs, chunks, embedder)
     else:
         vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
-    cost = {
-        "chunks": len(chunks),
-        "chars": sum(c.end - c.start for c in chunks),
-        "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
-        "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(texts)),
+    cost = chunk_cost(chunks) | {
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
         "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
-        "overlap_chars": overlap_chars(chunks),
         "texts_embedded": embedder.stats.embedded - before,
         "seconds": round(time.perf_counter() - t0, 3),
         "built": True,
     }
     return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+
+
+def chunk_cost(chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """What a chunking stores and embeds, whatever computes its vectors (build_index, preview)."""
+    return {
+        "chunks": len(chunks),
+        "chars": sum(c.end - c.start for c in chunks),
+        "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
+        "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(embed_texts(chunks))),
+        "overlap_chars": overlap_chars(chunks),
+    }
 
 
 def flat_index(vectors: np.ndarray) -> faiss.Index:

@@ -11,7 +11,7 @@ at its middle, so each token's embedding comes from the window where it sits far
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +40,9 @@ def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int, int, i
 
 
 @dataclass(eq=False)
-class _DocTokens:
+class DocTokens:
+    """A document's content tokens, their character offsets and (once computed) embeddings."""
+
     ids: list[int]  # content tokens, without special tokens
     starts: np.ndarray  # char offsets of each token
     ends: np.ndarray
@@ -51,7 +53,7 @@ class _DocTokens:
 class _Window:
     """Tokens [start, end) of a document, read in one pass; it supplies tokens [own_start, own_end)."""
 
-    doc: _DocTokens
+    doc: DocTokens
     start: int
     end: int
     own_start: int
@@ -67,11 +69,11 @@ def _frame(tokenizer) -> tuple[list[int], list[int]]:
     return ids[:first], ids[last + 1 :]
 
 
-def _tokenize(text: str, tokenizer) -> _DocTokens:
+def _tokenize(text: str, tokenizer) -> DocTokens:
     """Content tokens of `text` (no special tokens) with their char offsets."""
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     offsets = np.array(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-    return _DocTokens(enc["input_ids"], offsets[:, 0], np.maximum.accumulate(offsets[:, 1]))
+    return DocTokens(enc["input_ids"], offsets[:, 0], np.maximum.accumulate(offsets[:, 1]))
 
 
 def _run_windows(plan: list[_Window], frame: tuple[list[int], list[int]], embedder: Embedder) -> None:
@@ -96,7 +98,7 @@ def _run_windows(plan: list[_Window], frame: tuple[list[int], list[int]], embedd
             w.doc.vecs[w.own_start : w.own_end] = emb[lo : lo + w.own_end - w.own_start]
 
 
-def _pool(doc: _DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pool(doc: DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean embedding and count of the tokens overlapping each [start, end) span, by cumulative sums."""
     first = np.searchsorted(doc.ends, spans[:, 0], side="right")  # first token ending after start
     stop = np.maximum(np.searchsorted(doc.starts, spans[:, 1], side="left"), first)  # first starting at/after end
@@ -112,25 +114,16 @@ def window_size(embedder: Embedder) -> tuple[int, int]:
     return size, int(size * OVERLAP)
 
 
-def late_vectors(docs: Mapping[str, Document], chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
-    """L2-normalised float32 late-chunking vectors, one row per chunk.
-
-    A chunk pools every token whose characters overlap its span. Special tokens ([CLS], [SEP])
-    give each window its usual frame but are not pooled. `embed_text` is ignored: the document
-    is the context. A chunk with no token (whitespace only) gets the ordinary embedding of its
-    text instead of a NaN."""
-    rows_of: dict[str, list[int]] = {}
-    for row, c in enumerate(chunks):
-        if c.doc_id not in docs:
-            raise KeyError(f"chunk {row} belongs to document {c.doc_id!r}, which is not in `docs`")
-        rows_of.setdefault(c.doc_id, []).append(row)
+def token_embeddings(docs: Mapping[str, Document], embedder: Embedder) -> Iterator[tuple[str, DocTokens]]:
+    """(doc id, tokens with their float32 contextual embeddings) of every document, in `docs`
+    order: one model pass per window, GROUP_WINDOWS windows at a time. A document's embeddings
+    are freed when the caller asks for the next one after its group, which bounds memory."""
     frame = _frame(embedder.tokenizer)
     size, overlap = window_size(embedder)
-
-    groups: list[list[tuple[str, _DocTokens, list]]] = [[]]  # documents whose windows run together
+    groups: list[list[tuple[str, DocTokens, list]]] = [[]]  # documents whose windows run together
     n_windows = 0
-    for doc_id in rows_of:
-        tokens = _tokenize(docs[doc_id].text, embedder.tokenizer)
+    for doc_id, doc in docs.items():
+        tokens = _tokenize(doc.text, embedder.tokenizer)
         plan = plan_windows(len(tokens.ids), size, overlap)
         if groups[-1] and n_windows + len(plan) > GROUP_WINDOWS:
             groups.append([])
@@ -138,19 +131,55 @@ def late_vectors(docs: Mapping[str, Document], chunks: Sequence[Chunk], embedder
         groups[-1].append((doc_id, tokens, plan))
         n_windows += len(plan)
 
-    out = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
-    empty: list[int] = []
-    for group in tqdm(groups, desc="late chunking", unit="group", disable=not embedder.progress or len(groups) < 2):
+    for group in tqdm(groups, desc="token embeddings", unit="group", disable=not embedder.progress or len(groups) < 2):
         for _, tokens, _ in group:
             tokens.vecs = np.zeros((len(tokens.ids), embedder.dim), dtype=np.float32)
         _run_windows([_Window(t, *w) for _, t, plan in group for w in plan], frame, embedder)
         for doc_id, tokens, _ in group:
-            rows = rows_of[doc_id]
-            spans = np.array([(chunks[r].start, chunks[r].end) for r in rows], dtype=np.int64).reshape(-1, 2)
-            out[rows], count = _pool(tokens, spans)
-            empty.extend(r for r, k in zip(rows, count) if k == 0)
-            tokens.vecs = None  # free the document's token embeddings
+            yield doc_id, tokens
+            tokens.vecs = None
+
+
+def pooled_vectors(chunks: Sequence[Chunk], doc_tokens: Iterable[tuple[str, DocTokens]],
+                   embedder: Embedder) -> np.ndarray:
+    """L2-normalised float32 vectors, one row per chunk: the mean embedding of the tokens whose
+    characters overlap the chunk's span, from `doc_tokens` ((doc id, tokens), each chunk's
+    document among them). A chunk with no token (whitespace only) gets the ordinary embedding
+    of its text instead of a NaN."""
+    rows_of: dict[str, list[int]] = {}
+    for row, c in enumerate(chunks):
+        rows_of.setdefault(c.doc_id, []).append(row)
+    parts: list[tuple[list[int], np.ndarray]] = []
+    empty: list[int] = []
+    for doc_id, tokens in doc_tokens:
+        rows = rows_of.pop(doc_id, None)
+        if rows is None:
+            continue
+        spans = np.array([(chunks[r].start, chunks[r].end) for r in rows], dtype=np.int64).reshape(-1, 2)
+        vecs, count = _pool(tokens, spans)
+        parts.append((rows, vecs))
+        empty.extend(r for r, k in zip(rows, count) if k == 0)
+    if rows_of:
+        raise KeyError(f"no token embeddings for document(s) {sorted(rows_of)[:5]} of the chunks")
+    dim = parts[0][1].shape[1] if parts else embedder.dim  # from the tokens: a cached pass needs no model
+    out = np.zeros((len(chunks), dim), dtype=np.float32)
+    for rows, vecs in parts:
+        out[rows] = vecs
     if empty:
         out[empty] = embedder.encode([chunks[r].text for r in empty])
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def late_vectors(docs: Mapping[str, Document], chunks: Sequence[Chunk], embedder: Embedder) -> np.ndarray:
+    """L2-normalised float32 late-chunking vectors, one row per chunk (see `pooled_vectors`),
+    from one pass over the chunks' documents.
+
+    Special tokens ([CLS], [SEP]) give each window its usual frame but are not pooled.
+    `embed_text` is ignored: the document is the context."""
+    needed: dict[str, Document] = {}
+    for row, c in enumerate(chunks):
+        if c.doc_id not in docs:
+            raise KeyError(f"chunk {row} belongs to document {c.doc_id!r}, which is not in `docs`")
+        needed[c.doc_id] = docs[c.doc_id]
+    return pooled_vectors(chunks, token_embeddings(needed, embedder), embedder)

@@ -28,10 +28,13 @@ from workbench.embed import Embedder
 from workbench.index import ChunkIndex, IndexStore
 from workbench.io import CACHE_DIR, atomic_write, write_text
 from workbench.metrics import DEFAULT_BUDGETS, DEFAULT_KS
+from workbench.preview import preview_index, token_cache
 from workbench.variant import Variant
 
 MODES = ("corpus", "document")
-MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "budgets", "budget_encoding", "mode", "confidence")  # for `combine`
+# for `combine`; "preview" so that a preview score never stands in a table for a real one
+MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "budgets", "budget_encoding", "mode", "confidence",
+              "preview")
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas")
 
 
@@ -43,9 +46,11 @@ class SweepResult:
                   [key, variant, qid, k, budget, metric, value]
     summary:      one row per variant x metric x cut-off: [key, variant, metric, k, budget, mean, ci_low, ci_high, n]
     variants:     one row per variant: key, variant (its label), strategy, modifiers, retriever
-                  (and rrf_k for hybrid), one column per parameter, and index cost (chunks, chars, tokens embedded, overlap chars, seconds, ...)
+                  (and rrf_k for hybrid), one column per parameter, index cost (chunks, chars, tokens
+                  embedded, overlap chars, seconds, ...) and preview (True: scored from pooled
+                  vectors, see workbench.preview)
     config:       provenance: dataset and model (names, fingerprints), ks, budgets, budget_encoding,
-                  mode, grid, versions, date
+                  mode, grid, versions, date; preview = True for a preview sweep
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
     (context tokens, counted in config["budget_encoding"]) for a metric at an equal context
@@ -104,6 +109,19 @@ class SweepResult:
             if v.key == key:
                 return v
         raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
+
+    def top(self, n: int, metric: str = "recall", k: int = 5) -> list[Variant]:
+        """The n variants of highest mean `metric` at cut-off k (ties in grid order), e.g. the
+        best of a preview sweep, to confirm with a real one."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        table = self.summary
+        rows = table[(table["metric"] == metric) & (table["k"] == k) & (table["budget"] == 0)]
+        if rows.empty:
+            raise ValueError(f"no {metric!r} at k={k} in the result; metrics: {sorted(table['metric'].unique())}, "
+                             f"ks: {self.ks}")
+        mean = dict(zip(rows["key"], rows["mean"], strict=True))
+        return [self.variant(key) for key in sorted(mean, key=lambda key: -mean[key])[:n]]
 
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
@@ -175,9 +193,11 @@ def rankings(
 
 
 def _check_grid(variants: Sequence[Variant], ks: Sequence[int], mode: str, budgets: Sequence[int],
-                budget_encoding: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+                budget_encoding: str, preview: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Validate the arguments of a sweep up front; returns the sorted distinct ks and budgets
     (budgets may be empty: no budget rows)."""
+    if not isinstance(preview, bool):
+        raise TypeError(f"preview must be True or False, got {preview!r}")
     ks = tuple(sorted(set(ks)))
     if not ks or ks[0] < 1:
         raise ValueError(f"ks must be positive integers, got {list(ks)}")
@@ -204,15 +224,17 @@ def sweep_steps(
     confidence: float = 0.95,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     budget_encoding: str = "cl100k_base",
+    preview: bool = False,
 ) -> Iterator[SweepResult]:
     """The sweep one variant at a time: each step is the complete SweepResult of one variant, so
     a caller can show results as they come and stop between variants (the widgets do);
     `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
-    ks, budgets = _check_grid(variants, ks, mode, budgets, budget_encoding)
+    ks, budgets = _check_grid(variants, ks, mode, budgets, budget_encoding, preview)
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [v.label for v in variants]), strict=True))
     store, embedder = resolve_store(store, embedder)
-    return _steps(dataset, variants, labels, ks, embedder, store, mode, progress, confidence, budgets, budget_encoding)
+    return _steps(dataset, variants, labels, ks, embedder, store, mode, progress, confidence, budgets, budget_encoding,
+                  preview)
 
 
 def _ranked(index: ChunkIndex, qvecs: np.ndarray, dataset: Dataset, ks: tuple[int, ...], mode: str,
@@ -233,9 +255,10 @@ def _ranked(index: ChunkIndex, qvecs: np.ndarray, dataset: Dataset, ks: tuple[in
 
 def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str], ks: tuple[int, ...],
            embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float,
-           budgets: tuple[int, ...], budget_encoding: str) -> Iterator[SweepResult]:
+           budgets: tuple[int, ...], budget_encoding: str, preview: bool) -> Iterator[SweepResult]:
     with embedder.progress_bars(progress):
         qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
+        tokens = token_cache(dataset, embedder, store.root) if preview else None  # the one model pass of a preview
     bounds = metrics.token_bounds(dataset)  # for token-level recall, once per corpus
     config = {
         "dataset": dataset.name,
@@ -252,14 +275,14 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         "mode": mode,
         "confidence": confidence,
         "versions": versions(),
-    }
+    } | ({"preview": True} if preview else {})  # real results stay as before, so they combine with older ones
     bar = tqdm(variants, desc="variants", disable=not progress, unit="variant")
     for v in bar:
         bar.set_postfix_str(labels[v.key])
         before = (embedder.stats.embedded, embedder.stats.cached)
         try:
             with embedder.progress_bars(progress):
-                index = store.get(v, dataset, embedder)
+                index = preview_index(v, dataset, embedder, tokens) if preview else store.get(v, dataset, embedder)
             ranked = _ranked(index, qvecs, dataset, ks, mode, budgets, budget_encoding)
             parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds).assign(budget=0),
                      metrics.score_omega(dataset.questions, index.spans).assign(budget=0)]
@@ -273,7 +296,7 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         scores.insert(0, "key", v.key)
         row = {"key": v.key, "variant": labels[v.key], "strategy": v.strategy,
                "contextual_header": v.contextual_header, "late": v.late, "retriever": v.retriever, **v.retrieval,
-               **v.kwargs, **index.cost}
+               **v.kwargs, **index.cost, "preview": preview}
         yield SweepResult(scores, stats.summarize(scores, confidence=confidence), pd.DataFrame([row]), config | {
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],
@@ -293,6 +316,7 @@ def sweep(
     confidence: float = 0.95,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     budget_encoding: str = "cl100k_base",
+    preview: bool = False,
 ) -> SweepResult:
     """Score every variant on every question of `dataset` at every k and every context budget.
 
@@ -300,11 +324,18 @@ def sweep(
     progress=False draws no progress bar at all (the embedder's included).
     budgets: context budgets in tokens of `budget_encoding` ("cl100k_base" or "o200k_base"),
     scored by metrics.score_budgets; () scores none.
+    preview=True scores every variant from one cached model pass over the corpus (workbench.preview):
+    chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
+    row is marked preview (which `combine` refuses to mix with real results). Confirm the best
+    with real embeddings in a second call:
+
+        rough = sweep(data, variants, preview=True)          # about the cost of one real variant
+        real = sweep(data, rough.top(3, metric="recall", k=5))
     """
     store, embedder = resolve_store(store, embedder)
     before = (embedder.stats.embedded, embedder.stats.cached)
     result = combine(list(sweep_steps(dataset, variants, ks, embedder, store, mode, progress, confidence,
-                                      budgets, budget_encoding)))
+                                      budgets, budget_encoding, preview)))
     result.config |= {  # the questions' vectors count too
         "texts_embedded": embedder.stats.embedded - before[0],
         "texts_cached": embedder.stats.cached - before[1],

@@ -1,0 +1,116 @@
+"""Preview mode: rank a grid of chunkings from one model pass over the corpus.
+
+Why: a real sweep embeds every variant's chunks again, so a grid of 20 costs 20 passes. Every
+chunk is an exact character span, so its vector can instead be pooled (mean, then L2-normalised)
+from token embeddings computed once per corpus and model: the document-context pass of late
+chunking (workbench.late), kept on disk. Any number of variants then costs chunking and FAISS
+only. The ranking of such a grid is an estimate (preview vectors are late-chunking vectors, so
+a contextual header changes nothing here); confirm its best variants with a real sweep
+(SweepResult.top, then sweep).
+
+Semantic chunking embeds sentence groups to choose its cuts: in preview, each group's vector
+is pooled from the same cached tokens too (the groups are slices of the document), so a
+semantic grid costs no model pass either; a strategy embedding texts that are not slices of
+its document gets real (cached) embeddings.
+
+Cache: `<root>/tokens/<corpus fingerprint>-<model fingerprint>/`, float16 token vectors in
+one raw file (memory-mapped when read), int64 character offsets and meta.json, published
+atomically. Preview indexes live in memory only: never in the IndexStore, never served as real.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from workbench.chunkers import Chunk, ChunkEnv, make_chunk
+from workbench.dataset import Dataset, Document
+from workbench.embed import Embedder
+from workbench.index import ChunkIndex, chunk_cost, embed_texts, flat_index, publish, returned_token_counts
+from workbench.late import DocTokens, pooled_vectors, token_embeddings
+from workbench.lexical import LexicalIndex
+from workbench.variant import Variant
+
+DTYPE = np.float16  # halves the cache; bench/preview.md measures that rankings do not move
+
+
+class TokenCache:
+    """A corpus's contextual token embeddings, memory-mapped from one cache folder."""
+
+    def __init__(self, path: Path):
+        meta = json.loads((path / "meta.json").read_text())
+        self.path = path
+        shape = (meta["tokens"], meta["dim"])
+        self.vectors = np.memmap(path / "vectors.bin", dtype=meta["dtype"], mode="r", shape=shape)
+        self.offsets = np.load(path / "offsets.npy")  # (tokens, 2) character start, end
+        bounds = meta["rows"]
+        self.rows = {d: (bounds[i], bounds[i + 1]) for i, d in enumerate(meta["doc_ids"])}
+
+    def tokens(self, doc_id: str) -> DocTokens:
+        """One document's tokens (offsets and vectors; no ids: pooling needs none)."""
+        if doc_id not in self.rows:
+            raise KeyError(f"document {doc_id!r} is not in the token cache {self.path}")
+        a, b = self.rows[doc_id]
+        return DocTokens([], self.offsets[a:b, 0], self.offsets[a:b, 1], self.vectors[a:b])
+
+    def vectors_of(self, chunks: list[Chunk], embedder: Embedder) -> np.ndarray:
+        """Each chunk's pooled vector (workbench.late.pooled_vectors over the cached tokens)."""
+        return pooled_vectors(chunks, ((d, self.tokens(d)) for d in dict.fromkeys(c.doc_id for c in chunks)), embedder)
+
+    def env(self, doc: Document, embedder: Embedder) -> ChunkEnv:
+        """A chunk environment for `doc` whose embedding function pools the texts' spans."""
+
+        def embed(texts: list[str]) -> np.ndarray:
+            spans, at = [], 0
+            for text in texts:  # slices in document order (semantic's sentence groups)
+                start = doc.text.find(text, at) if text else -1
+                if start < 0:
+                    return embedder.encode(texts, desc="sentences")
+                spans.append(make_chunk(doc, start, start + len(text)))
+                at = start
+            return self.vectors_of(spans, embedder)
+
+        return ChunkEnv(embed=embed, model_tokenizer=embedder.tokenizer)
+
+
+def token_cache(dataset: Dataset, embedder: Embedder, root: str | Path) -> TokenCache:
+    """The corpus's token cache under `root`, computed (one model pass per window) if missing."""
+    path = Path(root) / "tokens" / f"{dataset.corpus_fingerprint}-{embedder.fingerprint}"
+    if not (path / "meta.json").exists():
+        publish(path, lambda tmp: _write(tmp, dataset, embedder))
+    return TokenCache(path)
+
+
+def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:
+    """Stream each document's token vectors to disk as they come, so memory holds one group."""
+    doc_ids, rows, offsets = [], [0], []
+    with open(folder / "vectors.bin", "wb") as f:
+        for doc_id, tokens in token_embeddings(dataset.docs, embedder):
+            f.write(tokens.vecs.astype(DTYPE).tobytes())
+            doc_ids.append(doc_id)
+            rows.append(rows[-1] + len(tokens.ids))
+            offsets.append(np.stack([tokens.starts, tokens.ends], axis=1))
+    np.save(folder / "offsets.npy", np.concatenate(offsets).astype(np.int64).reshape(-1, 2))
+    meta = {"dtype": np.dtype(DTYPE).name, "dim": embedder.dim, "tokens": rows[-1], "doc_ids": doc_ids, "rows": rows}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache) -> ChunkIndex:
+    """The variant's index, in memory only, with pooled chunk vectors (and a BM25 index for the
+    bm25 and hybrid retrievers, as IndexStore.get builds it)."""
+    t0 = time.perf_counter()
+    before = embedder.stats.embedded
+    chunks = [c for doc in dataset.documents
+              for c in variant.chunk(Dataset(dataset.name, (doc,), ()), cache.env(doc, embedder))]
+    if not chunks:
+        raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    vectors = cache.vectors_of(chunks, embedder)
+    cost = chunk_cost(chunks) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
+                                 "seconds": round(time.perf_counter() - t0, 3), "built": True}
+    index = ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+    if variant.retriever == "dense":
+        return index
+    return index.retrieving(variant.retriever, variant.rrf_k, LexicalIndex.build(embed_texts(chunks)))
