@@ -16,6 +16,7 @@ from workbench.stats import (
     paired_compare,
     prob_best,
     questions_needed,
+    resampled_means,
     summarize,
     with_prob_best,
 )
@@ -72,6 +73,22 @@ def test_intervals_are_scipy_bootstrap_and_seeded(per_question):
     a = summarize(per_question, n_resamples=500, seed=1)
     assert a.equals(summarize(per_question, n_resamples=500, seed=1))
     assert not a["ci_low"].equals(summarize(per_question, n_resamples=500, seed=2)["ci_low"])
+
+
+def test_resampled_means_are_the_means_of_scipys_draws(monkeypatch):
+    """Counts times scores equals gathering the drawn questions (scipy's way), on the same
+    seeded draws, in batches or not; and the interval on skewed float scores is scipy's."""
+    rng = np.random.default_rng(7)
+    x = rng.beta(0.3, 0.7, size=(301, 4))  # skewed, piled up near 0 and 1, like recall
+    draws = np.random.default_rng(5).integers(0, len(x), size=(1000, len(x)))
+    gathered = x[draws].mean(axis=1)
+    np.testing.assert_allclose(resampled_means(x, 1000, np.random.default_rng(5)), gathered, rtol=1e-12)
+    monkeypatch.setattr("workbench.stats._MAX_CELLS", 301 * 64)  # batches of 64 replicates, one stream of draws
+    np.testing.assert_allclose(resampled_means(x, 1000, np.random.default_rng(5)), gathered, rtol=1e-12)
+    ref = sps.bootstrap((x[:, 0],), np.mean, n_resamples=1000, method="percentile",
+                        rng=np.random.default_rng(5)).confidence_interval
+    low, high = mean_ci(x[:, :1].T, n_resamples=1000, seed=5)
+    np.testing.assert_allclose([low[0], high[0]], [ref.low, ref.high], rtol=1e-12)
 
 
 def test_a_groups_interval_depends_neither_on_other_groups_nor_on_row_order(per_question):

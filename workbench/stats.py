@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+from threadpoolctl import ThreadpoolController
 
 KEYS = ["variant", "metric", "k"]  # plus "key" first when present: the variant's identity
 
@@ -42,7 +44,8 @@ def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
     return sel[sel["variant"] == variant]
 
 
-_MAX_CELLS = 20_000_000  # bound on rows x resamples x n held in memory by one bootstrap call
+_BLAS = ThreadpoolController()  # scanned once: each `limit` is then only a call per library
+_MAX_CELLS = 20_000_000  # bound on the resamples x questions counts held in memory at once
 
 
 def _check(confidence: float, n_resamples: int) -> None:
@@ -56,39 +59,55 @@ def _check_resamples(n_resamples: int) -> None:
         raise ValueError(f"n_resamples must be an integer >= 100, got {n_resamples!r}")
 
 
+def resampled_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap means of every column of `x` (questions x columns), all columns on the same
+    draws: (n_resamples x columns). Draws are scipy.stats.bootstrap's (the same seeded stream of
+    question indices), but a replicate's mean is its question counts times the scores, one
+    matrix product instead of gathering n_resamples x questions values per column."""
+    n = len(x)
+    out = np.empty((n_resamples, x.shape[1]))
+    step = max(1, _MAX_CELLS // max(1, n))  # replicates per batch: bounds the counts matrix
+    with _BLAS.limit(limits=1, user_api="blas"):  # small products: more BLAS threads only fight torch's
+        for i in range(0, n_resamples, step):
+            m = min(step, n_resamples - i)
+            draws = rng.integers(0, n, size=(m, n))
+            counts = np.bincount((draws + n * np.arange(m)[:, None]).ravel(), minlength=m * n).reshape(m, n)
+            out[i : i + m] = counts @ x / n
+    return out
+
+
 def mean_ci(
     samples: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, method: str = "percentile"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap CI of the mean of each row of `samples` (rows x n), rows resampled alike.
 
-    Constant rows (all 0, all 1, ...) have no sampling spread: their interval collapses to the
-    value instead of BCa's NaN. Rows of fewer than 2 values get NaN: one question says nothing
-    about spread."""
+    The bootstrap distribution comes from `resampled_means` and the interval from
+    scipy.stats.bootstrap given that distribution: scipy's numbers (equal for 0/1 scores, within
+    float rounding of the sums otherwise) at a fraction of its cost. Constant rows (all 0, all 1,
+    ...) have no sampling spread: their interval collapses to the value instead of BCa's NaN.
+    Rows of fewer than 2 values get NaN: one question says nothing about spread."""
     _check(confidence, n_resamples)
     x = np.asarray(samples, dtype=np.float64)
     low, high = x.mean(axis=1), x.mean(axis=1)
     if x.shape[1] < 2:
         return np.full(len(x), np.nan), np.full(len(x), np.nan)
     todo = np.flatnonzero(x.min(axis=1) != x.max(axis=1))
-    batch = max(1, min(n_resamples, _MAX_CELLS // max(1, x.shape[1] * len(todo))))
-    rows = max(1, _MAX_CELLS // (batch * x.shape[1]))
-    for i in range(0, len(todo), rows):
-        part = todo[i : i + rows]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", sps.DegenerateDataWarning)
-            ci = sps.bootstrap(
-                (x[part],),
-                np.mean,
-                n_resamples=n_resamples,
-                batch=batch,
-                vectorized=True,
-                axis=-1,
-                confidence_level=confidence,
-                method=method,
-                rng=np.random.default_rng(seed),
-            ).confidence_interval
-        low[part], high[part] = ci.low, ci.high
+    if not len(todo):
+        return low, high
+    means = resampled_means(x[todo].T, n_resamples, np.random.default_rng(seed)).T  # rows x resamples
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+        ci = sps.bootstrap((x[todo],), np.mean, n_resamples=0, vectorized=True, axis=-1, confidence_level=confidence,
+                           method=method, bootstrap_result=_Distribution(means)).confidence_interval
+    low[todo], high[todo] = ci.low, ci.high
     return low, high
+
+
+@dataclass(frozen=True)
+class _Distribution:
+    """A bootstrap distribution computed here, for scipy.stats.bootstrap(bootstrap_result=...)."""
+
+    bootstrap_distribution: np.ndarray
 
 
 def summarize(
@@ -166,13 +185,9 @@ def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int 
     if wide.empty:
         raise ValueError(f"prob_best: no question answered by every variant at metric={metric!r}, k={k}")
     x = wide.to_numpy(np.float64) * (1.0 if higher_is_better else -1.0)  # questions x variants
-    draws = np.random.default_rng(seed).integers(0, len(x), size=(n_resamples, len(x)))
-    wins = np.zeros(x.shape[1])
-    step = max(1, _MAX_CELLS // x.size)  # replicates per batch
-    for i in range(0, n_resamples, step):
-        means = x[draws[i : i + step]].mean(axis=1)  # replicates x variants
-        best = means == means.max(axis=1, keepdims=True)
-        wins += (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
+    means = resampled_means(x, n_resamples, np.random.default_rng(seed))  # replicates x variants
+    best = means >= means.max(axis=1, keepdims=True) - 1e-12  # equal up to the float rounding of the sums
+    wins = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
     return pd.Series(wins / n_resamples, index=wide.columns, name="p_best")
 
 
