@@ -34,6 +34,20 @@ def _encoding(name: str) -> Any:
     return tiktoken.get_encoding(name)
 
 
+@cache
+def _token_nbytes(name: str) -> np.ndarray:
+    """Byte length of every token id of encoding `name` (0 for unused ids), so a document's
+    token offsets are one cumulative sum instead of a decode per token."""
+    enc = _encoding(name)
+    out = np.zeros(enc.max_token_value + 1, dtype=np.int64)
+    for token in range(len(out)):
+        try:
+            out[token] = len(enc.decode_single_token_bytes(token))
+        except KeyError:  # ids between the ordinary and the special tokens
+            pass
+    return out
+
+
 @dataclass(frozen=True)
 class TiktokenTokenizer:
     name: str = "cl100k_base"
@@ -45,13 +59,13 @@ class TiktokenTokenizer:
         return [len(t) for t in _encoding(self.name).encode_batch(texts, disallowed_special=())]
 
     def boundaries(self, text: str) -> np.ndarray:
-        enc = _encoding(self.name)
-        tokens = enc.encode(text, disallowed_special=())
-        nbytes = np.fromiter((len(enc.decode_single_token_bytes(t)) for t in tokens), dtype=np.int64, count=len(tokens))
-        byte_starts = np.concatenate([[0], np.cumsum(nbytes)])
+        tokens = _encoding(self.name).encode_to_numpy(text, disallowed_special=())
+        byte_starts = np.concatenate([[0], np.cumsum(_token_nbytes(self.name)[tokens])])
+        raw = text.encode("utf-8")
+        if len(raw) == len(text):  # ASCII: byte offsets are char offsets
+            return byte_starts
         # byte offset -> char offset; a token that starts inside a multi-byte character is
         # snapped back to that character's start, so every boundary is a valid str index.
-        raw = text.encode("utf-8")
         lead = np.frombuffer(raw, dtype=np.uint8) & 0xC0 != 0x80
         char_of_byte = np.concatenate([np.cumsum(lead) - 1, [len(text)]])
         b = char_of_byte[byte_starts]
