@@ -13,6 +13,7 @@ import platform
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -28,7 +29,8 @@ from workbench.embed import Embedder
 from workbench.index import ChunkIndex, IndexStore
 from workbench.io import CACHE_DIR, atomic_write, write_text
 from workbench.metrics import DEFAULT_BUDGETS, DEFAULT_KS
-from workbench.preview import preview_index, token_cache
+from workbench.preview import TokenCache, preview_index, token_cache
+from workbench.score_cache import ScoreCache
 from workbench.variant import Variant
 
 MODES = ("corpus", "document")
@@ -256,10 +258,16 @@ def _ranked(index: ChunkIndex, qvecs: np.ndarray, dataset: Dataset, ks: tuple[in
 def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str], ks: tuple[int, ...],
            embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float,
            budgets: tuple[int, ...], budget_encoding: str, preview: bool) -> Iterator[SweepResult]:
-    with embedder.progress_bars(progress):
-        qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
-        tokens = token_cache(dataset, embedder, store.root) if preview else None  # the one model pass of a preview
-    bounds = metrics.token_bounds(dataset)  # for token-level recall, once per corpus
+    @cache
+    def inputs() -> tuple[np.ndarray, dict[str, np.ndarray], TokenCache | None]:
+        """Question vectors, token boundaries (for token-level recall) and, in preview, the corpus's
+        token embeddings: once per sweep, and only if some variant is not in the score cache."""
+        with embedder.progress_bars(progress):
+            qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
+            tokens = token_cache(dataset, embedder, store.root) if preview else None  # the one model pass of a preview
+        return qvecs, metrics.token_bounds(dataset), tokens
+
+    saved = None if preview else ScoreCache(store.root, dataset, embedder.fingerprint, ks, budgets, budget_encoding, mode)
     config = {
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
@@ -281,14 +289,23 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         bar.set_postfix_str(labels[v.key])
         before = (embedder.stats.embedded, embedder.stats.cached)
         try:
-            with embedder.progress_bars(progress):
-                index = preview_index(v, dataset, embedder, tokens) if preview else store.get(v, dataset, embedder)
-            ranked = _ranked(index, qvecs, dataset, ks, mode, budgets, budget_encoding)
-            parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds).assign(budget=0),
-                     metrics.score_omega(dataset.questions, index.spans).assign(budget=0)]
-            if budgets:
-                parts.append(metrics.score_budgets(dataset.questions, ranked, budgets, budget_encoding, bounds))
-            scores = pd.concat(parts, ignore_index=True)[["qid", "k", "budget", "metric", "value"]]
+            found = saved.get(v) if saved else None
+            if found:
+                scores, cost = found
+            else:
+                qvecs, bounds, tokens = inputs()
+                with embedder.progress_bars(progress):
+                    index = preview_index(v, dataset, embedder, tokens) if preview else store.get(v, dataset, embedder)
+                ranked = _ranked(index, qvecs, dataset, ks, mode, budgets, budget_encoding)
+                parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds).assign(budget=0),
+                         metrics.score_omega(dataset.questions, index.spans).assign(budget=0)]
+                if budgets:
+                    parts.append(metrics.score_budgets(dataset.questions, ranked, budgets, budget_encoding, bounds))
+                scores = pd.concat(parts, ignore_index=True)[["qid", "k", "budget", "metric", "value"]]
+                cost = index.cost
+                del index, ranked  # one variant's index in memory at a time
+                if saved:
+                    saved.put(v, scores, cost)
         except Exception as e:
             e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
             raise
@@ -296,7 +313,7 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         scores.insert(0, "key", v.key)
         row = {"key": v.key, "variant": labels[v.key], "strategy": v.strategy,
                "contextual_header": v.contextual_header, "late": v.late, "retriever": v.retriever, **v.retrieval,
-               **v.kwargs, **index.cost, "preview": preview}
+               **v.kwargs, **cost, "preview": preview}
         yield SweepResult(scores, stats.summarize(scores, confidence=confidence), pd.DataFrame([row]), config | {
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],
