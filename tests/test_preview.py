@@ -1,0 +1,107 @@
+"""Preview mode with the real model and FAISS: pooled vectors, the token cache, marking, confirming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO
+
+import workbench.late
+from workbench.chunkers import make_chunk
+from workbench.dataset import Dataset, load_dataset
+from workbench.embed import Embedder
+from workbench.late import late_vectors
+from workbench.preview import token_cache
+from workbench.sweep import combine, sweep
+from workbench.variant import Variant
+
+VARIANTS = [
+    Variant.make("fixed", size=64),
+    Variant.make("semantic", breakpoint_percentile=90.0),
+    Variant.make("recursive", size=128, retriever="hybrid"),
+]
+
+
+@pytest.fixture(scope="module")
+def general() -> Dataset:
+    """Three real documents (about 5,000 word pieces: several model windows) and 20 questions."""
+    return load_dataset(REPO / "tests" / "data" / "chroma_general")
+
+
+@pytest.fixture
+def windows_run(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the model windows run for token embeddings (each call appends its window count)."""
+    calls: list[int] = []
+    run = workbench.late._run_windows
+
+    def counting(plan, frame, embedder):
+        calls.append(len(plan))
+        return run(plan, frame, embedder)
+
+    monkeypatch.setattr(workbench.late, "_run_windows", counting)
+    return calls
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def test_pooled_vector_is_the_mean_of_the_cached_tokens_overlapping_the_chunk(general, embedder, tmp_path):
+    cache = token_cache(general, embedder, tmp_path)
+    doc = max(general.documents, key=lambda d: len(d.text))
+    chunks = [make_chunk(doc, 1000, 1700), make_chunk(doc, len(doc.text) - 900, len(doc.text))]
+    pooled = cache.vectors_of(chunks, embedder)
+
+    enc = embedder.tokenizer(doc.text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    first, stop = cache.rows[doc.doc_id]
+    assert stop - first == len(enc["input_ids"])  # one cached vector per content token
+    tokens = np.asarray(cache.vectors[first:stop], dtype=np.float64)
+    for chunk, vec in zip(chunks, pooled, strict=True):
+        picked = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if a < chunk.end and b > chunk.start]
+        assert len(picked) > 50
+        assert np.abs(unit(tokens[picked].mean(axis=0)) - vec).max() < 1e-5
+    # the cache holds the document-context pass of late chunking, rounded to float16
+    assert np.abs(late_vectors(general.docs, chunks, embedder) - pooled).max() < 3e-3
+
+
+def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_path, windows_run):
+    kw = {"ks": (1, 5), "budgets": (), "store": tmp_path, "progress": False}
+    first = sweep(general, VARIANTS, embedder=Embedder(cache_dir=tmp_path, progress=False), preview=True, **kw)
+    assert sum(windows_run) >= len(general.documents)
+    assert first.config["preview"] is True and first.variants["preview"].tolist() == [True] * len(VARIANTS)
+    assert not (tmp_path / "index").exists()  # nothing in the IndexStore
+    assert len(list((tmp_path / "tokens").iterdir())) == 1
+
+    windows_run.clear()
+    again = Embedder(cache_dir=tmp_path, progress=False)
+    second = sweep(general, VARIANTS, embedder=again, preview=True, **kw)
+    assert windows_run == [] and again.stats.embedded == 0
+    assert "model" not in again.__dict__  # the weights were never even loaded
+    assert second.summary["mean"].tolist() == first.summary["mean"].tolist()
+
+    real = sweep(general, VARIANTS, embedder=again, **kw)
+    assert real.variants["built"].all()  # every real index built now: none was left by the previews
+    assert not real.variants["preview"].any() and "preview" not in real.config
+    with pytest.raises(ValueError, match="preview"):
+        combine([first, real])
+
+    best = first.top(2, metric="recall", k=5)
+    recall = first.summary.query("metric == 'recall' and k == 5").set_index("key")["mean"]
+    assert len(best) == 2 and all(isinstance(v, Variant) for v in best)
+    assert recall[best[0].key] >= recall[best[1].key] >= recall.drop([v.key for v in best]).max()
+
+
+def test_bad_arguments_are_refused(tiny, tmp_path: Path):
+    with pytest.raises(TypeError, match="preview"):
+        sweep(tiny, VARIANTS, store=tmp_path, preview="yes")
+    assert not (tmp_path / "tokens").exists()  # refused before the token pass
+    result = sweep(tiny, VARIANTS[:1], ks=(5,), budgets=(), store=tmp_path, progress=False, preview=True,
+                   embedder=Embedder(cache_dir=tmp_path, progress=False))
+    with pytest.raises(ValueError, match="n must be"):
+        result.top(0)
+    with pytest.raises(ValueError, match="'nope' at k=5"):
+        result.top(1, metric="nope")
+    with pytest.raises(ValueError, match="'recall' at k=3"):
+        result.top(1, k=3)
