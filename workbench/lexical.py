@@ -13,15 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
+
+if TYPE_CHECKING:
+    import bm25s
+
+# bm25s is imported where it is used: it brings scipy.sparse and numba-backed code (about 0.2 s),
+# which a dense-only or fully cached sweep never needs.
 
 STOPWORDS = "en"
 
 
 def tokenize(texts: Sequence[str]) -> list[list[str]]:
     """The tokens BM25 matches on, for chunks and questions alike."""
+    import bm25s
+
     return bm25s.tokenize(list(texts), stopwords=STOPWORDS, return_ids=False, show_progress=False)
 
 
@@ -33,6 +41,8 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
+        import bm25s
+
         model = bm25s.BM25()
         vocab: dict[str, int] = {}
         ids = [[vocab.setdefault(t, len(vocab)) for t in tokens] for tokens in tokenize(texts)]
@@ -44,6 +54,8 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
+        import bm25s
+
         return cls(bm25s.BM25.load(str(folder), allow_pickle=False, show_progress=False))
 
     def scores(self, question: str) -> np.ndarray:
