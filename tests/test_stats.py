@@ -82,9 +82,9 @@ def test_resampled_means_are_the_means_of_scipys_draws(monkeypatch):
     x = rng.beta(0.3, 0.7, size=(301, 4))  # skewed, piled up near 0 and 1, like recall
     draws = np.random.default_rng(5).integers(0, len(x), size=(1000, len(x)))
     gathered = x[draws].mean(axis=1)
-    np.testing.assert_allclose(resampled_means(x, 1000, np.random.default_rng(5)), gathered, rtol=1e-12)
+    np.testing.assert_allclose(resampled_means(x, 1000, 5), gathered, rtol=1e-12)
     monkeypatch.setattr("workbench.stats._MAX_CELLS", 301 * 64)  # batches of 64 replicates, one stream of draws
-    np.testing.assert_allclose(resampled_means(x, 1000, np.random.default_rng(5)), gathered, rtol=1e-12)
+    np.testing.assert_allclose(resampled_means(x, 999, 5), gathered[:999], rtol=1e-12)
     ref = sps.bootstrap((x[:, 0],), np.mean, n_resamples=1000, method="percentile",
                         rng=np.random.default_rng(5)).confidence_interval
     low, high = mean_ci(x[:, :1].T, n_resamples=1000, seed=5)

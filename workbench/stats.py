@@ -18,6 +18,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
 
 
 _BLAS = ThreadpoolController()  # scanned once: each `limit` is then only a call per library
-_MAX_CELLS = 20_000_000  # bound on the resamples x questions counts held in memory at once
+_MAX_CELLS = 10_000_000  # bound on the resamples x questions counts of one batch (80 MB)
 
 
 def _check(confidence: float, n_resamples: int) -> None:
@@ -59,21 +60,28 @@ def _check_resamples(n_resamples: int) -> None:
         raise ValueError(f"n_resamples must be an integer >= 100, got {n_resamples!r}")
 
 
-def resampled_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+def resampled_means(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     """Bootstrap means of every column of `x` (questions x columns), all columns on the same
     draws: (n_resamples x columns). Draws are scipy.stats.bootstrap's (the same seeded stream of
     question indices), but a replicate's mean is its question counts times the scores, one
     matrix product instead of gathering n_resamples x questions values per column."""
-    n = len(x)
-    out = np.empty((n_resamples, x.shape[1]))
-    step = max(1, _MAX_CELLS // max(1, n))  # replicates per batch: bounds the counts matrix
     with _BLAS.limit(limits=1, user_api="blas"):  # small products: more BLAS threads only fight torch's
-        for i in range(0, n_resamples, step):
-            m = min(step, n_resamples - i)
-            draws = rng.integers(0, n, size=(m, n))
-            counts = np.bincount((draws + n * np.arange(m)[:, None]).ravel(), minlength=m * n).reshape(m, n)
-            out[i : i + m] = counts @ x / n
-    return out
+        return np.concatenate([counts @ x for counts in _counts(len(x), n_resamples, seed)]) / len(x)
+
+
+@lru_cache(maxsize=4)
+def _counts(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """How often each of n questions is drawn in each replicate, in batches of at most _MAX_CELLS
+    cells; kept for the next call, since every summary and P(best) of a sweep draws the same."""
+    rng = np.random.default_rng(seed)
+    step = max(1, _MAX_CELLS // max(1, n))
+    out = []
+    for i in range(0, n_resamples, step):
+        m = min(step, n_resamples - i)
+        draws = rng.integers(0, n, size=(m, n))
+        out.append(np.bincount((draws + n * np.arange(m)[:, None]).ravel(), minlength=m * n).reshape(m, n)
+                   .astype(np.float64))
+    return tuple(out)
 
 
 def mean_ci(
@@ -94,7 +102,7 @@ def mean_ci(
     todo = np.flatnonzero(x.min(axis=1) != x.max(axis=1))
     if not len(todo):
         return low, high
-    means = resampled_means(x[todo].T, n_resamples, np.random.default_rng(seed)).T  # rows x resamples
+    means = resampled_means(x[todo].T, n_resamples, seed).T  # rows x resamples
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sps.DegenerateDataWarning)
         ci = sps.bootstrap((x[todo],), np.mean, n_resamples=0, vectorized=True, axis=-1, confidence_level=confidence,
@@ -185,7 +193,7 @@ def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int 
     if wide.empty:
         raise ValueError(f"prob_best: no question answered by every variant at metric={metric!r}, k={k}")
     x = wide.to_numpy(np.float64) * (1.0 if higher_is_better else -1.0)  # questions x variants
-    means = resampled_means(x, n_resamples, np.random.default_rng(seed))  # replicates x variants
+    means = resampled_means(x, n_resamples, seed)  # replicates x variants
     best = means >= means.max(axis=1, keepdims=True) - 1e-12  # equal up to the float rounding of the sums
     wins = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
     return pd.Series(wins / n_resamples, index=wide.columns, name="p_best")
