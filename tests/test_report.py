@@ -264,3 +264,21 @@ def test_how_it_was_made_gives_code_that_makes_the_same_variants_or_the_cli_comm
     r = SweepResult(result.per_question, result.summary, result.variants, result.config | {"command": command})
     made = write_report(r, tmp_path / "c.html", figures={}).read_text(encoding="utf-8")
     assert f"<pre>{html.escape(command)}</pre>" in made and "Code that makes it again" not in made
+
+
+def test_a_re_export_reads_its_figures_back_and_redraws_what_changed(result: SweepResult, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "store"
+    first = report.export(result, tmp_path / "a", store=store)
+    drawn: list[str] = []
+    real = plots.figure_to_png_bytes
+    monkeypatch.setattr(plots, "figure_to_png_bytes", lambda fig, dpi=100: drawn.append(fig) or real(fig, dpi))
+    second = report.export(result, tmp_path / "b", store=store)
+    assert drawn == []  # the same content: every figure read from the store
+    assert [second[f"{n}.png"].read_bytes() for n in ("overview", "hit")] == \
+           [first[f"{n}.png"].read_bytes() for n in ("overview", "hit")]
+    keep = result.per_question["key"] == result.keys[0]  # one variant fewer: every figure shows something else
+    fewer = SweepResult(result.per_question[keep], result.summary[result.summary["key"] == result.keys[0]],
+                        result.variants[result.variants["key"] == result.keys[0]], result.config)
+    pngs = {n for n in report.export(fewer, tmp_path / "c", store=store) if n.endswith(".png")}
+    assert len(drawn) == len(pngs) > 0

@@ -10,13 +10,17 @@ previous report untouched.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import matplotlib
 import pandas as pd
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -477,21 +481,67 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
     out.write(f"{_provenance(c)}</body>\n</html>\n")
 
 
+def _figure_makers(result: SweepResult) -> dict[str, Callable[[], Figure]]:
+    """The default figures, by name, each as the call that draws it."""
+    present = set(result.summary["metric"])
+    makers = {"overview": partial(plots.overview, result, short_ids=True)} | {
+        m: partial(plots.metric_curves, result, m, short_ids=True) for m in EXTRA_FIGURES if m in present
+    }
+    swept = plots.swept_parameters(result)
+    makers |= {f"by_{p}": partial(plots.by_parameter, result, p) for p in swept}
+    if len(swept) == 2:
+        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(plots.heatmap, result, swept[0], swept[1])
+    return makers
+
+
+def _draw(make: Callable[[], Figure]) -> Figure | None:
+    """A default figure at the report's width, or None when there is nothing to draw (a heatmap
+    of two parameters that no variant has together)."""
+    try:
+        return _fit(make())
+    except ValueError:
+        return None
+
+
 def default_figures(result: SweepResult) -> dict[str, Figure]:
     """The overview, the curves of a few other metrics that the result holds, the metrics against
     each swept parameter and, when two are swept, their heatmap; variants by number, one width."""
-    present = set(result.summary["metric"])
-    figures = {"overview": plots.overview(result, short_ids=True)} | {
-        m: plots.metric_curves(result, m, short_ids=True) for m in EXTRA_FIGURES if m in present
-    }
-    swept = plots.swept_parameters(result)
-    figures |= {f"by_{p}": plots.by_parameter(result, p) for p in swept}
-    if len(swept) == 2:
-        try:
-            figures[f"heatmap_{swept[0]}_{swept[1]}"] = plots.heatmap(result, swept[0], swept[1])
-        except ValueError:  # no variant has both parameters: nothing to draw
-            pass
-    return {name: _fit(fig) for name, fig in figures.items()}
+    drawn = {name: _draw(make) for name, make in _figure_makers(result).items()}
+    return {name: fig for name, fig in drawn.items() if fig is not None}
+
+
+def _content_key(result: SweepResult) -> str:
+    """What the default figures are drawn from: the per-question scores, the variants, the config
+    (its date and cache counts aside) and the drawing code (plots.py, report.py, matplotlib)."""
+    h = hashlib.sha256()
+    h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
+    h.update(result.variants.to_csv(index=False).encode())
+    volatile = ("date", "texts_embedded", "texts_cached")
+    h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
+                        default=str).encode())
+    for module in (plots, sys.modules[__name__]):
+        h.update(Path(module.__file__).read_bytes())
+    h.update(matplotlib.__version__.encode())
+    return h.hexdigest()
+
+
+def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None = None) -> dict[str, bytes]:
+    """The default figures as PNG bytes. With a cache folder, a figure drawn before from the same
+    content (`_content_key`) is read back instead of drawn: a re-run renders only what changed."""
+    key = _content_key(result) if cache is not None else ""
+    out = {}
+    for name, make in _figure_makers(result).items():
+        path = Path(cache) / f"{hashlib.sha256(f'{key}{name}{dpi}'.encode()).hexdigest()[:32]}.png" if cache else None
+        if path is not None and path.exists():
+            out[name] = path.read_bytes()
+            continue
+        fig = _draw(make)
+        if fig is None:
+            continue
+        out[name] = plots.figure_to_png_bytes(fig, dpi=dpi)
+        if path is not None:
+            atomic_write(path, lambda p, png=out[name]: Path(p).write_bytes(png))
+    return out
 
 
 def write_report(
@@ -527,12 +577,16 @@ def export(
     embedder: Embedder | None = None,
 ) -> dict[str, Path]:
     """Everything a run produced, in one folder: the tidy tables (SweepResult.save), each figure
-    as a PNG, and report.html (see write_report for dataset, store and embedder). Returns the
+    as a PNG, and report.html (see write_report for dataset, store and embedder; the store also
+    keeps the default figures drawn, see `default_pngs`). Returns the
     paths by name."""
     folder = Path(folder)
-    figures = dict(figures) if figures is not None else default_figures(result)
     paths = result.save(folder)
-    images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
+    if figures is not None:
+        images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
+    else:  # drawn, or read back from the store's figure cache when drawn before from the same content
+        root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root
+        images = default_pngs(result, 120, None if root is None else root / "figures")
     for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
     paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, store=store,
