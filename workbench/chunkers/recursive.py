@@ -13,6 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
+from functools import cache
 from itertools import pairwise
 
 import numpy as np
@@ -24,7 +25,7 @@ from workbench.dataset import Document
 
 # Coarsest first. A separator that starts with whitespace opens the next piece ("\n## " keeps the
 # heading mark with its section); one that starts with a mark closes the previous piece (". "
-# keeps the full stop with its sentence). See `_cut_offset`.
+# keeps the full stop with its sentence). See `_separator`.
 PRESETS: dict[str, tuple[str, ...]] = {
     "prose": ("\n\n", "\n", ". ", "? ", "! ", "。", "？", "！", "; ", ", ", " "),
     "markdown": (
@@ -44,7 +45,8 @@ class Units:
     span is measured without re-tokenizing it."""
 
     def __init__(self, boundaries: np.ndarray | Sequence[int]):
-        self.b: list[int] = np.asarray(boundaries).tolist()
+        self.array = np.asarray(boundaries)
+        self.b: list[int] = self.array.tolist()  # bisect on a list beats numpy for one offset
 
     def count(self, start: int, end: int) -> int:
         """Units overlapping [start, end): a unit cut by either edge counts whole."""
@@ -53,24 +55,32 @@ class Units:
             lo -= 1
         return bisect_left(self.b, end) - lo
 
+    def edges(self, spans: Sequence[Bounds]) -> tuple[list[int], list[int]]:
+        """Per span, the index of the unit holding its start and of the first unit at or after
+        its end, so that count(spans[i][0], spans[j][1]) == hi[j] - lo[i]: one vectorised search
+        instead of two binary searches per pair."""
+        starts = np.array([s for s, _ in spans], dtype=np.int64)
+        ends = np.array([e for _, e in spans], dtype=np.int64)
+        lo = np.searchsorted(self.array, starts, "left")
+        lo -= self.array[lo] > starts
+        return lo.tolist(), np.searchsorted(self.array, ends, "left").tolist()
+
     def inside(self, start: int, end: int) -> list[int]:
         """Distinct unit boundaries strictly inside (start, end): where a run may be cut."""
         return sorted(set(self.b[bisect_right(self.b, start) : bisect_left(self.b, end)]))
 
 
-def _cut_offset(sep: str) -> int:
-    """Where a match of `sep` is cut: after its leading run of whitespace or of non-whitespace."""
-    return re.match(r"\s+|\S+", sep).end()
+@cache
+def _separator(sep: str) -> tuple[re.Pattern, int]:
+    """The literal pattern of `sep`, and where a match is cut: after its leading run of
+    whitespace or of non-whitespace."""
+    return re.compile(re.escape(sep)), re.match(r"\s+|\S+", sep).end()
 
 
 def _cuts(text: str, start: int, end: int, sep: str) -> list[int]:
     """Cut positions strictly inside (start, end) at every match of `sep`."""
-    out, off, i = [], _cut_offset(sep), text.find(sep, start, end)
-    while i >= 0:
-        if start < i + off < end:
-            out.append(i + off)
-        i = text.find(sep, i + len(sep), end)
-    return out
+    pattern, off = _separator(sep)
+    return [cut for m in pattern.finditer(text, start, end) if start < (cut := m.start() + off) < end]
 
 
 def split_pieces(
@@ -81,11 +91,21 @@ def split_pieces(
     into pieces still too big, and cut at unit boundaries when no separator is left."""
     if units.count(start, end) <= size:
         return [(start, end)]
+    return _split_big(text, start, end, units, size, separators)
+
+
+def _split_big(
+    text: str, start: int, end: int, units: Units, size: int, separators: Sequence[str]
+) -> list[Bounds]:
+    """`split_pieces` of a span known to be over `size`, recursing only into parts that are
+    too big too (most parts fit: one count each, not one call each)."""
     for i, sep in enumerate(separators):
         cuts = _cuts(text, start, end, sep)
         if cuts:
-            rest = separators[i + 1 :]
-            return [p for s, e in pairwise([start, *cuts, end]) for p in split_pieces(text, s, e, units, size, rest)]
+            out: list[Bounds] = []
+            for s, e in pairwise([start, *cuts, end]):
+                out += [(s, e)] if units.count(s, e) <= size else _split_big(text, s, e, units, size, separators[i + 1 :])
+            return out
     return list(pairwise([start, *units.inside(start, end), end]))
 
 
@@ -95,25 +115,27 @@ def merge_pieces(text: str, pieces: Sequence[Bounds], units: Units, size: int, o
     first words, so spans never nest). Spans are trimmed of edge whitespace, and one adding
     nothing but whitespace is dropped."""
     out: list[Bounds] = []
-    window: deque[Bounds] = deque()
+    lo, hi = units.edges(pieces)  # units in pieces i..j: hi[j] - lo[i]
+    window: deque[int] = deque()  # indices of the pieces of the span being built
 
     def emit() -> int:
         """Append the window's trimmed span if it adds text; return where its text starts."""
-        s, e = strip_span(text, window[0][0], window[-1][1]) or (window[0][0], window[0][0])
+        start = pieces[window[0]][0]
+        s, e = strip_span(text, start, pieces[window[-1]][1]) or (start, start)
         if e > s and (not out or e > out[-1][1]):
             out.append((s, e))
         return s
 
-    for s, e in pieces:
-        if window and units.count(window[0][0], e) > size:
+    for k in range(len(pieces)):
+        if window and hi[k] - lo[window[0]] > size:
             first = emit()
             while window and (
-                window[0][0] <= first
-                or units.count(window[0][0], window[-1][1]) > overlap
-                or units.count(window[0][0], e) > size
+                pieces[window[0]][0] <= first
+                or hi[window[-1]] - lo[window[0]] > overlap
+                or hi[k] - lo[window[0]] > size
             ):
                 window.popleft()
-        window.append((s, e))
+        window.append(k)
     if window:
         emit()
     return out
