@@ -1,0 +1,412 @@
+"""Issue 10's performance table: the workbench against a plain LlamaIndex loop, side by side in one run.
+
+Every row is a ratio of two things measured in this run on this machine (2 cores, shared with
+other jobs): seconds move with the load, ratios much less. Each measurement is a fresh process
+timed whole, like a user's command, and runs once (a cold sweep takes minutes); the CPU seconds
+of each process (user + sys) are shown too, since they suffer less from other jobs' load.
+
+The grid is the one an engineer writes by hand, on data/chroma_small: recursive with chunk size
+128/256/512 cl100k tokens x overlap 0/20%, and semantic with breakpoint percentile 80/90/95.
+  1. cold sweep vs LlamaIndex loop: `python -m workbench sweep --no-report` on an empty cache vs
+     bench/llamaindex_loop.py (SentenceSplitter / SemanticSplitterNodeParser + VectorStoreIndex
+     + top-5 retrieval of every question, per variant).
+  2. cold sweep vs its embedding floor: a fresh process that loads the model and embeds, batch
+     32, every distinct text the cold sweep embedded (chunks, semantic sentence groups,
+     questions), and nothing else. The texts are regenerated with the measured workbench's own
+     chunkers and checked against the keys of the cold sweep's vector cache.
+  3. warm re-run (the same command on the cold run's cache) vs LlamaIndex loop.
+  4. 10 semantic percentiles vs 1, each on an empty cache.
+  5. chunking throughput vs SentenceSplitter(256): bench/chunk_throughput.py's `measure()`.
+  6. widget redraw: copied from bench/widgets.md (not re-run here).
+recall@5 of the loop (scored with the workbench's metric from its retrieved spans) and of the
+workbench, variant by variant, shows the two do comparable work.
+
+`--rev REV` (repeatable) measures the workbench of that git revision, checked out with
+`git worktree add` in a temporary folder and run with PYTHONPATH pointing at it (same .venv, same
+data): `--rev 7737326 --rev HEAD` gives before and after columns. Without --rev: the working tree.
+Needs requirements-bench.txt. Run from the repo root: python bench/perf.py --rev 7737326 --rev HEAD
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+SIZES = (128, 256, 512)  # chunk sizes in cl100k tokens
+OVERLAP_SHARE = 0.2  # the 20% overlap
+PERCENTILES = (80, 90, 95)  # semantic breakpoint percentiles of the grid
+MANY_PERCENTILES = tuple(range(50, 100, 5))  # row 4: ten percentiles, against the last one alone
+FLOOR_BATCH = 32
+# issue 10: (what it said "now", target)
+ISSUE = {
+    "cold_vs_loop": ("x2.2 faster", ">= x2.5 faster"),
+    "cold_vs_floor": ("1.24x", "<= 1.10x"),
+    "warm_vs_loop": ("x34 faster", ">= x80 faster"),
+    "many_vs_one": ("1.8x", "preview mode (item 6)"),
+    "throughput": ("fixed x4.2, recursive x3.8, sentence x1.0", "fixed, recursive >= x6; sentence >= x2"),
+    "widgets": ("417 ms / 707 ms", "< 150 ms"),
+}
+
+
+def grid() -> list[tuple[str, str]]:
+    """(workbench variant, LlamaIndex loop variant) pairs of the hand-written grid."""
+    pairs = [(f"recursive:size={s},overlap={o}", f"sentence:chunk_size={s},chunk_overlap={o}")
+             for s in SIZES for o in (0, round(s * OVERLAP_SHARE))]
+    return pairs + [(f"semantic:breakpoint_percentile={p}", f"semantic:breakpoint_percentile_threshold={p}")
+                    for p in PERCENTILES]
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One process, timed whole."""
+
+    wall_s: float
+    cpu_s: float  # user + sys of the process and its children
+    load: float  # 1-minute load average when it started: how busy the shared machine was
+    command: str
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> Timed:
+    """Run `cmd` as a fresh process; its wall and CPU seconds. Fails naming the command."""
+    before, load = resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode:
+        raise SystemExit(f"{shlex.join(cmd)} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return Timed(wall, cpu, load, shlex.join(cmd))
+
+
+@dataclass
+class Side:
+    """One workbench measured: a git revision checked out in `tree` (or the working tree)."""
+
+    name: str
+    commit: str
+    tree: Path
+    work: Path  # its caches, outputs and texts
+    runs: dict[str, Timed] = field(default_factory=dict)
+    throughput: str = "not measured"  # chunk_throughput.measure()'s ratios, or why there are none
+    recall: list[float] = field(default_factory=list)  # recall@5 of its cold sweep, in grid order
+    distinct_texts: int = 0  # how many texts its cold sweep embedded
+
+    @property
+    def texts(self) -> Path:
+        """The distinct texts its cold sweep embedded (JSON list)."""
+        return self.work / "texts.json"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return os.environ | {"PYTHONPATH": str(self.tree)}
+
+    def run(self, what: str, cmd: list[str]) -> Timed:
+        print(f"[{time.strftime('%H:%M:%S')}] {self.name}: {what}", file=sys.stderr, flush=True)
+        self.runs[what] = timed(cmd, self.tree, self.env)
+        return self.runs[what]
+
+    def sweep(self, what: str, data: Path, cache: Path, out: Path, specs: list[str], report: bool = False) -> Timed:
+        cmd = [sys.executable, "-m", "workbench", "sweep", "--data", str(data), "--cache", str(cache),
+               "--out", str(out), "--quiet", *([] if report else ["--no-report"])]
+        return self.run(what, cmd + [a for s in specs for a in ("-v", s)])
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@contextmanager
+def sides(revs: list[str], tmp: Path) -> Iterator[list[Side]]:
+    """A worktree per revision (removed afterwards), or the working tree when there is none."""
+    if not revs:
+        dirty = " + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+        yield [Side("working tree", git("rev-parse", "--short", "HEAD") + dirty, REPO, tmp / "side0")]
+        return
+    made = []
+    try:
+        for i, rev in enumerate(revs):
+            tree = tmp / f"rev{i}"
+            git("worktree", "add", "--detach", str(tree), rev)
+            made.append(Side(rev, git("rev-parse", "--short", rev), tree, tmp / f"side{i}"))
+        yield made
+    finally:
+        for s in made:
+            git("worktree", "remove", "--force", str(s.tree))
+
+
+def collect_texts(data: Path, cache: Path, out: Path, specs: list[str]) -> None:
+    """Write every distinct text the cold sweep embedded (questions, semantic sentence groups,
+    chunks), regenerated with this workbench's chunkers since the vector cache keeps only sha256
+    keys. Fails unless they are exactly the cache's texts: all cached, nothing else in it."""
+    from workbench.chunkers import ChunkEnv
+    from workbench.dataset import load_dataset
+    from workbench.embed import Embedder, text_key
+    from workbench.index import embed_texts
+    from workbench.variant import parse_variant
+
+    dataset = load_dataset(data)
+    embedder = Embedder(cache_dir=cache, progress=False)
+    texts = [q.question for q in dataset.questions]
+
+    def recording(batch: list[str]) -> Any:
+        texts.extend(batch)
+        return embedder.encode(batch)
+
+    env = ChunkEnv(embed=recording, model_tokenizer=embedder.tokenizer)
+    for spec in specs:
+        texts += embed_texts(parse_variant(spec).chunk(dataset, env))
+    distinct = list(dict.fromkeys(texts))
+    cached = embedder.cache.get_many([text_key(t) for t in distinct])
+    if embedder.stats.embedded or len(cached) != len(distinct) or len(embedder.cache) != len(distinct):
+        raise SystemExit(f"--texts: {len(distinct)} distinct texts regenerated, {len(cached)} of them in the cache "
+                         f"{embedder.cache.path} of {len(embedder.cache)} vectors: not the cold sweep's texts")
+    out.write_text(json.dumps(distinct))
+
+
+def embed_floor(texts: Path, model: Path) -> None:
+    """The floor: load the model, embed every text once in batches of FLOOR_BATCH, nothing else."""
+    from sentence_transformers import SentenceTransformer
+
+    SentenceTransformer(str(model), device="cpu").encode(
+        json.loads(texts.read_text()), batch_size=FLOOR_BATCH, normalize_embeddings=True)
+
+
+def write_throughput(out: Path) -> None:
+    import chunk_throughput  # bench/, beside this file; its workbench is the one on PYTHONPATH
+
+    chunk_throughput.measure().to_json(out)
+
+
+def loop_recall(data: Path, retrieved: Path) -> dict[str, float]:
+    """Mean recall@5 of each loop variant, scored by the workbench's metric from the retrieved spans."""
+    from workbench.dataset import Hit, Span, load_dataset
+    from workbench.metrics import score_rankings
+
+    questions = load_dataset(data).questions
+    untokenized = {"cl100k_base": 0, "o200k_base": 0}
+    out = {}
+    for spec, ranked in json.loads(retrieved.read_text()).items():
+        hits = [[Hit(Span(*span), 0.0, i, untokenized) for i, span in enumerate(r)] for r in ranked]
+        scores = score_rankings(questions, hits, [5])
+        out[spec] = float(scores.loc[scores.metric == "recall", "value"].mean())
+    return out
+
+
+def workbench_recall(out: Path) -> list[float]:
+    """Mean recall@5 of each variant of a sweep's output folder, in grid order."""
+    import pandas as pd
+
+    summary = pd.read_csv(out / "summary.csv")
+    order = pd.read_csv(out / "variants.csv")["variant"].tolist()
+    rows = summary[(summary.metric == "recall") & (summary.k == 5) & (summary.budget == 0)].set_index("variant")
+    return [float(rows.loc[v, "mean"]) for v in order]
+
+
+@dataclass
+class Measured:
+    """Everything measured so far: the table is written after every step, so a run stopped early
+    (or still going) leaves the rows it finished."""
+
+    sides: list[Side]
+    loop: Timed | None = None
+    loop_recall: dict[str, float] = field(default_factory=dict)  # recall@5 per LlamaIndex variant
+    done: bool = False
+
+
+def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], None]) -> None:
+    """Every process of the table, the same kind for every side back to back, the most wanted rows first."""
+    from workbench.embed import default_model_path
+
+    model = default_model_path()
+    wb_specs, loop_specs = (list(specs) for specs in zip(*grid(), strict=True))
+    with sides(revs, tmp) as measured:
+        m = Measured(measured)
+        for s in measured:
+            s.sweep("cold", data, s.work / "cache", s.work / "cold", wb_specs)
+            s.recall = workbench_recall(s.work / "cold")
+            save(m)
+        loop_out = tmp / "loop.json"
+        print(f"[{time.strftime('%H:%M:%S')}] LlamaIndex loop", file=sys.stderr, flush=True)
+        m.loop = timed([sys.executable, str(BENCH / "llamaindex_loop.py"), "--model", str(model), "--data", str(data),
+                        "--out", str(loop_out), *[a for s in loop_specs for a in ("-v", s)]],
+                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        m.loop_recall = loop_recall(data, loop_out)
+        save(m)
+        for report in (False, True):
+            for s in measured:
+                s.sweep("warm + report" if report else "warm", data, s.work / "cache", s.work / "warm", wb_specs, report)
+            save(m)
+        floors: dict[str, Timed] = {}  # one floor per distinct set of texts
+        for s in measured:
+            s.run("texts", [sys.executable, __file__, "--data", str(data), "--texts", str(s.work / "cache"),
+                            str(s.texts), *wb_specs])
+            s.distinct_texts = len(json.loads(s.texts.read_text()))
+            digest = hashlib.sha256(s.texts.read_bytes()).hexdigest()
+            if digest not in floors:
+                floors[digest] = s.run("floor", [sys.executable, __file__, "--floor", str(s.texts), str(model)])
+            s.runs["floor"] = floors[digest]
+            save(m)
+        for n, percentiles in (("1 percentile", MANY_PERCENTILES[-1:]), ("10 percentiles", MANY_PERCENTILES)):
+            for s in measured:
+                s.sweep(n, data, s.work / n / "cache", s.work / n / "out",
+                        [f"semantic:breakpoint_percentile={p}" for p in percentiles])
+            save(m)
+        for s in measured:
+            if not (BENCH / "chunk_throughput.py").exists():
+                s.throughput = "bench/chunk_throughput.py does not exist yet"
+                continue
+            s.run("throughput", [sys.executable, __file__, "--throughput", str(s.work / "throughput.json")])
+            s.throughput = throughput_cell(s.work / "throughput.json")
+            save(m)
+        m.done = True
+        save(m)
+
+
+def throughput_cell(rows: Path) -> str:
+    """chunk_throughput.measure()'s ratios, one line per corpus."""
+    import pandas as pd
+
+    df = pd.read_json(rows)
+    return "<br>".join(f"{corpus}: " + ", ".join(f"{r.variant.split('(')[0]} x{r.ratio:.1f}" for r in g.itertuples())
+                       for corpus, g in df.groupby("corpus", sort=False))
+
+
+def widgets_table() -> str:
+    """bench/widgets.md's table and its first paragraph (what was measured, when)."""
+    lines = (BENCH / "widgets.md").read_text().splitlines()
+    return "\n".join(ln for ln in lines if ln.startswith(("|", "12 variants")) or "Produced" in ln)
+
+
+def both(num: Timed | None, den: Timed | None, faster: bool) -> str:
+    """`num / den` by wall time, then by CPU time; `faster` phrases it as x N faster."""
+    if num is None or den is None:
+        return "not measured"
+    wall, cpu = num.wall_s / den.wall_s, num.cpu_s / den.cpu_s
+    return f"x{wall:.1f} faster (CPU x{cpu:.1f})" if faster else f"{wall:.2f}x (CPU {cpu:.2f}x)"
+
+
+def seconds(t: Timed | None) -> str:
+    return "" if t is None else f"{t.wall_s:.1f} / {t.cpu_s:.1f} / {t.load:.1f}"
+
+
+def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
+    rows: list[tuple[str, str, Callable[[Side], str]]] = [
+        ("1. cold sweep vs LlamaIndex loop (`--no-report`)", "cold_vs_loop",
+         lambda s: both(m.loop, s.runs.get("cold"), True)),
+        ("2. cold sweep vs its embedding floor", "cold_vs_floor",
+         lambda s: both(s.runs.get("cold"), s.runs.get("floor"), False)),
+        ("3. warm re-run vs LlamaIndex loop (`--no-report`)", "warm_vs_loop",
+         lambda s: both(m.loop, s.runs.get("warm"), True)),
+        ("3b. warm re-run with plots + report.html vs LlamaIndex loop", "warm_vs_loop",
+         lambda s: both(m.loop, s.runs.get("warm + report"), True)),
+        ("4. 10 semantic percentiles vs 1, each from an empty cache", "many_vs_one",
+         lambda s: both(s.runs.get("10 percentiles"), s.runs.get("1 percentile"), False)),
+        ("5. chunking throughput vs SentenceSplitter(256)", "throughput", lambda s: s.throughput),
+        ("6. widget redraw, median (k change / variant switch)", "widgets", lambda s: "bench/widgets.md, below"),
+    ]
+    names = [f"{s.name} ({s.commit})" for s in m.sides]
+    partial = "" if m.done else " **Partial: the run had not finished all its steps when this was written.**"
+    out = [
+        "# Performance: the workbench against a plain LlamaIndex loop",
+        "",
+        (f"Produced by `{command}` on {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC after "
+         f"{elapsed_s / 60:.0f} min: {os.cpu_count()} cores ({cpu_name()}), {platform.system()}, Python "
+         f"{platform.python_version()}. The machine was **shared** with other engineers' tests and benchmarks "
+         "(load average column below): every row is a ratio of processes run back to back in this one run, "
+         "each once, timed whole as a fresh process (wall clock; CPU seconds, user + sys, in brackets, since "
+         f"they suffer less from the load). Torch threads: library default for every process.{partial}"),
+        "",
+        f"Grid on `{os.path.relpath(data, REPO)}`: "
+        + ", ".join(f"`{w}`" for w, _ in grid()) + ". The LlamaIndex loop (bench/llamaindex_loop.py) runs the "
+        "same grid as " + ", ".join(f"`{lp}`" for _, lp in grid()) + " with HuggingFaceEmbedding of the same "
+        "local model (its default batch of 10), a VectorStoreIndex per variant and a top-5 retriever query per "
+        "question. Its recursive stand-in is SentenceSplitter, the splitter LlamaIndex users run.",
+        "",
+        "| measure | issue 10 said | target | " + " | ".join(names) + " |",
+        "|---|---|---|" + "---|" * len(m.sides),
+    ]
+    for label, key, cell in rows:
+        now, target = ISSUE[key]
+        out.append(f"| {label} | {now} | {target} | " + " | ".join(cell(s) for s in m.sides) + " |")
+    processes = list(dict.fromkeys(what for s in m.sides for what in s.runs))
+    out += ["", "## Every process", "", "| process | " + " | ".join(f"{n}: wall s / CPU s / load" for n in names)
+            + " |", "|---|" + "---|" * len(m.sides),
+            "| LlamaIndex loop (one run, shared by every column) | " + " | ".join(seconds(m.loop) for _ in m.sides) + " |"]
+    out += [f"| {what} | " + " | ".join(seconds(s.runs.get(what)) for s in m.sides) + " |" for what in processes]
+    out += ["", "Distinct texts the cold sweep embedded (the floor embeds exactly these): "
+            + ", ".join(f"{n}: {s.distinct_texts:,}" for n, s in zip(names, m.sides, strict=True)) + ". "
+            "A cold sweep with plots and report.html costs about its `--no-report` time plus the difference of the "
+            "two warm rows.", ""]
+    out += ["## recall@5, variant by variant", "",
+            ("The loop's retrieved spans scored with the workbench's own recall@5 (share of evidence characters "
+             "in the top 5): the two do comparable work. Chunkers differ by design (recursive vs SentenceSplitter; "
+             "the workbench's semantic splits sentences at line breaks too)."), "",
+            "| workbench variant | LlamaIndex variant | LlamaIndex | " + " | ".join(names) + " |",
+            "|---|---|---|" + "---|" * len(m.sides)]
+    for i, (w, lp) in enumerate(grid()):
+        loop = f"{m.loop_recall[lp]:.3f}" if lp in m.loop_recall else ""
+        out.append(f"| `{w}` | `{lp}` | {loop} | " + " | ".join(f"{s.recall[i]:.3f}" if s.recall else ""
+                                                             for s in m.sides) + " |")
+    out += ["", "## Widget redraw (row 6)", "",
+            ("Copied from bench/widgets.md (`python bench/widgets.py`, not re-run by this script; it measures "
+             "only the current widgets). Its 'old way' row is the redraw before the widget work."), "",
+            widgets_table(), "", "## Commands", "",
+            "Temporary folders shown as they were; `PYTHONPATH` = the measured revision's worktree.", ""]
+    ran = ([("LlamaIndex loop", m.loop)] if m.loop else []) + list(m.sides[-1].runs.items())
+    out += [f"- {what}: `{t.command}`" for what, t in ran]
+    return "\n".join(out) + "\n"
+
+
+def cpu_name() -> str:
+    lines = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
+    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")),
+                platform.processor() or "unknown CPU")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rev", action="append", default=[], help="git revision to measure (repeatable), e.g. 7737326")
+    p.add_argument("--out", type=Path, default=BENCH / "perf.md", help="markdown to write (default: bench/perf.md)")
+    p.add_argument("--data", type=Path, default=REPO / "data" / "chroma_small", help="dataset folder (default: %(default)s)")
+    p.add_argument("--texts", nargs=2, type=Path, metavar=("CACHE", "OUT"), help=argparse.SUPPRESS)
+    p.add_argument("--floor", nargs=2, type=Path, metavar=("TEXTS", "MODEL"), help=argparse.SUPPRESS)
+    p.add_argument("--throughput", type=Path, metavar="OUT", help=argparse.SUPPRESS)
+    p.add_argument("specs", nargs="*", help=argparse.SUPPRESS)  # the variants of --texts
+    args = p.parse_args()
+    if args.texts:  # the subprocesses of `measure`, each in a fresh process
+        return collect_texts(args.data, *args.texts, args.specs)
+    if args.floor:
+        return embed_floor(*args.floor)
+    if args.throughput:
+        return write_throughput(args.throughput)
+    t0 = time.perf_counter()
+    command = shlex.join(["python", "bench/perf.py", *sys.argv[1:]])
+
+    def save(m: Measured) -> None:
+        args.out.write_text(markdown(m, command, args.data, time.perf_counter() - t0))
+
+    with tempfile.TemporaryDirectory(prefix="perf-") as tmp:
+        measure(args.rev, args.data.resolve(), Path(tmp), save)
+    print(args.out.read_text())
+
+
+if __name__ == "__main__":
+    main()
