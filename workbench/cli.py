@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning, load_dataset
+from workbench.embed import BACKENDS, DEVICES, Embedder, resolve_device
 from workbench.errors import describe
 from workbench.io import CACHE_DIR
 from workbench.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
@@ -98,7 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="embedding and index cache folder, shared by runs (default: %(default)s)")
     s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
-    s.add_argument("--threads", type=int, help="torch threads (1 is faster when another process is busy)")
+    s.add_argument("--threads", type=int, help="torch and onnxruntime threads (1 is faster when another process is busy)")
+    s.add_argument("--backend", choices=BACKENDS, default="torch",
+                   help="how the model runs: onnx and onnx-int8 are faster on a CPU, from a copy exported once "
+                   "into --cache; their vectors (and so their cache entries) differ from torch's (default: %(default)s)")
+    s.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
     s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
     sub.add_parser("strategies", help="list chunking strategies and their parameters")
@@ -116,7 +122,6 @@ def _strategies() -> None:
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    from workbench.embed import Embedder
     from workbench.index import IndexStore
     from workbench.sweep import sweep
 
@@ -140,7 +145,12 @@ def _sweep(args: argparse.Namespace) -> None:
         dataset = dataset.select(max_questions=args.max_questions)
     t0 = time.perf_counter()
     try:
-        embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet)
+        device = resolve_device(args.device)
+    except ValueError as e:
+        raise SystemExit(f"error: --device: {e}") from e
+    try:
+        embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet,
+                            backend=args.backend, device=device)
     except ValueError as e:
         raise SystemExit(f"error: --model: {e}") from e
     if not args.quiet:
