@@ -12,9 +12,10 @@ own lines), punkt splits inside a line, and 。！？ split inside punkt's sente
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -40,14 +41,28 @@ def _punkt() -> Any:
     return tok
 
 
+def _punkt_for_one_text() -> Any:
+    """`_punkt()` deciding each distinct candidate break once: punkt's decision is a function
+    of its context ("word. Next") alone, and contexts repeat within a text (wikitexts has ". The"
+    145 times). A shallow copy, so the memo lives only as long as the one text's splitting."""
+    tok = copy.copy(_punkt())
+    tok.text_contains_sentbreak = cache(tok.text_contains_sentbreak)
+    return tok
+
+
 def sentence_spans(text: str) -> list[Bounds]:
     """Sorted sentence spans that tile the non-whitespace text: each starts and ends on
     non-whitespace, and every non-whitespace character lies in exactly one span."""
     out: list[Bounds] = []
+    punkt = _punkt_for_one_text()
+    line_spans: dict[str, list[Bounds]] = {}  # punkt is the cost, and lines repeat (table rows, boilerplate)
+    cjk = _CJK_END.search(text) is not None
     for line in _LINE.finditer(text):
-        for a, b in _punkt().span_tokenize(line.group()):
+        if line.group() not in line_spans:
+            line_spans[line.group()] = list(punkt.span_tokenize(line.group()))
+        for a, b in line_spans[line.group()]:
             a, b = a + line.start(), b + line.start()
-            cuts = [m.end() for m in _CJK_END.finditer(text, a, b)]
+            cuts = [m.end() for m in _CJK_END.finditer(text, a, b)] if cjk else []
             for lo, hi in zip([a, *cuts], [*cuts, b]):
                 span = strip_span(text, lo, hi)
                 if span is not None:
