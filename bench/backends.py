@@ -1,0 +1,130 @@
+"""Embedding backends side by side in one process: torch, onnx and onnx-int8 (workbench.embed).
+
+Throughput: the same chroma_small texts (fixed 256-token chunks, and sentence-sized chunks) through
+each backend's model, in length order and batches as the Embedder runs them, with torch and
+onnxruntime both held to 2 threads. After an untimed warm-up, each round runs A B C C B A, so a
+machine that slows down within it favours none; a speed-up is torch's time over the backend's
+within one round, and the median over rounds is kept (the load of a shared machine changes
+between rounds more than within one). Quality: recall@5
+of fixed(size=256) and recursive(size=256) on all chroma_small questions, one `wb.sweep` per
+backend. Everything lives in one fresh temporary cache (the ONNX export included). Writes
+bench/backends.md.
+
+    python bench/backends.py [--chunks 32] [--sentences 128] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from workbench import load_dataset, sweep
+from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.dataset import Dataset
+from workbench.embed import BACKENDS, Embedder
+from workbench.variant import parse_variant
+
+REPO = Path(__file__).resolve().parents[1]
+THREADS = 2
+VARIANTS = ("fixed:size=256", "recursive:size=256")
+
+
+def chunk_texts(ds: Dataset, env: ChunkEnv, strategy: str, size: int, n: int) -> list[str]:
+    """n chunk texts of one strategy, taken evenly across the corpus, in length order."""
+    texts = [c.text for doc in ds.documents for c in run_strategy(strategy, {"size": size}, doc, env)]
+    step = max(1, len(texts) // n)
+    return sorted(texts[::step][:n], key=len)
+
+
+def seconds(embedder: Embedder, texts: list[str]) -> float:
+    t0 = time.perf_counter()
+    embedder.model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True, show_progress_bar=False)
+    return time.perf_counter() - t0
+
+
+def recall_at_5(ds: Dataset, embedder: Embedder, cache: Path) -> dict[str, float]:
+    result = sweep(ds, [parse_variant(v) for v in VARIANTS], ks=(5,), embedder=embedder, store=cache,
+                   progress=False, budgets=())
+    rows = result.summary.query("metric == 'recall' and k == 5")
+    return dict(zip(rows["variant"], rows["mean"], strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=32, help="fixed 256-token chunk texts timed")
+    parser.add_argument("--sentences", type=int, default=128, help="sentence-sized texts timed")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of A B C C B A passes")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "backends.md")
+    args = parser.parse_args()
+    torch.set_num_threads(THREADS)
+    ds = load_dataset(REPO / "data" / "chroma_small")
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp)
+        embedders = {b: Embedder(cache_dir=cache, backend=b, threads=THREADS, progress=False) for b in BACKENDS}
+        env = ChunkEnv(model_tokenizer=embedders["torch"].tokenizer)
+        sets = {f"fixed(size=256) chunks, {args.chunks}": chunk_texts(ds, env, "fixed", 256, args.chunks),
+                f"sentence(size=32) chunks, {args.sentences}": chunk_texts(ds, env, "sentence", 32, args.sentences)}
+        for e in embedders.values():  # untimed: export, quantization, loading, first batches
+            seconds(e, next(iter(sets.values()))[:8])
+        rounds: dict[tuple[str, str], list[float]] = {(s, b): [] for s in sets for b in BACKENDS}  # s per round
+        for r in range(args.rounds):
+            for name, texts in sets.items():
+                spent = dict.fromkeys(BACKENDS, 0.0)
+                for b in [*BACKENDS, *reversed(BACKENDS)]:
+                    spent[b] += seconds(embedders[b], texts)
+                for b in BACKENDS:
+                    rounds[name, b].append(spent[b] / 2)
+                print(f"round {r + 1}, {name}: " + ", ".join(f"{b} {spent[b] / 2:.2f} s" for b in BACKENDS), flush=True)
+        recall = {b: recall_at_5(ds, e, cache) for b, e in embedders.items()}
+
+    def speed(name: str, b: str) -> str:
+        ratios = [t / mine for t, mine in zip(rounds[name, "torch"], rounds[name, b], strict=True)]
+        return (f"{len(sets[name]) / statistics.median(rounds[name, b]):.1f} texts/s, "
+                f"x{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+
+    speed_rows = [f"| {name} | " + " | ".join(speed(name, b) for b in BACKENDS) + " |" for name in sets]
+    recall_rows = [f"| {v} | " + " | ".join(f"{recall[b][v]:.4f} ({100 * (recall[b][v] - recall['torch'][v]):+.2f})"
+                                            for b in BACKENDS) + " |" for v in recall["torch"]]
+    header = "| | " + " | ".join(BACKENDS) + " |\n|---|" + "---|" * len(BACKENDS)
+    text = "\n".join([
+        "# Embedding backends: throughput and recall",
+        "",
+        f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other engineers' work "
+        f"(absolute times are noisy; the ratios come from passes run side by side), Python "
+        f"{platform.python_version()}; `python bench/backends.py --chunks {args.chunks} --sentences {args.sentences} "
+        f"--rounds {args.rounds}`.",
+        "",
+        f"The all-MiniLM-L6-v2 bundled model, batch {embedders['torch'].batch_size}, texts in length order, torch and "
+        f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime; "
+        "onnx-int8: the same, dynamically quantized (int8 weights per channel, uint8 activations). Pooling and "
+        "normalisation are sentence-transformers' own in all three. After a warm-up, each round ran every "
+        f"text set through the backends in the order A B C C B A; {args.rounds} rounds. Shown: median throughput, "
+        "and the speed-up over torch measured within each round, as median (lowest-highest over rounds).",
+        "",
+        "## Throughput",
+        "",
+        header,
+        *speed_rows,
+        "",
+        f"## recall@5 on chroma_small ({len(ds.questions)} questions), points vs torch in brackets",
+        "",
+        header,
+        *recall_rows,
+        "",
+        "Targets (issue 10): >= 2x throughput for some ONNX option, recall@5 within 1 point of torch.",
+        "",
+    ])
+    args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
