@@ -97,17 +97,17 @@ def main() -> None:
     text = "\n".join([
         "# Embedding backends: throughput and recall",
         "",
-        f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other engineers' work "
-        f"(absolute times are noisy; the ratios come from passes run side by side), Python "
-        f"{platform.python_version()}; `python bench/backends.py --chunks {args.chunks} --sentences {args.sentences} "
-        f"--rounds {args.rounds}`.",
+        (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other engineers' work "
+         f"(absolute times are noisy; the ratios come from passes run side by side), Python "
+         f"{platform.python_version()}; `python bench/backends.py --chunks {args.chunks} --sentences {args.sentences} "
+         f"--rounds {args.rounds}`."),
         "",
-        f"The all-MiniLM-L6-v2 bundled model, batch {embedders['torch'].batch_size}, texts in length order, torch and "
-        f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime; "
-        "onnx-int8: the same, dynamically quantized (int8 weights per channel, uint8 activations). Pooling and "
-        "normalisation are sentence-transformers' own in all three. After a warm-up, each round ran every "
-        f"text set through the backends in the order A B C C B A; {args.rounds} rounds. Shown: median throughput, "
-        "and the speed-up over torch measured within each round, as median (lowest-highest over rounds).",
+        (f"The all-MiniLM-L6-v2 bundled model, batch {embedders['torch'].batch_size}, texts in length order, torch and "
+         f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime; "
+         "onnx-int8: the same, dynamically quantized (int8 weights per channel, uint8 activations). Pooling and "
+         "normalisation are sentence-transformers' own in all three. After a warm-up, each round ran every "
+         f"text set through the backends in the order A B C C B A; {args.rounds} rounds. Shown: median throughput, "
+         "and the speed-up over torch measured within each round, as median (lowest-highest over rounds)."),
         "",
         "## Throughput",
         "",
