@@ -260,6 +260,13 @@ def test_how_it_was_made_gives_code_that_makes_the_same_variants_or_the_cli_comm
     rebuilt = [eval(line.strip().rstrip(","), {"wb": wb}) for line in code.splitlines()
                if line.strip().startswith("wb.Variant.make(")]
     assert [v.key for v in rebuilt] == result.keys
+    assert "embedder=" not in code  # the default model and backend need no argument
+    other = {"model": "my-model", "model_fingerprint": "0123456789abcdef-onnx-int8", "backend": "onnx-int8"}
+    code = report.reproduce_code(result.config | other)
+    compile(code, "report snippet", "exec")
+    assert "embedder=wb.Embedder('my-model', backend='onnx-int8'))  # the model's folder" in code
+    onnx = result.config | {"model_fingerprint": f"{result.config['model_fingerprint']}-onnx", "backend": "onnx"}
+    assert "embedder=wb.Embedder(backend='onnx'))\n" in report.reproduce_code(onnx)
     command = "python -m workbench sweep --data 'my <data>' -v fixed:size=16"
     r = SweepResult(result.per_question, result.summary, result.variants, result.config | {"command": command})
     made = write_report(r, tmp_path / "c.html", figures={}).read_text(encoding="utf-8")

@@ -151,8 +151,9 @@ def _sweep(args: argparse.Namespace) -> None:
     try:
         embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet,
                             backend=args.backend, device=device)
-    except ValueError as e:
-        raise SystemExit(f"error: --model: {e}") from e
+    except ValueError as e:  # the model folder, or a backend the device cannot run
+        option = "--device" if "device=" in str(e) else "--model"
+        raise SystemExit(f"error: {option}: {e}") from e
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
               f"{len(variants)} variants, model {embedder.name}")

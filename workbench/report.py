@@ -265,10 +265,14 @@ def reproduce_code(config: Mapping[str, Any]) -> str:
         args = [repr(g["strategy"]), *(f"{p}={v!r}" for p, v in g.get("params", {}).items()),
                 *(f"{m}=True" for m in ("contextual_header", "late") if g.get(m))]
         lines.append(f"    wb.Variant.make({', '.join(args)}),")
-    default = config.get("model_fingerprint") in (None, model_fingerprint(default_model_path()))
-    embedder = "" if default else f", embedder=wb.Embedder({str(config.get('model'))!r})  # the model's folder"
+    backend = config.get("backend", "torch")
+    model = str(config.get("model_fingerprint", "")).removesuffix(f"-{backend}")
+    custom = model not in ("", model_fingerprint(default_model_path()))
+    args = [repr(str(config.get("model")))] * custom + [f"backend={backend!r}"] * (backend != "torch")
+    embedder = f", embedder=wb.Embedder({', '.join(args)})" if args else ""
     lines += ["]", f"result = wb.sweep(dataset, variants, ks={list(config.get('ks', metrics.DEFAULT_KS))}, "
-              f"mode={config.get('mode', 'corpus')!r}{embedder})", 'wb.report.export(result, "results/mine")']
+              f"mode={config.get('mode', 'corpus')!r}{embedder})" + ("  # the model's folder" if custom else ""),
+              'wb.report.export(result, "results/mine")']
     return "\n".join(lines)
 
 

@@ -37,7 +37,8 @@ MODES = ("corpus", "document")
 # for `combine`; "preview" so that a preview score never stands in a table for a real one
 MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "budgets", "budget_encoding", "mode", "confidence",
               "preview")
-_VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas")
+_VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas",
+              "onnxruntime")
 
 
 @dataclass
@@ -277,6 +278,7 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
         "characters": dataset.n_chars,
         "model": embedder.name,
         "model_fingerprint": embedder.fingerprint,
+        "backend": embedder.backend,
         "ks": list(ks),
         "budgets": list(budgets),
         "budget_encoding": budget_encoding,
