@@ -11,7 +11,7 @@ variants are measured at overlap 0: like for like.
 Corpora: data/chroma_small, and the longest chroma_general document (finance, 738k
 characters) when ../shared is beside the repo.
 
-Run from the repo root: python bench/chunk_throughput.py  (about a minute on 2 cores)
+Run from the repo root: python bench/chunk_throughput.py  (about 30 s on 2 cores)
 bench/perf.py imports `measure()` for the same rows.
 """
 
@@ -72,7 +72,7 @@ def best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) 
     return best
 
 
-def measure(repeats: int = 3, datasets: list[Dataset] | None = None) -> pd.DataFrame:
+def measure(repeats: int = 5, datasets: list[Dataset] | None = None) -> pd.DataFrame:
     """One row per (corpus, workbench variant): seconds of both and ratio = llamaindex / workbench."""
     rows = []
     for data in datasets or corpora():
@@ -102,7 +102,7 @@ def table(df: pd.DataFrame) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repeats", type=int, default=3, help="interleaved timed rounds; the best of each is kept")
+    p.add_argument("--repeats", type=int, default=5, help="interleaved timed rounds; the best of each is kept")
     p.add_argument("--out", type=Path, default=None, help="write the markdown table here (default: print only)")
     args = p.parse_args()
     df = measure(args.repeats)
