@@ -136,18 +136,19 @@ def pack(
 
     Why estimate first: counting every candidate exactly is quadratic; the document's own
     token boundaries predict the last sentence that fits, and one or two exact counts confirm it.
+    Those counts come from the same boundaries plus the span's edge words (`span_count`).
     """
     if not sentences:
         return []
-    length: Callable[[str], int] = env.length_fn(unit, tokenizer)
     lo = sentences[0][0]
     b = unit_boundaries(text[lo : sentences[-1][1]], unit, tokenizer, env) + lo
+    count = (lambda s, e: e - s) if unit == "chars" else env.tokenizer(tokenizer).span_count(text, b)
     starts = np.array([s for s, _ in sentences])
     ends = np.array([e for _, e in sentences])
     n = len(sentences)
 
     def fits(i: int, j: int) -> bool:  # sentences [i, j) together
-        return length(text[starts[i] : ends[j - 1]]) <= size
+        return count(int(starts[i]), int(ends[j - 1])) <= size
 
     def extend(i: int, j: int) -> int:
         """Largest end >= j such that [i, end) fits, given that [i, j) fits."""
