@@ -58,6 +58,12 @@ def llamaindex_chunker(dataset: Dataset) -> Callable[[], object]:
     return lambda: splitter.get_nodes_from_documents(docs)
 
 
+def workbench_chunker(variant: Variant, dataset: Dataset) -> Callable[[], object]:
+    """`variant` chunking `dataset` through its public path (these variants need no model)."""
+    env = ChunkEnv()
+    return lambda: variant.chunk(dataset, env)
+
+
 def best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
     """Best wall seconds of each contender over `repeats` rounds (one call each per round),
     after one warm-up call each (loads tokenizers, punkt, imports)."""
@@ -76,9 +82,7 @@ def measure(repeats: int = 5, datasets: list[Dataset] | None = None) -> pd.DataF
     """One row per (corpus, workbench variant): seconds of both and ratio = llamaindex / workbench."""
     rows = []
     for data in datasets or corpora():
-        env = ChunkEnv()
-        contenders = {"llamaindex": llamaindex_chunker(data)}
-        contenders |= {v.strategy: (lambda v=v: v.chunk(data, env)) for v in VARIANTS}
+        contenders = {"llamaindex": llamaindex_chunker(data)} | {v.strategy: workbench_chunker(v, data) for v in VARIANTS}
         best = best_interleaved(contenders, repeats)
         for v in VARIANTS:
             rows.append({
