@@ -65,6 +65,13 @@ def test_pooled_vector_is_the_mean_of_the_cached_tokens_overlapping_the_chunk(ge
     # the cache holds the document-context pass of late chunking, rounded to float16
     assert np.abs(late_vectors(general.docs, chunks, embedder) - pooled).max() < 3e-3
 
+    # a chunk longer than the model window: its real embedding sees its first tokens only, so does the preview
+    long = make_chunk(doc, 500, 4500)
+    seen = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if a < long.end and b > long.start][:200]
+    assert seen[-1] - seen[0] == 199 and enc["offset_mapping"][seen[-1]][1] < long.end
+    assert np.abs(unit(tokens[seen].mean(axis=0)) - cache.vectors_of([long], embedder, window=200)[0]).max() < 1e-5
+    assert np.abs(cache.vectors_of([long], embedder) - cache.vectors_of([long], embedder, window=200)).max() > 0.01
+
 
 def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_path, windows_run):
     kw = {"ks": (1, 5), "budgets": (), "store": tmp_path, "progress": False}

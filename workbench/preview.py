@@ -8,6 +8,10 @@ only. The ranking of such a grid is an estimate (preview vectors are late-chunki
 a contextual header changes nothing here); confirm its best variants with a real sweep
 (SweepResult.top, then sweep).
 
+A real embedding sees only the first tokens of a chunk longer than the model window (it is
+truncated), so a preview chunk vector pools the same first tokens; a late-chunking variant
+pools all its tokens, as it does for real.
+
 Semantic chunking embeds sentence groups to choose its cuts: in preview, each group's vector
 is pooled from the same cached tokens too (the groups are slices of the document), so a
 semantic grid costs no model pass either; a strategy embedding texts that are not slices of
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +35,7 @@ from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document
 from workbench.embed import Embedder
 from workbench.index import ChunkIndex, chunk_cost, embed_texts, flat_index, publish, returned_token_counts
-from workbench.late import DocTokens, pooled_vectors, token_embeddings
+from workbench.late import DocTokens, pooled_vectors, token_embeddings, window_size
 from workbench.lexical import LexicalIndex
 from workbench.variant import Variant
 
@@ -56,9 +61,23 @@ class TokenCache:
         a, b = self.rows[doc_id]
         return DocTokens([], self.offsets[a:b, 0], self.offsets[a:b, 1], self.vectors[a:b])
 
-    def vectors_of(self, chunks: list[Chunk], embedder: Embedder) -> np.ndarray:
-        """Each chunk's pooled vector (workbench.late.pooled_vectors over the cached tokens)."""
+    def vectors_of(self, chunks: list[Chunk], embedder: Embedder, window: int | None = None) -> np.ndarray:
+        """Each chunk's pooled vector (workbench.late.pooled_vectors over the cached tokens); with
+        `window`, of its first `window` tokens only (see `seen`)."""
+        if window is not None:
+            chunks = [self.seen(c, window) for c in chunks]
         return pooled_vectors(chunks, ((d, self.tokens(d)) for d in dict.fromkeys(c.doc_id for c in chunks)), embedder)
+
+    def seen(self, chunk: Chunk, window: int) -> Chunk:
+        """The chunk cut after its first `window` tokens: what a model that truncates its input
+        embeds of it (bench/preview.md: pooling the whole chunk flatters long chunks)."""
+        a, b = self.rows[chunk.doc_id]
+        ends = self.offsets[a:b, 1]  # non-decreasing
+        last = int(np.searchsorted(ends, chunk.start, side="right")) + window - 1
+        if last >= len(ends) or ends[last] >= chunk.end:
+            return chunk
+        end = int(ends[last])
+        return replace(chunk, end=end, text=chunk.text[: end - chunk.start])
 
     def env(self, doc: Document, embedder: Embedder) -> ChunkEnv:
         """A chunk environment for `doc` whose embedding function pools the texts' spans."""
@@ -107,7 +126,7 @@ def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache:
               for c in variant.chunk(Dataset(dataset.name, (doc,), ()), cache.env(doc, embedder))]
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
-    vectors = cache.vectors_of(chunks, embedder)
+    vectors = cache.vectors_of(chunks, embedder, None if variant.late else window_size(embedder)[0])
     cost = chunk_cost(chunks) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
                                  "seconds": round(time.perf_counter() - t0, 3), "built": True}
     index = ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
