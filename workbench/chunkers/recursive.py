@@ -88,25 +88,35 @@ def split_pieces(
 ) -> list[Bounds]:
     """Contiguous pieces covering [start, end), each at most `size` units unless it is a single
     unbreakable character: split on the first separator present, recurse with the finer ones
-    into pieces still too big, and cut at unit boundaries when no separator is left."""
+    into pieces still too big, and cut at unit boundaries when no separator is left.
+
+    The recursion runs level by level (one separator each), so the parts of every span split
+    at one level are measured in one vectorised search instead of one call each."""
     if units.count(start, end) <= size:
         return [(start, end)]
-    return _split_big(text, start, end, units, size, separators)
-
-
-def _split_big(
-    text: str, start: int, end: int, units: Units, size: int, separators: Sequence[str]
-) -> list[Bounds]:
-    """`split_pieces` of a span known to be over `size`, recursing only into parts that are
-    too big too (most parts fit: one count each, not one call each)."""
-    for i, sep in enumerate(separators):
-        cuts = _cuts(text, start, end, sep)
-        if cuts:
-            out: list[Bounds] = []
-            for s, e in pairwise([start, *cuts, end]):
-                out += [(s, e)] if units.count(s, e) <= size else _split_big(text, s, e, units, size, separators[i + 1 :])
-            return out
-    return list(pairwise([start, *units.inside(start, end), end]))
+    pieces: list[Bounds] = []
+    big = [(start, end)]  # spans over `size` that the finer separators have yet to try
+    for sep in separators:
+        if not big:
+            break
+        parts: list[Bounds] = []
+        uncut: list[Bounds] = []
+        for s, e in big:
+            cuts = _cuts(text, s, e, sep)
+            if cuts:
+                parts += pairwise([s, *cuts, e])
+            else:
+                uncut.append((s, e))
+        big = uncut
+        lo, hi = units.edges(parts)
+        for part, first, after in zip(parts, lo, hi):
+            if after - first <= size:
+                pieces.append(part)
+            else:
+                big.append(part)
+    for s, e in big:
+        pieces += pairwise([s, *units.inside(s, e), e])
+    return sorted(pieces)
 
 
 def merge_pieces(text: str, pieces: Sequence[Bounds], units: Units, size: int, overlap: int) -> list[Bounds]:
