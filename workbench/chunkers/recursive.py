@@ -10,7 +10,6 @@ seconds, not hours.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
 from functools import cache
@@ -45,15 +44,12 @@ class Units:
     span is measured without re-tokenizing it."""
 
     def __init__(self, boundaries: np.ndarray | Sequence[int]):
-        self.array = np.asarray(boundaries)
-        self.b: list[int] = self.array.tolist()  # bisect on a list beats numpy for one offset
+        self.b = np.asarray(boundaries)
 
     def count(self, start: int, end: int) -> int:
         """Units overlapping [start, end): a unit cut by either edge counts whole."""
-        lo = bisect_left(self.b, start)
-        if self.b[lo] > start:
-            lo -= 1
-        return bisect_left(self.b, end) - lo
+        (lo,), (hi,) = self.edges([(start, end)])
+        return hi - lo
 
     def edges(self, spans: Sequence[Bounds]) -> tuple[list[int], list[int]]:
         """Per span, the index of the unit holding its start and of the first unit at or after
@@ -61,13 +57,13 @@ class Units:
         instead of two binary searches per pair."""
         starts = np.array([s for s, _ in spans], dtype=np.int64)
         ends = np.array([e for _, e in spans], dtype=np.int64)
-        lo = np.searchsorted(self.array, starts, "left")
-        lo -= self.array[lo] > starts
-        return lo.tolist(), np.searchsorted(self.array, ends, "left").tolist()
+        lo = np.searchsorted(self.b, starts, "left")
+        lo -= self.b[lo] > starts
+        return lo.tolist(), np.searchsorted(self.b, ends, "left").tolist()
 
     def inside(self, start: int, end: int) -> list[int]:
         """Distinct unit boundaries strictly inside (start, end): where a run may be cut."""
-        return sorted(set(self.b[bisect_right(self.b, start) : bisect_left(self.b, end)]))
+        return np.unique(self.b[np.searchsorted(self.b, start, "right") : np.searchsorted(self.b, end, "left")]).tolist()
 
 
 @cache
