@@ -42,7 +42,8 @@ def char_windows(b: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]
     several tokens, and a window starting inside it would, once snapped to the character start,
     hold more than `size` tokens. Here such a character moves whole and counts all its tokens.
     """
-    starts, first = np.unique(b, return_index=True)  # distinct offsets; index of their first unit
+    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # b is sorted: each distinct offset's first unit
+    starts = b[first]
     last = len(starts) - 1
     if last <= 0:
         return []
