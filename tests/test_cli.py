@@ -19,7 +19,8 @@ def test_help_explains_every_option() -> None:
     out = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--help"], capture_output=True, text=True,
                          check=True).stdout
     for option in ("--data", "--questions", "--out", "--variant", "--grid", "--ks", "--mode", "--model", "--cache",
-                   "--max-questions", "--threads", "--no-report", "--quiet", "+header", "+late"):
+                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--quiet", "+header",
+                   "+late"):
         assert option in out
 
 
@@ -97,3 +98,27 @@ def test_quiet_prints_only_the_final_summary(tiny: Dataset, tmp_path: Path) -> N
     lines = run.stdout.splitlines()
     assert lines[0].startswith("done in ") and "1 of 1 indexes built" in lines[0]
     assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == 5  # the four tables
+
+
+def test_preview_prints_the_command_that_confirms_its_best(tiny: Dataset, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    import pandas as pd
+
+    data = write_dataset(tiny, tmp_path / "data")
+    cache = ["--cache", str(tmp_path / "cache"), "--ks", "1", "3", "--quiet"]
+    grid = ["-v", "fixed:size=16", "-v", "fixed:size=32,overlap=8", "-v", "recursive:size=48", "-v", "sentence:size=24"]
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p"), "--preview", *grid, *cache])
+    out = capsys.readouterr().out
+    command = shlex.split(out.split("confirm the best with real embeddings:\n")[1])
+    assert command[:4] == ["python", "-m", "workbench", "sweep"] and command.count("-v") == 3
+    assert "<b>Preview.</b>" in (tmp_path / "p" / "report.html").read_text(encoding="utf-8")
+    assert pd.read_csv(tmp_path / "p" / "variants.csv")["preview"].all()
+    assert not (tmp_path / "cache" / "index").exists()  # a preview builds no real index
+    main([*command[3:], "--out", str(tmp_path / "real"), *cache])
+    real = pd.read_csv(tmp_path / "real" / "variants.csv")
+    assert len(real) == 3 and not real["preview"].any() and real["built"].all()
+    preview = pd.read_csv(tmp_path / "p" / "summary.csv").query("metric == 'recall' and k == 3")
+    best = preview.sort_values("mean", ascending=False, kind="stable")["key"][:3]  # ties in grid order, as top()
+    assert set(real["key"]) == set(best)  # the printed variants, parsed back, are the preview's best

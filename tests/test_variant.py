@@ -83,3 +83,17 @@ def test_parse_variant_takes_json_values_with_separators_inside() -> None:
     v = parse_variant('recursive:size=128,custom_separators=["\\n\\n", ", ", "a+b"]+header')
     assert v.kwargs["custom_separators"] == ("\n\n", ", ", "a+b") and v.contextual_header
     assert parse_variant('recursive:custom_separators=["\\"quoted, and escaped\\""],size=64').kwargs["size"] == 64
+
+
+@pytest.mark.parametrize("variant", [
+    Variant.make("fixed", size=256, overlap=32),
+    Variant.make("recursive", size=128, custom_separators=["\n\n", ". ", "a,b+c"]),
+    Variant.make("fixed", size=64, retriever="hybrid", rrf_k=30),
+    Variant.make("fixed", retriever="bm25"),
+    Variant.make("semantic", breakpoint_percentile=90, contextual_header=True),
+    Variant.make("recursive", size=256, separators="markdown", late=True),
+    Variant.make("sentence"),
+])
+def test_text_is_what_parse_variant_reads_back(variant: Variant) -> None:
+    assert parse_variant(variant.text) == variant
+    assert "tokenizer=" not in variant.text  # defaults left out: the form a person types

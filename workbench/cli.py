@@ -15,6 +15,7 @@ from workbench.dataset import DatasetError, DatasetWarning, load_dataset
 from workbench.embed import BACKENDS, DEVICES, Embedder, resolve_device
 from workbench.errors import describe
 from workbench.io import CACHE_DIR
+from workbench import metrics
 from workbench.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.variant import Variant, parse_variant
 
@@ -105,6 +106,10 @@ def _parser() -> argparse.ArgumentParser:
                    "into --cache; their vectors (and so their cache entries) differ from torch's (default: %(default)s)")
     s.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
+    s.add_argument("--preview", action="store_true",
+                   help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
+                   "model pass over the corpus (workbench.preview), every row marked preview; then confirm the "
+                   "best with the command it prints")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
     s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
     sub.add_parser("strategies", help="list chunking strategies and their parameters")
@@ -160,7 +165,7 @@ def _sweep(args: argparse.Namespace) -> None:
     try:
         result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
                        mode=args.mode, progress=not args.quiet, budgets=args.budgets,
-                       budget_encoding=args.budget_encoding)
+                       budget_encoding=args.budget_encoding, preview=args.preview)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if args.no_report:
             paths = result.save(args.out)
@@ -176,6 +181,10 @@ def _sweep(args: argparse.Namespace) -> None:
           + (f"{new} texts embedded" if new else "embedded nothing new (every vector came from the cache)"))
     for name, path in paths.items():
         print(f"  {name:<20} {path}")
+    if args.preview:
+        confirm = " ".join(f"-v {shlex.quote(v.text)}" for v in result.top(min(3, len(variants)), k=metrics.default_k(args.ks)))
+        print(f"preview: confirm the best with real embeddings:\n  python -m workbench sweep --data "
+              f"{shlex.quote(str(args.data))} {confirm}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -50,6 +50,7 @@ _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222;
        line-height: 1.4; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+p.preview { background: #fff4e0; border-left: 4px solid #e08a00; padding: .5em .8em; }
 h3 { font-size: 1.05em; margin: 1.2em 0 0.3em; }
 figure { margin: 1em 0 2em; } figure img { width: 100%; height: auto; display: block; }
 figcaption { color: #444; margin-top: 0.3em; }
@@ -444,6 +445,8 @@ def _cuts_missing(result: SweepResult, v: Verdict | None, wanted: Wanted | None)
     """Why the cuts cannot be drawn, or "" when they can."""
     if v is None or v.runner_up is None:
         return "it needs two variants scored on recall."
+    if result.config.get("preview"):
+        return "this is a preview: its chunks were never embedded for real; a real sweep of the best shows their cuts."
     if wanted is None:
         return ("the report was written without the dataset and the index store (pass dataset= and store= to "
                 "report.export or write_report; the CLI does).")
@@ -466,6 +469,10 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
               '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
               f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
               f"<h1>{html.escape(title)}</h1>\n<p>{head}</p>\n")
+    if c.get("preview"):
+        out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
+                  "the corpus (workbench.preview), not embedded: the ranking is an estimate. Confirm the best "
+                  "variants with a real sweep before choosing.</p>\n")
     v = verdict(result) if "recall" in set(result.summary["metric"]) else None
     if v is not None:
         out.write(_verdict(v))

@@ -115,6 +115,20 @@ class Variant:
     def __str__(self) -> str:
         return self.label
 
+    @property
+    def text(self) -> str:
+        """The variant as `parse_variant` and the CLI's -v read it: parse_variant(v.text) == v."""
+        def value(v: Any) -> str:
+            return v if isinstance(v, str) and parse_value(v) == v and "," not in v and "+" not in v else json.dumps(v)
+
+        schema = get_strategy(self.strategy).params
+        given = ",".join(f"{k}={value(v)}" for k, v in self.params if schema[k].default != v)  # defaults left out
+        mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
+        if self.retriever != "dense":
+            rrf = f":rrf_k={self.rrf_k}" if self.rrf_k != DEFAULT_RRF_K else ""
+            mods.append(f"+{self.retriever}{rrf}")
+        return f"{self.strategy}{':' if given else ''}{given}" + "".join(mods)
+
     def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
         """Chunk every document, in dataset order (so each document's chunks are contiguous)."""
         strategy = get_strategy(self.strategy)
