@@ -10,12 +10,12 @@ import time
 import warnings
 from pathlib import Path
 
+from workbench import metrics
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning, load_dataset
 from workbench.embed import BACKENDS, DEVICES, Embedder, resolve_device
 from workbench.errors import describe
 from workbench.io import CACHE_DIR
-from workbench import metrics
 from workbench.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.variant import Variant, parse_variant
 
