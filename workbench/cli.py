@@ -182,7 +182,8 @@ def _sweep(args: argparse.Namespace) -> None:
     for name, path in paths.items():
         print(f"  {name:<20} {path}")
     if args.preview:
-        confirm = " ".join(f"-v {shlex.quote(v.text)}" for v in result.top(min(3, len(variants)), k=metrics.default_k(args.ks)))
+        best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
+        confirm = " ".join(f"-v {shlex.quote(v.text)}" for v in best)
         print(f"preview: confirm the best with real embeddings:\n  python -m workbench sweep --data "
               f"{shlex.quote(str(args.data))} {confirm}")
 
