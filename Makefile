@@ -30,7 +30,12 @@ lab: setup  ## JupyterLab on notebooks/
 app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) for a class
 	JUPYTER_PATH=$(CURDIR)/app $(BIN)/voila notebooks/app.ipynb --template=offline --strip_sources=True
 
-bench: setup  ## benchmarks: ratios measured side by side (about 20 minutes)
+bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 cores)
+	$(BIN)/pip install -q -r requirements-bench.txt  # the LlamaIndex loop's embedding (bench only)
+	$(BIN)/python bench/perf.py --rev 7737326 --rev HEAD
+	$(BIN)/python bench/backends.py
+	$(BIN)/python bench/preview.py
+	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/chroma_metrics.py
 	$(BIN)/python bench/chunker_costs.py
 	$(BIN)/python bench/demo_times.py --json bench/demo_times.json
