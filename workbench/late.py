@@ -99,12 +99,20 @@ def _run_windows(plan: list[_Window], frame: tuple[list[int], list[int]], embedd
 
 
 def _pool(doc: DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean embedding and count of the tokens overlapping each [start, end) span, by cumulative sums."""
+    """Mean embedding and count of the tokens overlapping each [start, end) span.
+
+    By running sums taken only at the spans' ends: the tokens between consecutive ends are summed
+    in one pass (np.add.reduceat), so a document is read once per call and no (tokens x dim)
+    cumulative sum is built; a preview pools many variants from one cached document."""
     first = np.searchsorted(doc.ends, spans[:, 0], side="right")  # first token ending after start
     stop = np.maximum(np.searchsorted(doc.starts, spans[:, 1], side="left"), first)  # first starting at/after end
-    csum = np.concatenate([np.zeros((1, doc.vecs.shape[1])), np.cumsum(doc.vecs, axis=0, dtype=np.float64)])
     count = stop - first
-    return (csum[stop] - csum[first]) / np.maximum(count, 1)[:, None], count
+    n, dim = doc.vecs.shape
+    points = np.unique(np.concatenate([first, stop, [0, n]]))  # strictly increasing, from 0 to n
+    between = np.add.reduceat(doc.vecs, points[:-1], axis=0, dtype=np.float64) if n else np.zeros((0, dim))
+    csum = np.concatenate([np.zeros((1, dim)), np.cumsum(between, axis=0)])  # sum of the tokens before each point
+    sums = csum[np.searchsorted(points, stop)] - csum[np.searchsorted(points, first)]
+    return sums / np.maximum(count, 1)[:, None], count
 
 
 def window_size(embedder: Embedder) -> tuple[int, int]:
