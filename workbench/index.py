@@ -65,8 +65,9 @@ class ChunkIndex:
         self.chunks = chunks
         self.index = index
         self.returned_tokens = returned  # tiktoken sizes of what each chunk returns, per encoding
-        # tiktoken size of what each chunk returns, one array per encoding (read per hit)
-        self._tokens = {enc: returned[enc].to_numpy() for enc in TIKTOKEN_ENCODINGS}
+        # tiktoken sizes of what each chunk returns, one {encoding: tokens} per row, shared by its hits
+        self._tokens = [dict(zip(TIKTOKEN_ENCODINGS, map(int, row), strict=True))
+                        for row in returned[list(TIKTOKEN_ENCODINGS)].itertuples(index=False)]
         self.cost = cost
         self._returned = [c.returned for c in chunks]
         self._doc_rows: dict[str, list[int]] = {}
@@ -94,8 +95,7 @@ class ChunkIndex:
             if span in seen:  # several children of one parent: return the parent once
                 continue
             seen.add(span)
-            tokens = {enc: int(col[i]) for enc, col in self._tokens.items()}
-            hits.append(Hit(span, float(s), int(i), tokens))
+            hits.append(Hit(span, float(s), int(i), self._tokens[i]))
             if len(hits) == k:
                 break
         return hits

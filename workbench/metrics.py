@@ -158,6 +158,21 @@ class _EvidenceTokens:
         return hit / self.n if self.n else 0.0
 
 
+class TokenBounds(dict[str, np.ndarray]):
+    """doc_id -> token boundaries (the `token_bounds` of score_question), which also keeps each
+    question's evidence tokens once found: a sweep scores the same questions for every variant."""
+
+    def __init__(self, bounds: Mapping[str, np.ndarray]):
+        super().__init__(bounds)
+        self._evidence: dict[tuple, _EvidenceTokens] = {}
+
+    def evidence_tokens(self, ev: Mapping[str, Intervals]) -> _EvidenceTokens:
+        key = tuple((doc, tuple(ivs)) for doc, ivs in ev.items())
+        if key not in self._evidence:
+            self._evidence[key] = _EvidenceTokens(ev, self)
+        return self._evidence[key]
+
+
 def score_question(
     evidence: Sequence[Span],
     ranked: Sequence[Hit],
@@ -175,7 +190,10 @@ def score_question(
     _check_threshold(frac_threshold)
     ev = _evidence(evidence)
     ev_len = sum(total(v) for v in ev.values())
-    ev_tokens = _EvidenceTokens(ev, token_bounds) if token_bounds is not None else None
+    if isinstance(token_bounds, TokenBounds):
+        ev_tokens = token_bounds.evidence_tokens(ev)
+    else:
+        ev_tokens = _EvidenceTokens(ev, token_bounds) if token_bounds is not None else None
     contained: list[bool] = [False] * len(evidence)
     covered: dict[str, Intervals] = {}
     covered_len = first_touch = retrieved_len = tok = tok_o200k = 0
@@ -352,9 +370,9 @@ def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span]) -> p
     )
 
 
-def token_bounds(dataset: Dataset, tokenizer: str = "cl100k_base") -> dict[str, np.ndarray]:
+def token_bounds(dataset: Dataset, tokenizer: str = "cl100k_base") -> TokenBounds:
     """Token boundaries of every document, the input of "recall_tokens" (compute once per dataset)."""
     from workbench.tokens import get_tokenizer
 
     tok = get_tokenizer(tokenizer)
-    return {d.doc_id: tok.boundaries(d.text) for d in dataset.documents}
+    return TokenBounds({d.doc_id: tok.boundaries(d.text) for d in dataset.documents})
