@@ -50,7 +50,7 @@ SIZES = {"squad_v11_dev": (12, 24, 48), "chroma_general": (3, 4, 5)}  # document
 GRID = ("fixed:size=256", "recursive:size=512,overlap=102")  # overlap 102 tokens = 20% of 512
 SAME_SIZE = tuple(f"fixed:size={s}" for s in (256, 254, 252, 250, 248, 246))  # the variant-count study
 VARIANT_COUNTS = (1, 3, 6)
-STUDY = "squad_v11_dev=6"
+STUDY = "squad_v11_dev=4"
 COMPACT = {"key": "category", "variant": "category", "qid": "category", "metric": "category", "k": "int16",
            "budget": "int16"}  # per_question dtypes that would hold the same values in fewer bytes
 INT_COLUMNS = ("documents", "characters", "questions", "chunks", "texts_embedded", "indexes_built")
