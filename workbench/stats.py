@@ -66,7 +66,7 @@ def resampled_means(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     question indices), but a replicate's mean is its question counts times the scores, one
     matrix product instead of gathering n_resamples x questions values per column."""
     with _BLAS.limit(limits=1, user_api="blas"):  # small products: more BLAS threads only fight torch's
-        return np.concatenate([counts @ x for counts in _counts(len(x), n_resamples, seed)]) / len(x)
+        return np.concatenate([counts.astype(np.float64) @ x for counts in _counts(len(x), n_resamples, seed)]) / len(x)
 
 
 @lru_cache(maxsize=4)
@@ -79,8 +79,8 @@ def _counts(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
     for i in range(0, n_resamples, step):
         m = min(step, n_resamples - i)
         draws = rng.integers(0, n, size=(m, n))
-        out.append(np.bincount((draws + n * np.arange(m)[:, None]).ravel(), minlength=m * n).reshape(m, n)
-                   .astype(np.float64))
+        counts = np.bincount((draws + n * np.arange(m)[:, None]).ravel(), minlength=m * n).reshape(m, n)
+        out.append(counts.astype(np.uint16) if n < 2**16 else counts)  # a count is at most n: kept small
     return tuple(out)
 
 
