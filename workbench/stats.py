@@ -18,7 +18,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,6 @@ def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
     return sel[sel["variant"] == variant]
 
 
-_BLAS = ThreadpoolController()  # scanned once: each `limit` is then only a call per library
 _MAX_CELLS = 10_000_000  # bound on the resamples x questions counts of one batch (80 MB)
 
 
@@ -65,8 +64,15 @@ def resampled_means(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     draws: (n_resamples x columns). Draws are scipy.stats.bootstrap's (the same seeded stream of
     question indices), but a replicate's mean is its question counts times the scores, one
     matrix product instead of gathering n_resamples x questions values per column."""
-    with _BLAS.limit(limits=1, user_api="blas"):  # small products: more BLAS threads only fight torch's
+    with _blas().limit(limits=1, user_api="blas"):  # small products: more BLAS threads only fight torch's
         return np.concatenate([counts.astype(np.float64) @ x for counts in _counts(len(x), n_resamples, seed)]) / len(x)
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    """The loaded BLAS libraries, scanned on first use (not at import); each `limit` is then
+    one call per library."""
+    return ThreadpoolController()
 
 
 @lru_cache(maxsize=4)
