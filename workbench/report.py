@@ -30,7 +30,7 @@ from workbench.chunkers import Chunk
 from workbench.dataset import MIXED, Dataset, Hit, Question, Span
 from workbench.embed import Embedder, default_model_path, model_fingerprint
 from workbench.index import IndexStore
-from workbench.io import atomic_write
+from workbench.io import atomic_write, source_fingerprint
 from workbench.sweep import rankings
 from workbench.variant import short_value
 from workbench.verdict import Verdict, verdict
@@ -492,7 +492,7 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
     out.write(f"{_provenance(c)}</body>\n</html>\n")
 
 
-def _figure_makers(result: SweepResult) -> dict[str, Callable[[], Figure]]:
+def _figure_makers(result: SweepResult) -> dict[str, Callable[[], Figure | None]]:
     """The default figures, by name, each as the call that draws it."""
     present = set(result.summary["metric"])
     makers = {"overview": partial(plots.overview, result, short_ids=True)} | {
@@ -501,17 +501,21 @@ def _figure_makers(result: SweepResult) -> dict[str, Callable[[], Figure]]:
     swept = plots.swept_parameters(result)
     makers |= {f"by_{p}": partial(plots.by_parameter, result, p) for p in swept}
     if len(swept) == 2:
-        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(plots.heatmap, result, swept[0], swept[1])
+        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_heatmap, result, swept[0], swept[1])
     return makers
 
 
-def _draw(make: Callable[[], Figure]) -> Figure | None:
-    """A default figure at the report's width, or None when there is nothing to draw (a heatmap
-    of two parameters that no variant has together)."""
+def _heatmap(result: SweepResult, a: str, b: str) -> Figure | None:
     try:
-        return _fit(make())
-    except ValueError:
+        return plots.heatmap(result, a, b)
+    except ValueError:  # no variant has both parameters: nothing to draw
         return None
+
+
+def _draw(make: Callable[[], Figure | None]) -> Figure | None:
+    """A default figure at the report's width, or None when it has nothing to draw."""
+    fig = make()
+    return None if fig is None else _fit(fig)
 
 
 def default_figures(result: SweepResult) -> dict[str, Figure]:
@@ -530,8 +534,7 @@ def _content_key(result: SweepResult) -> str:
     volatile = ("date", "texts_embedded", "texts_cached")
     h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
                         default=str).encode())
-    for module in (plots, sys.modules[__name__]):
-        h.update(Path(module.__file__).read_bytes())
+    h.update(source_fingerprint(plots, sys.modules[__name__]).encode())
     h.update(matplotlib.__version__.encode())
     return h.hexdigest()
 
