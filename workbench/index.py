@@ -12,10 +12,8 @@ arrays and JSON (no pickle).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import pandas as pd
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.embed import Embedder
-from workbench.io import CACHE_DIR
+from workbench.io import CACHE_DIR, publish
 from workbench.lexical import LexicalIndex, rrf
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import DEFAULT_RRF_K, Variant
@@ -202,22 +200,6 @@ class IndexStore:
         cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
         returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
-
-
-def publish(path: Path, write: Callable[[Path], None]) -> None:
-    """Write a folder atomically: `write` fills a temporary sibling, which is renamed to `path`.
-    If another process published `path` first, theirs is kept."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-    try:
-        write(tmp)
-        try:
-            tmp.rename(path)
-        except OSError:
-            if not path.exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:

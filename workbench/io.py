@@ -1,11 +1,15 @@
-"""Atomic file writes: results and caches are replaced whole or not at all."""
+"""Atomic file writes (results and caches are replaced whole or not at all), and the hash of
+source code that names a cache entry."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 CACHE_DIR = Path("results/cache")  # embeddings and index entries, shared by every run that names it
@@ -33,3 +37,28 @@ def atomic_write(path: str | Path, write: Callable[[str], Any]) -> Path:
 def write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
+
+
+def source_fingerprint(*modules: ModuleType) -> str:
+    """Hash of the modules' source files: part of a cache key, so an edit to the code that made
+    an entry (scores, figures) is never served the old entry."""
+    h = hashlib.sha256()
+    for module in modules:
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def publish(path: Path, write: Callable[[Path], None]) -> None:
+    """Write a folder atomically: `write` fills a temporary sibling, which is renamed to `path`.
+    If another process published `path` first, theirs is kept."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    try:
+        write(tmp)
+        try:
+            tmp.rename(path)
+        except OSError:
+            if not path.exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

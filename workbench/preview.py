@@ -34,7 +34,8 @@ import numpy as np
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document
 from workbench.embed import Embedder
-from workbench.index import ChunkIndex, chunk_cost, embed_texts, flat_index, publish, returned_token_counts
+from workbench.index import ChunkIndex, chunk_cost, embed_texts, flat_index, returned_token_counts
+from workbench.io import publish
 from workbench.late import DocTokens, pooled_vectors, token_embeddings, window_size
 from workbench.lexical import LexicalIndex
 from workbench.variant import Variant

@@ -5,7 +5,7 @@ every ranking (seconds per variant), only to find the numbers of last time. A va
 a function of its key, the dataset (questions and corpus), the model and the scoring settings
 (ks, budgets, budget encoding, mode), and of the code that retrieves and scores: all of them name
 the entry, the code by a hash of its source files, so an edit to a metric or to search can never
-serve old numbers. Entries are folders published atomically (workbench.index.publish): the
+serve old numbers. Entries are folders published atomically (workbench.io.publish): the
 per-question scores (Parquet) and the index cost the variants table shows (JSON).
 """
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from workbench import index, lexical, metrics
 from workbench.dataset import Dataset
-from workbench.index import publish
+from workbench.io import publish, source_fingerprint
 from workbench.variant import Variant
 
 _CODE = (metrics, index, lexical)  # what turns an index into rankings and rankings into scores
@@ -31,10 +31,7 @@ _CODE = (metrics, index, lexical)  # what turns an index into rankings and ranki
 @cache
 def code_fingerprint() -> str:
     """Hash of the source of the retrieval and scoring modules."""
-    h = hashlib.sha256()
-    for module in _CODE:
-        h.update(Path(module.__file__).read_bytes())
-    return h.hexdigest()[:12]
+    return source_fingerprint(*_CODE)
 
 
 class ScoreCache:
