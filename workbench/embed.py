@@ -23,14 +23,14 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from workbench.io import CACHE_DIR
+from workbench.io import CACHE_DIR, publish
 
 DEFAULT_BATCH = 32
 _SKIP_FILES = {"README.md", ".gitattributes"}
@@ -47,11 +47,18 @@ def default_model_path() -> Path:
 
 
 def model_fingerprint(path: Path) -> str:
-    """Hash of every file of a local model folder (weights, config, tokenizer)."""
-    h = hashlib.sha256()
+    """Hash of every file of a local model folder (weights, config, tokenizer). Files are read
+    again only when one's size or modification time changed: every Embedder and every report's
+    reproducing code asks, and the weights are tens of MB."""
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _SKIP_FILES)
-    for f in files:
-        h.update(f.relative_to(path).as_posix().encode() + b"\0")
+    return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+@cache
+def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
+    h = hashlib.sha256()
+    for f, _, _ in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
         with f.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
@@ -288,8 +295,6 @@ class Embedder:
     def onnx_file(self, transformer: Any) -> Path:
         """This backend's ONNX model, exported (and quantized) on first use into
         <cache_dir>/models/<fingerprint>/, atomically, and reused ever after."""
-        from workbench.index import publish  # imported here: workbench.index imports this module
-
         models = self.cache_dir / "models"
         fp32 = models / f"{self.model_fingerprint}-onnx" / ONNX_FILE
         if not fp32.exists():
