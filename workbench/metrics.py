@@ -318,7 +318,8 @@ def score_budgets(
         lengths = [len(pack(ranked, b, encoding)) for b in budgets]
         at = {k: {} for k in lengths}
         if lengths[-1]:
-            for m, k, v in score_question(q.answers, ranked, sorted({n for n in lengths if n}), token_bounds=token_bounds):
+            nonempty = sorted({n for n in lengths if n})
+            for m, k, v in score_question(q.answers, ranked, nonempty, token_bounds=token_bounds):
                 at[k][m] = v
         if 0 in at:  # nothing fits: scored as an empty ranking
             at[0] = {m: v for m, _, v in score_question(q.answers, [], [1], token_bounds=token_bounds)}

@@ -260,7 +260,7 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
            embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float,
            budgets: tuple[int, ...], budget_encoding: str, preview: bool) -> Iterator[SweepResult]:
     @cache
-    def inputs() -> tuple[np.ndarray, dict[str, np.ndarray], TokenCache | None]:
+    def inputs() -> tuple[np.ndarray, metrics.TokenBounds, TokenCache | None]:
         """Question vectors, token boundaries (for token-level recall) and, in preview, the corpus's
         token embeddings: once per sweep, and only if some variant is not in the score cache."""
         with embedder.progress_bars(progress):
@@ -268,7 +268,8 @@ def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str]
             tokens = token_cache(dataset, embedder, store.root) if preview else None  # the one model pass of a preview
         return qvecs, metrics.token_bounds(dataset), tokens
 
-    saved = None if preview else ScoreCache(store.root, dataset, embedder.fingerprint, ks, budgets, budget_encoding, mode)
+    saved = None if preview else ScoreCache(store.root, dataset, embedder.fingerprint, ks, budgets, budget_encoding,
+                                            mode)
     config = {
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
