@@ -1,4 +1,4 @@
-"""Embedding backends side by side in one process: torch, onnx and onnx-int8 (workbench.embed).
+"""Embedding backends side by side in one process: torch, onnx and onnx-int8 (workbench.models.embed).
 
 Throughput: the same chroma_small texts (fixed 256-token chunks, and sentence-sized chunks) through
 each backend's model, in length order and batches as the Embedder runs them, with torch and
@@ -29,7 +29,7 @@ import torch
 from workbench import load_dataset, sweep
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset
-from workbench.embed import BACKENDS, Embedder
+from workbench.models.embed import BACKENDS, Embedder
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ import tiktoken
 import workbench  # noqa: F401  (offline tiktoken data; must precede tiktoken)
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset, load_dataset
-from workbench.metrics import score_omega
+from workbench.evaluation.metrics import score_omega
 from workbench.variant import Variant
 
 CONFIGS = ((800, 400), (400, 200), (250, 125), (200, 0))  # (size, overlap) in cl100k_base tokens

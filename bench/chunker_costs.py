@@ -28,9 +28,9 @@ import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document, load_dataset
-from workbench.embed import Embedder, VectorCache
-from workbench.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
-from workbench.late import late_vectors, plan_windows, window_size
+from workbench.models.embed import Embedder, VectorCache
+from workbench.models.late import late_vectors, plan_windows, window_size
+from workbench.retrieval.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
 
@@ -250,7 +250,7 @@ Columns (whole data/chroma_small unless the header names a subset):
   model-sized windows read over each whole document instead.
 - *chunks over model window*: embedded texts longer than the model's 256 word pieces; the model
   never sees their tails (late chunking reads windows, so none).
-- *chars stored twice*: `workbench.index.overlap_chars` of the chunks (sum of lengths minus their
+- *chars stored twice*: `workbench.retrieval.index.overlap_chars` of the chunks (sum of lengths minus their
   union), as a share of the corpus. *returned units overlapping*: the same over the distinct spans
   a hit can return (parents, windows): text the LLM may be handed more than once across queries
   or within one ranking.

@@ -22,7 +22,7 @@ from datetime import date
 from pathlib import Path
 
 from workbench.dataset import load_dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.widgets.explorer import explorer, picture
 
 REPO = Path(__file__).resolve().parents[1]

@@ -158,8 +158,8 @@ def collect_texts(data: Path, cache: Path, out: Path, specs: list[str]) -> None:
     keys. Fails unless they are exactly the cache's texts: all cached, nothing else in it."""
     from workbench.chunkers import ChunkEnv
     from workbench.dataset import load_dataset
-    from workbench.embed import Embedder, text_key
-    from workbench.index import embed_texts
+    from workbench.models.embed import Embedder, text_key
+    from workbench.retrieval.index import embed_texts
     from workbench.variant import parse_variant
 
     dataset = load_dataset(data)
@@ -198,7 +198,7 @@ def write_throughput(out: Path) -> None:
 def loop_recall(data: Path, retrieved: Path) -> dict[str, float]:
     """Mean recall@5 of each loop variant, scored by the workbench's metric from the retrieved spans."""
     from workbench.dataset import Hit, Span, load_dataset
-    from workbench.metrics import score_rankings
+    from workbench.evaluation.metrics import score_rankings
 
     questions = load_dataset(data).questions
     untokenized = {"cl100k_base": 0, "o200k_base": 0}
@@ -233,7 +233,7 @@ class Measured:
 
 def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], None]) -> None:
     """Every process of the table, the same kind for every side back to back, the most wanted rows first."""
-    from workbench.embed import default_model_path
+    from workbench.models.embed import default_model_path
 
     model = default_model_path()
     wb_specs, loop_specs = (list(specs) for specs in zip(*grid(), strict=True))

@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-import workbench.preview
+import workbench.retrieval.preview
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset, load_dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant, grid
 
@@ -89,19 +89,19 @@ def measure(data: Dataset, tmp: Path) -> tuple[dict, pd.DataFrame]:
     t_preview, preview = timed(lambda: run(data, GRID, tmp / "preview", preview=True))
     t_real, real = timed(lambda: run(data, GRID, tmp / "real"))
 
-    window_size = workbench.preview.window_size
-    workbench.preview.window_size = lambda embedder: (None, 0)  # no window: pool the whole chunk
+    window_size = workbench.retrieval.preview.window_size
+    workbench.retrieval.preview.window_size = lambda embedder: (None, 0)  # no window: pool the whole chunk
     whole = run(data, GRID, tmp / "preview", cache=tmp / "real", preview=True)
-    workbench.preview.window_size = window_size
+    workbench.retrieval.preview.window_size = window_size
 
-    workbench.preview.DTYPE = np.float32
+    workbench.retrieval.preview.DTYPE = np.float32
     f32 = run(data, GRID, tmp / "f32", preview=True)
-    workbench.preview.DTYPE = np.float16
+    workbench.retrieval.preview.DTYPE = np.float16
 
-    pooled_env = workbench.preview.TokenCache.env  # semantic cuts from the real (cached) group vectors
-    workbench.preview.TokenCache.env = lambda self, doc, emb: ChunkEnv(embed=emb.encode, model_tokenizer=emb.tokenizer)
+    pooled_env = workbench.retrieval.preview.TokenCache.env  # semantic cuts from the real (cached) group vectors
+    workbench.retrieval.preview.TokenCache.env = lambda self, doc, emb: ChunkEnv(embed=emb.encode, model_tokenizer=emb.tokenizer)
     sem_real = run(data, GRID, tmp / "preview", cache=tmp / "real", preview=True)  # groups cached by `real`
-    workbench.preview.TokenCache.env = pooled_env
+    workbench.retrieval.preview.TokenCache.env = pooled_env
 
     table = pd.DataFrame({"variant": [v.label for v in GRID], "real": recall(real)[[v.key for v in GRID]].to_numpy()})
     row = {"dataset": data.name, "documents": len(data.documents), "questions": len(data.questions),

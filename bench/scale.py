@@ -39,8 +39,8 @@ import pandas as pd
 import psutil
 
 from workbench.dataset import Dataset, load_dataset
-from workbench.embed import Embedder
-from workbench.index import IndexStore
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep, sweep_steps
 from workbench.variant import parse_variant
 

@@ -26,7 +26,7 @@ matplotlib.use("Agg")
 
 from workbench import grid, load_dataset, sweep
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.widgets import Sweeper
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import pytest
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset, Document, Question, Span, load_dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"

@@ -12,7 +12,7 @@ import pytest
 
 from workbench import report
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.sweep import sweep
 from workbench.variant import Variant
 

@@ -14,9 +14,9 @@ import pytest
 
 from workbench import plots
 from workbench.dataset import Dataset, Hit, Question, Span
-from workbench.embed import Embedder
-from workbench.index import IndexStore
-from workbench.metrics import pack, score_budgets
+from workbench.evaluation.metrics import pack, score_budgets
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant

@@ -16,7 +16,7 @@ from workbench.chunkers import ChunkEnv, get_strategy, run_strategy
 from workbench.chunkers.semantic import breakpoints, cut_from_vectors, group_texts
 from workbench.chunkers.sentence import llamaindex_sentence_spans, sentence_spans
 from workbench.dataset import Document
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.variant import Variant
 
 DATA = Path(__file__).parent / "data" / "semantic"  # real documents, see tests/data/semantic/README.md

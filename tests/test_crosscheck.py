@@ -17,11 +17,10 @@ from ranx import Qrels, Run, evaluate
 
 from bench.chroma_metrics import chroma_locate, chroma_omega, chroma_split
 from workbench.chunkers import Chunk, ChunkEnv, run_strategy
-from workbench.dataset import Dataset, Span, load_dataset
-from workbench.dataset import Hit
-from workbench.embed import Embedder
-from workbench.index import IndexStore
-from workbench.metrics import score_omega, score_question
+from workbench.dataset import Dataset, Hit, Span, load_dataset
+from workbench.evaluation.metrics import score_omega, score_question
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep
 from workbench.variant import Variant, parse_variant
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.embed import Embedder, VectorCache, default_model_path, model_fingerprint, text_key
+from workbench.models.embed import Embedder, VectorCache, default_model_path, model_fingerprint, text_key
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ WRITER = textwrap.dedent(
     """
     import sys, numpy as np
     from pathlib import Path
-    from workbench.embed import VectorCache, text_key
+    from workbench.models.embed import VectorCache, text_key
     cache = VectorCache(Path(sys.argv[1]))
     for batch in range(10_000):
         items = {text_key(f"t{batch}-{i}"): np.full(8, batch * 1000 + i, np.float32) for i in range(200)}

@@ -14,9 +14,10 @@ matplotlib.use("Agg")
 import pandas as pd
 import pytest
 
-from workbench import plots, stats
+from workbench import plots
 from workbench.dataset import MIXED, Dataset, DatasetError, Document, Question, Span, doc_group, load_dataset
-from workbench.embed import Embedder
+from workbench.evaluation import stats
+from workbench.models.embed import Embedder
 from workbench.report import write_report
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant

@@ -18,8 +18,8 @@ from workbench.chunkers.adapters import register_factory
 from workbench.chunkers.registry import IncompatibleParams, check_overlap
 from workbench.cli import DEMO_GRID
 from workbench.dataset import Dataset, Document
-from workbench.embed import Embedder
-from workbench.index import IndexStore
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.variant import parse_variant
 
 TEXTS = sorted((REPO / "tests" / "data" / "semantic").glob("*"))

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.chunkers import ChunkEnv, make_chunk, run_strategy
-from workbench.late import OVERLAP, late_vectors, plan_windows
 from workbench.dataset import Document
+from workbench.models.late import OVERLAP, late_vectors, plan_windows
 
 SHORT = Document("s", "S", "Zürich café is naïve. The city lies on a lake. It has many banks.\n\n   \nBye.")
 

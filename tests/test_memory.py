@@ -8,8 +8,8 @@ import weakref
 from pathlib import Path
 
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
-from workbench.index import ChunkIndex, IndexStore
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import ChunkIndex, IndexStore
 from workbench.sweep import sweep, sweep_steps
 from workbench.variant import Variant, grid
 

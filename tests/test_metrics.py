@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.dataset import Dataset, Document, Question, Span
+from workbench.dataset import Dataset, Document, Hit, Question, Span
 from workbench.drilldown import drilldown, miss_reason
-from workbench.dataset import Hit
-from workbench.metrics import METRICS, OMEGA, precision_omega, score_omega, score_question, score_rankings
+from workbench.evaluation.metrics import METRICS, OMEGA, precision_omega, score_omega, score_question, score_rankings
 
 
 def hit(doc: str, start: int, end: int, tokens: int = 0) -> Hit:

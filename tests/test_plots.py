@@ -19,7 +19,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 
 from workbench import plots
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 

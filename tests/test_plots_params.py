@@ -22,7 +22,7 @@ from PIL import Image
 
 from workbench import plots
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant, grid
 from workbench.widgets.render import Bases, Picture

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-import workbench.late
+import workbench.models.late
 from workbench.chunkers import make_chunk
 from workbench.dataset import Dataset, load_dataset
-from workbench.embed import Embedder
-from workbench.late import late_vectors
-from workbench.preview import token_cache
+from workbench.models.embed import Embedder
+from workbench.models.late import late_vectors
+from workbench.retrieval.preview import token_cache
 from workbench.sweep import combine, sweep
 from workbench.variant import Variant
 
@@ -34,13 +34,13 @@ def general() -> Dataset:
 def windows_run(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the model windows run for token embeddings (each call appends its window count)."""
     calls: list[int] = []
-    run = workbench.late._run_windows
+    run = workbench.models.late._run_windows
 
     def counting(plan, frame, embedder):
         calls.append(len(plan))
         return run(plan, frame, embedder)
 
-    monkeypatch.setattr(workbench.late, "_run_windows", counting)
+    monkeypatch.setattr(workbench.models.late, "_run_windows", counting)
     return calls
 
 

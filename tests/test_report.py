@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from workbench import plots, report, stats
+from workbench import plots, report
 from workbench.dataset import Dataset, Document, Question
-from workbench.embed import Embedder
+from workbench.evaluation import stats
+from workbench.models.embed import Embedder
 from workbench.report import _cell, compact_table, p_best_table, summary_table, variants_table, write_report
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
@@ -230,7 +231,7 @@ def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset,
     assert shown == [html.escape(questions[q].question) for q in shown_ids(cuts)]
     assert set(shown_ids(cuts)) <= set(differ) and len(shown) == min(report.CUT_QUESTIONS, len(differ))
     # every drawn chunk is a real retrieved chunk of one of the two variants: its offsets are a chunk's
-    from workbench.index import IndexStore
+    from workbench.retrieval.index import IndexStore
     spans = {(c.doc_id, c.start, c.end) for key in (v.best, v.runner_up)
              for c in IndexStore(store).get(next(x for x in variants if x.key == key), evil, embedder).chunks}
     lists = re.findall(r'<p class="note">top \d+: (.*?)</p>', cuts)

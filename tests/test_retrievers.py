@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench import lexical
 from workbench.cli import main
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
-from workbench.index import IndexStore
-from workbench.lexical import LexicalIndex, rrf
+from workbench.models.embed import Embedder
+from workbench.retrieval.bm25 import LexicalIndex, rrf, tokenize
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep
 from workbench.variant import Variant, grid, parse_variant
 
@@ -43,7 +42,7 @@ def okapi(query: list[str], docs: list[list[str]], k1: float = 1.5, b: float = 0
 
 def test_bm25_scores_equal_a_hand_computation() -> None:
     index = LexicalIndex.build(TEXTS)
-    assert lexical.tokenize(TEXTS) == TOKENS
+    assert tokenize(TEXTS) == TOKENS
     for question, tokens in [("Where is the cat?", ["cat"]), ("cat and dog chase", ["cat", "dog", "chase"]),
                              ("the", []), ("zebra", [])]:
         np.testing.assert_allclose(index.scores(question), okapi(tokens, TOKENS), rtol=1e-6)
@@ -104,8 +103,8 @@ def test_retrievers_share_the_chunking_entry(tiny: Dataset, embedder: Embedder, 
     by_bm25 = [[h.chunk_id for h in r] for r in b.search(qvecs, tiny.questions, 5)]
     assert by_dense != by_bm25
     for q, hits in zip(tiny.questions, b.search(qvecs, tiny.questions, 5), strict=True):
-        words = set(lexical.tokenize([q.question])[0])
-        assert all(words & set(lexical.tokenize([b.chunks[h.chunk_id].text])[0]) for h in hits)  # shares a token
+        words = set(tokenize([q.question])[0])
+        assert all(words & set(tokenize([b.chunks[h.chunk_id].text])[0]) for h in hits)  # shares a token
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
     def no_build(texts: list[str]) -> LexicalIndex:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
-from workbench.index import IndexStore
-from workbench.score_cache import ScoreCache
+from workbench.evaluation.score_cache import ScoreCache
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep
 from workbench.variant import Variant, grid
 
@@ -45,7 +45,7 @@ def test_another_setting_or_changed_code_scores_again(tiny: Dataset, tmp_path: P
     folders = {p.name for p in (cache / "scores").iterdir()}
     assert len(folders) == 2
 
-    monkeypatch.setattr("workbench.score_cache.code_fingerprint", lambda: "edited-metrics")
+    monkeypatch.setattr("workbench.evaluation.score_cache.code_fingerprint", lambda: "edited-metrics")
     again, _ = run(tiny, cache)
     assert len({p.name for p in (cache / "scores").iterdir()}) == 3  # an edit to scoring code never reads old numbers
     entry = ScoreCache(cache, tiny, again.config["model_fingerprint"], (1, 3), (64,), "cl100k_base", "corpus")

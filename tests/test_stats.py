@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from workbench.stats import (
+from workbench.evaluation.stats import (
     against_best,
     holm,
     mean_ci,
@@ -83,7 +83,7 @@ def test_resampled_means_are_the_means_of_scipys_draws(monkeypatch):
     draws = np.random.default_rng(5).integers(0, len(x), size=(1000, len(x)))
     gathered = x[draws].mean(axis=1)
     np.testing.assert_allclose(resampled_means(x, 1000, 5), gathered, rtol=1e-12)
-    monkeypatch.setattr("workbench.stats._MAX_CELLS", 301 * 64)  # batches of 64 replicates, one stream of draws
+    monkeypatch.setattr("workbench.evaluation.stats._MAX_CELLS", 301 * 64)  # batches of 64 replicates, one stream of draws
     np.testing.assert_allclose(resampled_means(x, 999, 5), gathered[:999], rtol=1e-12)
     ref = sps.bootstrap((x[:, 0],), np.mean, n_resamples=1000, method="percentile",
                         rng=np.random.default_rng(5)).confidence_interval

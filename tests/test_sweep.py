@@ -12,9 +12,9 @@ import pytest
 from workbench.chunkers import ChunkEnv, Param, make_chunk
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Dataset, Document
-from workbench.embed import Embedder
-from workbench.index import IndexStore
+from workbench.models.embed import Embedder
 from workbench.plots import overview
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant, grid
@@ -76,7 +76,7 @@ def test_interrupted_build_leaves_no_entry(tiny: Dataset, embedder: Embedder, tm
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("workbench.index.faiss.write_index", interrupted)
+    monkeypatch.setattr("workbench.retrieval.index.faiss.write_index", interrupted)
     with pytest.raises(KeyboardInterrupt):
         store.get(v, tiny, embedder)
     monkeypatch.undo()

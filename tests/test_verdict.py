@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench import stats
+from workbench.evaluation import stats
 from workbench.report import write_report
 from workbench.sweep import SweepResult
 from workbench.verdict import verdict

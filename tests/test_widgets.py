@@ -14,7 +14,7 @@ import pytest
 
 from workbench.chunkers import STRATEGIES, Param, register_function
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant

@@ -11,7 +11,7 @@ from conftest import span_of
 
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset, Document, Question
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.variant import Variant
 from workbench.widgets import Explorer, explorer
 from workbench.widgets.explorer import cut_figure

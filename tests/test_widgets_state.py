@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from workbench import stats
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.evaluation import stats
+from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 from workbench.widgets.state import (

@@ -13,7 +13,7 @@ import pytest
 
 from workbench.chunkers import register_function
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 from workbench.viewer import EVIDENCE

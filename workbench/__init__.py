@@ -25,17 +25,19 @@ from workbench.dataset import (
     Span,
     load_dataset,
 )
-from workbench.embed import Embedder
-from workbench.index import IndexStore, build_index
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore, build_index
 from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
 
-_LAZY = {"drilldown", "metrics", "plots", "report", "stats", "viewer", "widgets"}  # matplotlib/ipywidgets load on use
+# matplotlib/ipywidgets load on use; the name under `wb.` -> its module
+_LAZY = {"drilldown": "drilldown", "metrics": "evaluation.metrics", "plots": "plots", "report": "report",
+         "stats": "evaluation.stats", "viewer": "viewer", "widgets": "widgets"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return importlib.import_module(f"workbench.{name}")
+        return importlib.import_module(f"workbench.{_LAZY[name]}")
     raise AttributeError(f"module 'workbench' has no attribute {name!r}")
 
 

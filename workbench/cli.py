@@ -10,13 +10,13 @@ import time
 import warnings
 from pathlib import Path
 
-from workbench import metrics
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning, load_dataset
-from workbench.embed import BACKENDS, DEVICES, Embedder, resolve_device
 from workbench.errors import describe
+from workbench.evaluation import metrics
+from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.io import CACHE_DIR
-from workbench.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
+from workbench.models.embed import BACKENDS, DEVICES, Embedder, resolve_device
 from workbench.variant import Variant, parse_variant
 
 DEMO_GRID = (
@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
     s.add_argument("--preview", action="store_true",
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
-                   "model pass over the corpus (workbench.preview), every row marked preview; then confirm the "
+                   "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then confirm the "
                    "best with the command it prints")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
     s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
@@ -127,7 +127,7 @@ def _strategies() -> None:
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    from workbench.index import IndexStore
+    from workbench.retrieval.index import IndexStore
     from workbench.sweep import sweep
 
     try:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from workbench.dataset import Dataset, Hit, Question
-from workbench.metrics import by_doc, clip, overlap, total
+from workbench.evaluation.metrics import by_doc, clip, overlap, total
 
 COLUMNS = ["rank", "score", "doc_id", "start", "end", "tokens", "touches_evidence", "covered_chars", "text"]
 

@@ -34,10 +34,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import ScalarFormatter
 
-from workbench import stats
 from workbench.chunkers import STRATEGIES
 from workbench.chunkers.registry import UNIT_PARAM
-from workbench.metrics import default_k
+from workbench.evaluation import stats
+from workbench.evaluation.metrics import default_k
 from workbench.variant import short_value
 
 if TYPE_CHECKING:

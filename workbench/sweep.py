@@ -23,14 +23,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from workbench import metrics, stats
 from workbench.dataset import Dataset, Hit
-from workbench.embed import Embedder
-from workbench.index import ChunkIndex, IndexStore
+from workbench.evaluation import metrics, stats
+from workbench.evaluation.metrics import DEFAULT_BUDGETS, DEFAULT_KS
+from workbench.evaluation.score_cache import ScoreCache
 from workbench.io import CACHE_DIR, atomic_write, write_text
-from workbench.metrics import DEFAULT_BUDGETS, DEFAULT_KS
-from workbench.preview import TokenCache, preview_index, token_cache
-from workbench.score_cache import ScoreCache
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import ChunkIndex, IndexStore
+from workbench.retrieval.preview import TokenCache, preview_index, token_cache
 from workbench.variant import Variant
 
 MODES = ("corpus", "document")
@@ -51,7 +51,7 @@ class SweepResult:
     variants:     one row per variant: key, variant (its label), strategy, modifiers, retriever
                   (and rrf_k for hybrid), one column per parameter, index cost (chunks, chars, tokens
                   embedded, overlap chars, seconds, ...) and preview (True: scored from pooled
-                  vectors, see workbench.preview)
+                  vectors, see workbench.retrieval.preview)
     config:       provenance: dataset and model (names, fingerprints), ks, budgets, budget_encoding,
                   mode, grid, versions, date; preview = True for a preview sweep
 
@@ -344,7 +344,7 @@ def sweep(
     progress=False draws no progress bar at all (the embedder's included).
     budgets: context budgets in tokens of `budget_encoding` ("cl100k_base" or "o200k_base"),
     scored by metrics.score_budgets; () scores none.
-    preview=True scores every variant from one cached model pass over the corpus (workbench.preview):
+    preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
     chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
     row is marked preview (which `combine` refuses to mix with real results). Confirm the best
     with real embeddings in a second call:

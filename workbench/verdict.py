@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from workbench import metrics, stats
+from workbench.evaluation import metrics, stats
 from workbench.plots import pareto_front
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from matplotlib.figure import Figure
 from workbench.chunkers import get_strategy
 from workbench.chunkers.sentence import SENTENCE_SPLITTERS
 from workbench.dataset import Dataset, Span
-from workbench.embed import Embedder
 from workbench.errors import describe
-from workbench.index import IndexStore
 from workbench.io import CACHE_DIR
+from workbench.models.embed import Embedder
 from workbench.report import summary_table
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import resolve_store, sweep
 from workbench.variant import Variant
 from workbench.viewer import chunk_html

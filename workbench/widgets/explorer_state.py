@@ -18,7 +18,7 @@ from workbench.chunkers.base import Bounds
 from workbench.chunkers.semantic import SemanticCut, cut_from_vectors, group_texts
 from workbench.chunkers.sentence import sentence_splitter
 from workbench.dataset import Dataset, Document
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 from workbench.tokens import MODEL_TOKENIZER
 from workbench.variant import Variant
 

@@ -20,11 +20,11 @@ import ipywidgets as w
 
 from workbench.chunkers import STRATEGIES, Param
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
 from workbench.errors import describe
-from workbench.index import IndexStore
 from workbench.io import CACHE_DIR
+from workbench.models.embed import Embedder
 from workbench.plots import figure_to_png_bytes, overview
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
 from workbench.variant import Variant
 from workbench.widgets.state import budgets_of, sweep_settings

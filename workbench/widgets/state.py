@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from workbench import stats
 from workbench.chunkers import STRATEGIES, Param
 from workbench.dataset import Dataset
-from workbench.embed import Embedder
 from workbench.errors import describe
-from workbench.index import IndexStore
+from workbench.evaluation import stats
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep_steps
 from workbench.variant import RETRIEVERS, Variant, expand
 

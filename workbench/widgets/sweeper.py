@@ -23,16 +23,17 @@ from typing import Any
 import ipywidgets as w
 from matplotlib.figure import Figure
 
-from workbench import report, stats
+from workbench import report
 from workbench.chunkers import STRATEGIES, Chunk
 from workbench.dataset import Dataset, Hit, Question
 from workbench.drilldown import drilldown
-from workbench.embed import Embedder
 from workbench.errors import describe
-from workbench.index import IndexStore
+from workbench.evaluation import stats
+from workbench.evaluation.metrics import DEFAULT_KS, default_k
 from workbench.io import CACHE_DIR
-from workbench.metrics import DEFAULT_KS, default_k
+from workbench.models.embed import Embedder
 from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, rankings, resolve_store
 from workbench.variant import RETRIEVERS, Variant
 from workbench.viewer import around, chunk_html

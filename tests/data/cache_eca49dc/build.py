@@ -1,6 +1,10 @@
-import json, sys, shutil
+import json
+import shutil
+import sys
 from pathlib import Path
+
 import workbench as wb
+
 out = Path(sys.argv[1]); shutil.rmtree(out, ignore_errors=True)
 ds = wb.load_dataset("tests/data/squad_v11_dev")
 texts = ["fixed:size=64", "fixed:size=64+bm25", "fixed:size=64+hybrid:rrf_k=30", "fixed:size=64+late",

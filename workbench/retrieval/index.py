@@ -3,7 +3,7 @@
 An entry lives in `<root>/index/<chunking key>-<corpus fingerprint>-<model fingerprint>/`, so a
 changed chunker, corpus or model can never be served from a stale entry. The chunking key leaves
 the retriever out: a dense, a BM25 and a hybrid variant of one chunking share the entry, and the
-BM25 index (workbench.lexical), built the first time a variant needs it, sits in its `bm25/`
+BM25 index (workbench.retrieval.bm25), built the first time a variant needs it, sits in its `bm25/`
 subfolder. Entries and subfolders are built in a temporary folder and renamed into place: an
 interrupted build leaves nothing half-written. Files are FAISS's own format, Parquet, numpy
 arrays and JSON (no pickle).
@@ -23,9 +23,9 @@ import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
-from workbench.embed import Embedder
 from workbench.io import CACHE_DIR, publish
-from workbench.lexical import LexicalIndex, rrf
+from workbench.models.embed import Embedder
+from workbench.retrieval.bm25 import LexicalIndex, rrf
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import DEFAULT_RRF_K, Variant
 
@@ -212,7 +212,7 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> Chunk
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     texts = embed_texts(chunks)
     if variant.late:
-        from workbench.late import late_vectors
+        from workbench.models.late import late_vectors
 
         vectors = late_vectors(dataset.docs, chunks, embedder)
     else:

@@ -25,12 +25,13 @@ import pandas as pd
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from workbench import metrics, plots, stats
+from workbench import plots
 from workbench.chunkers import Chunk
 from workbench.dataset import MIXED, Dataset, Hit, Question, Span
-from workbench.embed import Embedder, default_model_path, model_fingerprint
-from workbench.index import IndexStore
+from workbench.evaluation import metrics, stats
 from workbench.io import atomic_write, source_fingerprint
+from workbench.models.embed import Embedder, default_model_path, model_fingerprint
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import rankings
 from workbench.variant import short_value
 from workbench.verdict import Verdict, verdict
@@ -471,7 +472,7 @@ def _write(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | byt
               f"<h1>{html.escape(title)}</h1>\n<p>{head}</p>\n")
     if c.get("preview"):
         out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
-                  "the corpus (workbench.preview), not embedded: the ranking is an estimate. Confirm the best "
+                  "the corpus (workbench.retrieval.preview), not embedded: the ranking is an estimate. Confirm the best "
                   "variants with a real sweep before choosing.</p>\n")
     v = verdict(result) if "recall" in set(result.summary["metric"]) else None
     if v is not None:

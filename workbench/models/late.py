@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from workbench.chunkers.base import Chunk
 from workbench.chunkers.fixed import windows
 from workbench.dataset import Document
-from workbench.embed import Embedder
+from workbench.models.embed import Embedder
 
 OVERLAP = 0.25  # share of a window repeated from the previous one, as context for its first tokens
 GROUP_WINDOWS = 256  # windows run before their documents are pooled: bounds memory on big corpora

@@ -20,12 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from workbench import index, lexical, metrics
 from workbench.dataset import Dataset
+from workbench.evaluation import metrics
 from workbench.io import publish, source_fingerprint
+from workbench.retrieval import bm25, index
 from workbench.variant import Variant
 
-_CODE = (metrics, index, lexical)  # what turns an index into rankings and rankings into scores
+_CODE = (metrics, index, bm25)  # what turns an index into rankings and rankings into scores
 
 
 @cache

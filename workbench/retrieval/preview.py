@@ -3,7 +3,7 @@
 Why: a real sweep embeds every variant's chunks again, so a grid of 20 costs 20 passes. Every
 chunk is an exact character span, so its vector can instead be pooled (mean, then L2-normalised)
 from token embeddings computed once per corpus and model: the document-context pass of late
-chunking (workbench.late), kept on disk. Any number of variants then costs chunking and FAISS
+chunking (workbench.models.late), kept on disk. Any number of variants then costs chunking and FAISS
 only. The ranking of such a grid is an estimate (preview vectors are late-chunking vectors, so
 a contextual header changes nothing here); confirm its best variants with a real sweep
 (SweepResult.top, then sweep).
@@ -33,11 +33,11 @@ import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document
-from workbench.embed import Embedder
-from workbench.index import ChunkIndex, chunk_cost, embed_texts, flat_index, returned_token_counts
 from workbench.io import publish
-from workbench.late import DocTokens, pooled_vectors, token_embeddings, window_size
-from workbench.lexical import LexicalIndex
+from workbench.models.embed import Embedder
+from workbench.models.late import DocTokens, pooled_vectors, token_embeddings, window_size
+from workbench.retrieval.bm25 import LexicalIndex
+from workbench.retrieval.index import ChunkIndex, chunk_cost, embed_texts, flat_index, returned_token_counts
 from workbench.variant import Variant
 
 DTYPE = np.float16  # halves the cache; bench/preview.md measures that rankings do not move
@@ -63,7 +63,7 @@ class TokenCache:
         return DocTokens([], self.offsets[a:b, 0], self.offsets[a:b, 1], self.vectors[a:b])
 
     def vectors_of(self, chunks: list[Chunk], embedder: Embedder, window: int | None = None) -> np.ndarray:
-        """Each chunk's pooled vector (workbench.late.pooled_vectors over the cached tokens); with
+        """Each chunk's pooled vector (workbench.models.late.pooled_vectors over the cached tokens); with
         `window`, of its first `window` tokens only (see `seen`)."""
         if window is not None:
             chunks = [self.seen(c, window) for c in chunks]

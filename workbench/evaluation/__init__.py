@@ -1,0 +1,1 @@
+"""Evaluation: metrics (pure functions), statistics over per-question scores, the score cache."""
