@@ -13,12 +13,13 @@ from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 from llama_index.core.schema import MetadataMode
 
 import workbench as wb
-from workbench.chunkers import ChunkEnv, Param, run_strategy
+from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.adapters import register_factory
-from workbench.chunkers.registry import IncompatibleParams, check_overlap
+from workbench.chunkers.registry import check_overlap
 from workbench.cli import DEMO_GRID
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
+from workbench.params import IncompatibleParams, Param
 from workbench.retrieval.index import IndexStore
 from workbench.variant import parse_variant
 

@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.chunkers import ChunkEnv, Param, make_chunk
+from workbench.chunkers import ChunkEnv, make_chunk
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
+from workbench.params import Param
 from workbench.plots import overview
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, combine, sweep

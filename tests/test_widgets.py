@@ -12,9 +12,10 @@ matplotlib.use("Agg")
 import ipywidgets as w
 import pytest
 
-from workbench.chunkers import STRATEGIES, Param, register_function
+from workbench.chunkers import STRATEGIES, register_function
 from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
+from workbench.params import Param
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant

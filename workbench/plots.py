@@ -35,9 +35,9 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import ScalarFormatter
 
 from workbench.chunkers import STRATEGIES
-from workbench.chunkers.registry import UNIT_PARAM
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import default_k
+from workbench.params import UNIT_PARAM
 from workbench.variant import short_value
 
 if TYPE_CHECKING:

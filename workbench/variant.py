@@ -19,8 +19,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
-from workbench.chunkers.registry import IncompatibleParams
 from workbench.dataset import Dataset, Document
+from workbench.params import IncompatibleParams
 
 RETRIEVERS = ("dense", "bm25", "hybrid")  # hybrid: reciprocal rank fusion of dense and bm25
 DEFAULT_RRF_K = 60

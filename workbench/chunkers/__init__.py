@@ -12,7 +12,8 @@ from workbench.chunkers import (  # noqa: F401  (register)
 )
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import STRATEGIES, Param, get_strategy, run_strategy, unregister
+from workbench.chunkers.registry import STRATEGIES, get_strategy, run_strategy, unregister
+from workbench.params import Param
 
 __all__ = [
     "STRATEGIES", "Chunk", "ChunkEnv", "Param", "get_strategy", "make_chunk", "register_factory", "register_function",

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import STRATEGIES, ChunkFn, Param, strategy, unregister
+from workbench.chunkers.registry import STRATEGIES, ChunkFn, strategy, unregister
 from workbench.dataset import Document
+from workbench.params import Param
 
 _ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
 

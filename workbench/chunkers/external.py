@@ -16,7 +16,8 @@ from importlib.metadata import version as installed_version
 from typing import Any
 
 from workbench.chunkers.adapters import factory_strategy
-from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
+from workbench.chunkers.registry import check_overlap, strategy
+from workbench.params import UNIT_PARAM, Param
 
 ENCODING = "cl100k_base"  # the tiktoken encoding that counts "tokens" (LlamaIndex's default too)
 OVERLAP_RULE = check_overlap("chunk_size", "chunk_overlap")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
+from workbench.chunkers.registry import check_overlap, strategy
 from workbench.dataset import Document
+from workbench.params import UNIT_PARAM, Param
 from workbench.tokens import MODEL_TOKENIZER, TIKTOKEN_ENCODINGS
 
 UNIT = Param("tokens", "size unit: tokens of `tokenizer`, or characters", choices=("tokens", "chars"))

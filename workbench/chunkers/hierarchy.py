@@ -17,9 +17,10 @@ import numpy as np
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import TOKENIZER, fixed, unit_boundaries
 from workbench.chunkers.markdown import section_spans
-from workbench.chunkers.registry import Param, strategy
+from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import covered, cut_windows, pack, sentence_spans
 from workbench.dataset import Document
+from workbench.params import Param
 
 MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0, unit="tokens")
 

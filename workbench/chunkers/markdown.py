@@ -18,8 +18,9 @@ from markdown_it.token import Token
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
-from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
+from workbench.chunkers.registry import check_overlap, strategy
 from workbench.dataset import Document
+from workbench.params import UNIT_PARAM, Param
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
 _ATOMIC = {"fence", "code_block", "table_open"}  # blocks split only when bigger than `size`

@@ -19,8 +19,9 @@ import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
-from workbench.chunkers.registry import UNIT_PARAM, Param, check_overlap, strategy
+from workbench.chunkers.registry import check_overlap, strategy
 from workbench.dataset import Document
+from workbench.params import UNIT_PARAM, Param
 
 # Coarsest first. A separator that starts with whitespace opens the next piece ("\n## " keeps the
 # heading mark with its section); one that starts with a mark closes the previous piece (". "

@@ -13,49 +13,9 @@ from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv
 from workbench.dataset import Document
+from workbench.params import Param, resolve
 
 ChunkFn = Callable[..., list[Chunk]]  # fn(doc, env, **params) -> chunks
-
-
-UNIT_PARAM = "<unit>"  # Param.unit of sizes counted in whatever the strategy's `unit` parameter says
-
-
-class IncompatibleParams(ValueError):
-    """Each parameter is valid alone, but not together (e.g. overlap >= size)."""
-
-
-@dataclass(frozen=True)
-class Param:
-    default: Any
-    help: str
-    lo: float | None = None  # inclusive bounds for numbers
-    hi: float | None = None
-    choices: tuple[Any, ...] | None = None
-    label: bool = False  # always shown in variant labels (else only when not the default)
-    slider_hi: float | None = None  # where the widget's slider ends when `hi` is open (counts, not sizes)
-    unit: str | None = None  # what the number counts ("sentences", "tokens"); UNIT_PARAM: the `unit` parameter's
-
-    def title(self, name: str, params: Mapping[str, Any] | None = None) -> str:
-        """The name with its unit, for people: "overlap (sentences)", "size (tokens)"."""
-        unit = (params or {}).get("unit", "units") if self.unit == UNIT_PARAM else self.unit
-        return f"{name.replace('_', ' ')} ({unit})" if unit else name.replace("_", " ")
-
-    def validate(self, strategy: str, name: str, value: Any) -> Any:
-        kind = type(self.default)
-        where = f"{strategy}: parameter '{name}'"
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if kind is tuple and isinstance(value, list):
-            value = tuple(value)
-        if self.default is not None and (type(value) is not kind):
-            raise ValueError(f"{where} must be {kind.__name__}, got {value!r}")
-        if self.choices is not None and value not in self.choices:
-            raise ValueError(f"{where} must be one of {list(self.choices)}, got {value!r}")
-        if self.lo is not None and value < self.lo or self.hi is not None and value > self.hi:
-            lo = "-inf" if self.lo is None else self.lo
-            hi = "inf" if self.hi is None else self.hi
-            raise ValueError(f"{where} must be in [{lo}, {hi}], got {value!r}")
-        return value
 
 
 @dataclass(frozen=True)
@@ -69,16 +29,7 @@ class Strategy:
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
-        unknown = sorted(set(params) - set(self.params))
-        if unknown:
-            raise ValueError(f"{self.name}: unknown parameter(s) {unknown}; known: {sorted(self.params)}")
-        out = {k: p.validate(self.name, k, params.get(k, p.default)) for k, p in self.params.items()}
-        if self.check is not None:
-            try:
-                self.check(out)
-            except ValueError as e:
-                raise IncompatibleParams(f"{self.name}: {e}") from None
-        return out
+        return resolve(self.name, self.params, params, self.check)
 
 
 STRATEGIES: dict[str, Strategy] = {}

@@ -28,9 +28,10 @@ import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.fixed import TOKENIZER
-from workbench.chunkers.registry import Param, strategy
+from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import SENTENCE_SPLITTERS, pack, sentence_splitter
 from workbench.dataset import Document
+from workbench.params import Param
 
 
 def group_texts(text: str, sentences: list[Bounds], buffer_size: int) -> list[str]:

@@ -22,8 +22,9 @@ import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
-from workbench.chunkers.registry import Param, strategy
+from workbench.chunkers.registry import strategy
 from workbench.dataset import Document
+from workbench.params import Param
 
 # Abbreviations punkt's English model lacks; "etc." is left out on purpose: it often ends a sentence.
 EXTRA_ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", "fig", "al", "approx")

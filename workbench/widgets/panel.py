@@ -18,11 +18,12 @@ from typing import Any
 
 import ipywidgets as w
 
-from workbench.chunkers import STRATEGIES, Param
+from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.errors import describe
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
+from workbench.params import Param
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep

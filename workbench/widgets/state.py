@@ -16,11 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.chunkers import STRATEGIES, Param
+from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.errors import describe
 from workbench.evaluation import stats
 from workbench.models.embed import Embedder
+from workbench.params import Param
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep_steps
 from workbench.variant import RETRIEVERS, Variant, expand

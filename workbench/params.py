@@ -1,0 +1,68 @@
+"""Parameter schemas, shared by every registered component (chunking strategies, retrieval stages).
+
+Why one module: a strategy and a stage are validated, labelled, swept and shown the same way, so a
+parameter is one `Param` with its default, range and unit, and `resolve` is the one place that fills
+defaults and names what is wrong (scikit-learn's rule: validate up front, before any work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+UNIT_PARAM = "<unit>"  # Param.unit of sizes counted in whatever the strategy's `unit` parameter says
+
+
+class IncompatibleParams(ValueError):
+    """Each parameter is valid alone, but not together (e.g. overlap >= size)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    default: Any
+    help: str
+    lo: float | None = None  # inclusive bounds for numbers
+    hi: float | None = None
+    choices: tuple[Any, ...] | None = None
+    label: bool = False  # always shown in variant labels (else only when not the default)
+    slider_hi: float | None = None  # where the widget's slider ends when `hi` is open (counts, not sizes)
+    unit: str | None = None  # what the number counts ("sentences", "tokens"); UNIT_PARAM: the `unit` parameter's
+
+    def title(self, name: str, params: Mapping[str, Any] | None = None) -> str:
+        """The name with its unit, for people: "overlap (sentences)", "size (tokens)"."""
+        unit = (params or {}).get("unit", "units") if self.unit == UNIT_PARAM else self.unit
+        return f"{name.replace('_', ' ')} ({unit})" if unit else name.replace("_", " ")
+
+    def validate(self, owner: str, name: str, value: Any) -> Any:
+        kind = type(self.default)
+        where = f"{owner}: parameter '{name}'"
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if kind is tuple and isinstance(value, list):
+            value = tuple(value)
+        if self.default is not None and (type(value) is not kind):
+            raise ValueError(f"{where} must be {kind.__name__}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{where} must be one of {list(self.choices)}, got {value!r}")
+        if self.lo is not None and value < self.lo or self.hi is not None and value > self.hi:
+            lo = "-inf" if self.lo is None else self.lo
+            hi = "inf" if self.hi is None else self.hi
+            raise ValueError(f"{where} must be in [{lo}, {hi}], got {value!r}")
+        return value
+
+
+def resolve(owner: str, schema: Mapping[str, Param], params: Mapping[str, Any],
+            check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Defaults filled in and every value validated; raises ValueError naming the parameter and its
+    range, and IncompatibleParams when `check` (cross-parameter rules) refuses the combination."""
+    unknown = sorted(set(params) - set(schema))
+    if unknown:
+        raise ValueError(f"{owner}: unknown parameter(s) {unknown}; known: {sorted(schema)}")
+    out = {k: p.validate(owner, k, params.get(k, p.default)) for k, p in schema.items()}
+    if check is not None:
+        try:
+            check(out)
+        except ValueError as e:
+            raise IncompatibleParams(f"{owner}: {e}") from None
+    return out
