@@ -31,6 +31,7 @@ from workbench.dataset import Dataset, Document, load_dataset
 from workbench.models.embed import Embedder, VectorCache
 from workbench.models.late import late_vectors, plan_windows, window_size
 from workbench.retrieval.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
+from workbench.retrieval.search import search
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
 
@@ -129,7 +130,7 @@ def measure(variant: Variant, dataset: Dataset, subset: Dataset, embedder: Embed
     embed_seconds, vectors = fastest(embed, 2)
     embedded = late_windows(dataset, embedder) if variant.late else len(set(texts))
 
-    hits = ChunkIndex(mine, flat_index(vectors), returned_token_counts(mine, subset), {}).search(qvecs, subset.questions, K)
+    hits = search(ChunkIndex(mine, flat_index(vectors), returned_token_counts(mine, subset), {}), subset.questions, qvecs, K)
     per_hit = [h.tokens["cl100k_base"] for hs in hits for h in hs]
     units = [make_chunk(dataset.docs[s.doc_id], s.start, s.end) for s in dict.fromkeys(c.returned for c in chunks)]
     return {

@@ -17,6 +17,7 @@ from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.evaluation.metrics import pack, score_budgets
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
+from workbench.retrieval.search import search
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
@@ -106,7 +107,7 @@ def test_parents_are_counted_once(result: SweepResult, tiny: Dataset, embedder: 
     pq = result.per_question
     sent = pq[(pq["key"] == v.key) & (pq["metric"] == "context_tokens") & (pq["budget"] > 0)]
     sent = sent.set_index(["qid", "budget"])["value"]
-    for q, hits in zip(tiny.questions, index.search(qvecs, tiny.questions, len(index.chunks)), strict=True):
+    for q, hits in zip(tiny.questions, search(index, tiny.questions, qvecs, len(index.chunks)), strict=True):
         sizes = [enc.count(tiny.docs[h.span.doc_id].text[h.span.start:h.span.end]) for h in hits]
         assert len({h.span for h in hits}) == len(hits)
         for b in BUDGETS:

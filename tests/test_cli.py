@@ -97,7 +97,7 @@ def test_quiet_prints_only_the_final_summary(tiny: Dataset, tmp_path: Path) -> N
     assert run.stderr == ""
     lines = run.stdout.splitlines()
     assert lines[0].startswith("done in ") and "1 of 1 indexes built" in lines[0]
-    assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == 5  # the four tables
+    assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == 6  # the five tables
 
 
 def test_preview_prints_the_command_that_confirms_its_best(tiny: Dataset, tmp_path: Path,

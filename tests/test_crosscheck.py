@@ -21,6 +21,7 @@ from workbench.dataset import Dataset, Hit, Span, load_dataset
 from workbench.evaluation.metrics import score_omega, score_question
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
+from workbench.retrieval.search import search
 from workbench.sweep import sweep
 from workbench.variant import Variant, parse_variant
 
@@ -164,7 +165,7 @@ def ranx_scores(dataset: Dataset, variant: Variant, embedder: Embedder, store: I
     """ranx's per-question scores of the variant's rankings, and which questions have a single
     relevant unit holding all their evidence."""
     index = store.get(variant, dataset, embedder)
-    ranked = index.search(embedder.encode([q.question for q in dataset.questions]), dataset.questions, max(ks))
+    ranked = search(index, dataset.questions, embedder.encode([q.question for q in dataset.questions]), max(ks))
     qrels, single = {}, {}
     for q in dataset.questions:
         units = [s for s in index.spans if any(s.doc_id == a.doc_id and s.start < a.end and a.start < s.end

@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 from workbench.cli import main
-from workbench.dataset import Dataset
+from workbench.dataset import Dataset, Hit
 from workbench.models.embed import Embedder
 from workbench.retrieval.bm25 import LexicalIndex, rrf, tokenize
 from workbench.retrieval.index import IndexStore
+from workbench.retrieval.search import search
 from workbench.sweep import sweep
 from workbench.variant import Variant, grid, parse_variant
 
@@ -79,12 +80,12 @@ def test_variant_retriever_fields() -> None:
                         **spec["params"]) == hybrid
     assert [v.retriever for v in grid("fixed", size=24, retriever=["dense", "bm25"], rrf_k=[60, 30])] == ["dense", "bm25"]
     for kwargs, message in [({"retriever": "splade"}, "parameter 'retriever' must be one of"),
-                            ({"retriever": "hybrid", "rrf_k": 0}, "parameter 'rrf_k' must be an int >= 1"),
+                            ({"retriever": "hybrid", "rrf_k": 0}, r"parameter 'rrf_k' must be in \[1, inf\]"),
                             ({"retriever": "bm25", "rrf_k": 30}, "applies to retriever='hybrid' only")]:
         with pytest.raises(ValueError, match=message):
             Variant.make("fixed", size=24, **kwargs)
     for bad, message in [("fixed:size=24+bm25+hybrid", "one retriever at most"),
-                         ("fixed:size=24+bm25:rrf_k=3", "only \\+hybrid takes a parameter")]:
+                         ("fixed:size=24+bm25:rrf_k=3", r"stage 'bm25': unknown parameter\(s\) \['rrf_k'\]")]:
         with pytest.raises(ValueError, match=message):
             parse_variant(bad)
 
@@ -99,10 +100,10 @@ def test_retrievers_share_the_chunking_entry(tiny: Dataset, embedder: Embedder, 
     assert b.cost["built"] and [p.name for p in (tmp_path / "index").iterdir()] == [store.path(dense, tiny, embedder).name]
     assert (store.path(dense, tiny, embedder) / "bm25").is_dir()
     assert [c.text for c in d.chunks] == [c.text for c in b.chunks]
-    by_dense = [[h.chunk_id for h in r] for r in d.search(qvecs, tiny.questions, 5)]
-    by_bm25 = [[h.chunk_id for h in r] for r in b.search(qvecs, tiny.questions, 5)]
+    by_dense = [[h.chunk_id for h in r] for r in search(d, tiny.questions, qvecs, 5, dense.stages)]
+    by_bm25 = [[h.chunk_id for h in r] for r in search(b, tiny.questions, qvecs, 5, bm25.stages)]
     assert by_dense != by_bm25
-    for q, hits in zip(tiny.questions, b.search(qvecs, tiny.questions, 5), strict=True):
+    for q, hits in zip(tiny.questions, search(b, tiny.questions, qvecs, 5, bm25.stages), strict=True):
         words = set(tokenize([q.question])[0])
         assert all(words & set(tokenize([b.chunks[h.chunk_id].text])[0]) for h in hits)  # shares a token
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -113,16 +114,21 @@ def test_retrievers_share_the_chunking_entry(tiny: Dataset, embedder: Embedder, 
     monkeypatch.setattr(LexicalIndex, "build", no_build)
     again = store.get(bm25, tiny, embedder)
     assert not again.cost["built"]
-    assert [[h.chunk_id for h in r] for r in again.search(qvecs, tiny.questions, 5)] == by_bm25
+    assert [[h.chunk_id for h in r] for r in search(again, tiny.questions, qvecs, 5, bm25.stages)] == by_bm25
 
 
 def test_hybrid_ranks_the_union_by_reciprocal_ranks(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     qvecs = embedder.encode([q.question for q in tiny.questions])
+
+    def ranked(text: str, k: int) -> list[list[Hit]]:
+        v = parse_variant(text)
+        return search(store.get(v, tiny, embedder), tiny.questions, qvecs, k, v.stages)
+
     every = 10_000
-    dense = store.get(parse_variant("fixed:size=24"), tiny, embedder).search(qvecs, tiny.questions, every)
-    bm25 = store.get(parse_variant("fixed:size=24+bm25"), tiny, embedder).search(qvecs, tiny.questions, every)
-    hybrid = store.get(parse_variant("fixed:size=24+hybrid:rrf_k=5"), tiny, embedder).search(qvecs, tiny.questions, 4)
+    dense = ranked("fixed:size=24", every)
+    bm25 = ranked("fixed:size=24+bm25", every)
+    hybrid = ranked("fixed:size=24+hybrid:rrf_k=5", 4)
     for d, b, h in zip(dense, bm25, hybrid, strict=True):
         expected = {hit.chunk_id: 1 / (5 + rank) for rank, hit in enumerate(d, start=1)}
         for rank, hit in enumerate(b, start=1):
@@ -136,7 +142,7 @@ def test_bm25_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_pa
     v = parse_variant("parent_child:child_size=16,parent_size=64+bm25")
     index = IndexStore(tmp_path).get(v, tiny, embedder)
     qvecs = embedder.encode([q.question for q in tiny.questions])
-    for q, hits in zip(tiny.questions, index.search(qvecs, tiny.questions, len(index.chunks)), strict=True):
+    for q, hits in zip(tiny.questions, search(index, tiny.questions, qvecs, len(index.chunks), v.stages), strict=True):
         spans = [h.span for h in hits]
         assert len(spans) == len(set(spans)) and all(h.span == index.chunks[h.chunk_id].returned for h in hits)
         children = index.lexical.ranking(q.question)[1]

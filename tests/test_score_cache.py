@@ -9,6 +9,7 @@ import pandas as pd
 
 from workbench.dataset import Dataset
 from workbench.evaluation.score_cache import ScoreCache
+from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep
@@ -48,6 +49,6 @@ def test_another_setting_or_changed_code_scores_again(tiny: Dataset, tmp_path: P
     monkeypatch.setattr("workbench.evaluation.score_cache.code_fingerprint", lambda: "edited-metrics")
     again, _ = run(tiny, cache)
     assert len({p.name for p in (cache / "scores").iterdir()}) == 3  # an edit to scoring code never reads old numbers
-    entry = ScoreCache(cache, tiny, again.config["model_fingerprint"], (1, 3), (64,), "cl100k_base", "corpus")
+    entry = ScoreCache(cache, tiny, again.config["model_fingerprint"], Settings(ks=(1, 3), budgets=(64,)))
     assert all(entry.get(v) is not None for v in GRID)
     assert entry.get(Variant.make("fixed", size=96)) is None

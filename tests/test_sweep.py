@@ -16,6 +16,7 @@ from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.plots import overview
 from workbench.retrieval.index import IndexStore
+from workbench.retrieval.search import search
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant, grid
@@ -90,8 +91,8 @@ def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_p
     v = Variant.make("fixed", size=16, overlap=0)
     index = store.get(v, tiny, embedder)
     qvecs = embedder.encode([q.question for q in tiny.questions])
-    corpus = index.search(qvecs, tiny.questions, 5, mode="corpus")
-    own = index.search(qvecs, tiny.questions, 5, mode="document")
+    corpus = search(index, tiny.questions, qvecs, 5, mode="corpus")
+    own = search(index, tiny.questions, qvecs, 5, mode="document")
     for q, hits in zip(tiny.questions, own, strict=True):
         assert {h.span.doc_id for h in hits} == {a.doc_id for a in q.answers}
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -127,7 +128,7 @@ def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder
     assert len(parents) < len(index.chunks)  # several children share each parent
     qvecs = embedder.encode([q.question for q in tiny.questions])
     k = 3
-    for hits in index.search(qvecs, tiny.questions, k):
+    for hits in search(index, tiny.questions, qvecs, k):
         spans = [h.span for h in hits]
         assert len(spans) == len(set(spans)) == min(k, len(parents))
         for h in hits:
@@ -136,7 +137,7 @@ def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder
     result = sweep(tiny, [v], ks=(1, 3), embedder=embedder, store=IndexStore(tmp_path), progress=False)
     enc = TiktokenTokenizer("cl100k_base")
     cost = result.per_question.query("metric == 'context_tokens' and k == 1").set_index("qid")["value"]
-    for q, hits in zip(tiny.questions, index.search(qvecs, tiny.questions, 1), strict=True):
+    for q, hits in zip(tiny.questions, search(index, tiny.questions, qvecs, 1), strict=True):
         parent = hits[0].span
         assert cost[q.qid] == enc.count(tiny.docs[parent.doc_id].text[parent.start:parent.end])
 

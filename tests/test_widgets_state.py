@@ -10,6 +10,7 @@ import pytest
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
+from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
@@ -130,7 +131,7 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
         run.stop()
 
     before = (embedder.stats.embedded, embedder.stats.cached)
-    first = SweepRun(tiny, variants, embedder, store, KS, on_step=stop_after_first)
+    first = SweepRun(tiny, variants, embedder, store, Settings(ks=KS), on_step=stop_after_first)
     assert (first.done, first.total, first.seconds_left) == (0, 3, None)
     result = first.run()
     assert first.done == 1 and result is not None and result.keys == [variants[0].key] and first.error is None
@@ -138,14 +139,14 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
     assert (first.embedded, first.reused) == (embedder.stats.embedded - before[0], embedder.stats.cached - before[1])
     assert first.embedded > 0 and "1/3 variants" in first.progress_text() and "stopped" in first.progress_text()
 
-    resumed = SweepRun(tiny, variants, embedder, store, KS, result=result)
+    resumed = SweepRun(tiny, variants, embedder, store, Settings(ks=KS), result=result)
     assert [v.key for v in resumed.todo] == [v.key for v in variants[1:]] and resumed.total == 2
     full = resumed.run()
     assert full is not None and full.keys == [v.key for v in variants] and resumed.done == 2
     assert resumed.seconds_left == 0 and resumed.error is None
     assert full.summary.equals(sweep(tiny, variants, ks=KS, embedder=embedder, store=store, progress=False).summary)
 
-    again = SweepRun(tiny, variants, embedder, store, KS, result=full)
+    again = SweepRun(tiny, variants, embedder, store, Settings(ks=KS), result=full)
     assert again.total == 0 and again.run() is full and again.embedded == 0  # nothing re-run
 
 
@@ -158,7 +159,7 @@ def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tm
         if run.done > len(embedded):
             embedded.append((run.todo[run.done - 1].retriever, run.embedded - sum(n for _, n in embedded)))
 
-    run = SweepRun(tiny, variants, embedder, tmp_path, KS, on_step=count)
+    run = SweepRun(tiny, variants, embedder, tmp_path, Settings(ks=KS), on_step=count)
     result = run.run()
     assert run.error is None and result is not None and result.keys == [v.key for v in variants]
     assert [r for r, _ in embedded] == ["dense", "bm25", "dense", "bm25"]
@@ -171,7 +172,7 @@ def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, e
 
     register_function("boom", boom)
     calls: list[str | None] = []
-    run = SweepRun(tiny, [Variant.make("fixed", size=20), Variant.make("boom")], embedder, store, KS,
+    run = SweepRun(tiny, [Variant.make("fixed", size=20), Variant.make("boom")], embedder, store, Settings(ks=KS),
                    on_step=lambda r: calls.append(r.error))
     result = run.run()
     assert run.error is not None and run.error.startswith("RuntimeError: the chunker broke")
@@ -238,7 +239,7 @@ def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, embedde
     the two combine (combine refuses different budgets)."""
     first = sweep(tiny, [Variant.make("fixed", size=20)], ks=KS, embedder=embedder, store=store, progress=False,
                   budgets=(64, 128))
-    run = SweepRun(tiny, [Variant.make("fixed", size=28)], embedder, store, KS, result=first)
+    run = SweepRun(tiny, [Variant.make("fixed", size=28)], embedder, store, result=first)
     both = run.run()
     assert run.error is None and both is not None and both.budgets == [64, 128]
     assert set(both.summary.loc[both.summary["budget"] > 0, "budget"]) == {64, 128}

@@ -15,6 +15,7 @@ from workbench.dataset import DatasetError, DatasetWarning, load_dataset
 from workbench.errors import describe
 from workbench.evaluation import metrics
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
+from workbench.evaluation.settings import MODES, Settings
 from workbench.io import CACHE_DIR
 from workbench.models.embed import BACKENDS, DEVICES, Embedder, resolve_device
 from workbench.variant import Variant, parse_variant
@@ -94,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"context budgets in tokens, none for no budget rows (default: {' '.join(map(str, DEFAULT_BUDGETS))})")
     s.add_argument("--budget-encoding", choices=BUDGET_ENCODINGS, default="cl100k_base",
                    help="tokenizer the budgets count in (default: %(default)s)")
-    s.add_argument("--mode", choices=("corpus", "document"), default="corpus",
+    s.add_argument("--mode", choices=MODES, default="corpus",
                    help="search the whole corpus, or only each question's own document (default: corpus)")
     s.add_argument("--model", help="local sentence-transformers model folder (default: bundled all-MiniLM-L6-v2)")
     s.add_argument("--cache", type=Path, default=CACHE_DIR,
@@ -153,6 +154,11 @@ def _sweep(args: argparse.Namespace) -> None:
         device = resolve_device(args.device)
     except ValueError as e:
         raise SystemExit(f"error: --device: {e}") from e
+    try:  # before the model loads: a bad setting costs nothing
+        settings = Settings(ks=tuple(args.ks), budgets=tuple(args.budgets), budget_encoding=args.budget_encoding,
+                            mode=args.mode, preview=args.preview)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from e
     try:
         embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet,
                             backend=args.backend, device=device)
@@ -163,9 +169,8 @@ def _sweep(args: argparse.Namespace) -> None:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
               f"{len(variants)} variants, model {embedder.name}")
     try:
-        result = sweep(dataset, variants, ks=args.ks, embedder=embedder, store=IndexStore(args.cache),
-                       mode=args.mode, progress=not args.quiet, budgets=args.budgets,
-                       budget_encoding=args.budget_encoding, preview=args.preview)
+        result = sweep(dataset, variants, settings, embedder=embedder, store=IndexStore(args.cache),
+                       progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if args.no_report:
             paths = result.save(args.out)

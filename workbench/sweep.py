@@ -8,13 +8,12 @@ result is a set of tidy DataFrames that plots, widgets and the report read witho
 from __future__ import annotations
 
 import json
-import math
 import platform
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,18 +24,16 @@ from tqdm.auto import tqdm
 
 from workbench.dataset import Dataset, Hit
 from workbench.evaluation import metrics, stats
-from workbench.evaluation.metrics import DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.evaluation.score_cache import ScoreCache
+from workbench.evaluation.scoring import HIT_COLUMNS, hits_table, score
+from workbench.evaluation.settings import MUST_MATCH, Settings
 from workbench.io import CACHE_DIR, atomic_write, write_text
 from workbench.models.embed import Embedder
-from workbench.retrieval.index import ChunkIndex, IndexStore
+from workbench.retrieval.index import IndexStore
 from workbench.retrieval.preview import TokenCache, preview_index, token_cache
+from workbench.retrieval.search import queries, ranked_for, search
 from workbench.variant import Variant
 
-MODES = ("corpus", "document")
-# for `combine`; "preview" so that a preview score never stands in a table for a real one
-MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", "ks", "budgets", "budget_encoding", "mode", "confidence",
-              "preview")
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas",
               "onnxruntime")
 
@@ -49,11 +46,14 @@ class SweepResult:
                   [key, variant, qid, k, budget, metric, value]
     summary:      one row per variant x metric x cut-off: [key, variant, metric, k, budget, mean, ci_low, ci_high, n]
     variants:     one row per variant: key, variant (its label), strategy, modifiers, retriever
-                  (and rrf_k for hybrid), one column per parameter, index cost (chunks, chars, tokens
-                  embedded, overlap chars, seconds, ...) and preview (True: scored from pooled
-                  vectors, see workbench.retrieval.preview)
-    config:       provenance: dataset and model (names, fingerprints), ks, budgets, budget_encoding,
-                  mode, grid, versions, date; preview = True for a preview sweep
+                  (its stages' names) and their parameters (rrf_k for hybrid), one column per
+                  parameter, index cost (chunks, chars, tokens embedded, overlap chars, seconds,
+                  ...) and preview (True: scored from pooled vectors, see workbench.retrieval.preview)
+    hits:         each variant's top max(ks) returned units per question, what the report draws:
+                  [key, variant, qid, rank, doc_id, start, end, score, chunk_id]
+    config:       provenance: dataset and model (names, fingerprints), the Settings (ks, budgets,
+                  budget_encoding, mode, confidence; preview = True for a preview sweep), grid,
+                  versions, date
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
     (context tokens, counted in config["budget_encoding"]) for a metric at an equal context
@@ -68,6 +68,7 @@ class SweepResult:
     summary: pd.DataFrame
     variants: pd.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
+    hits: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["key", "variant", *HIT_COLUMNS]))
 
     @property
     def keys(self) -> list[str]:
@@ -156,11 +157,13 @@ class SweepResult:
             "summary": out / "summary.csv",
             "variants": out / "variants.csv",
             "per_question": out / "per_question.parquet",
+            "hits": out / "hits.parquet",
             "config": out / "config.json",
         }
         atomic_write(paths["summary"], lambda p: self.summary.to_csv(p, index=False))
         atomic_write(paths["variants"], lambda p: self.variants.to_csv(p, index=False))
         atomic_write(paths["per_question"], lambda p: self.per_question.to_parquet(p, index=False))
+        atomic_write(paths["hits"], lambda p: self.hits.to_parquet(p, index=False))
         write_text(paths["config"], json.dumps(self.config, indent=2, default=str))
         return paths
 
@@ -192,158 +195,146 @@ def rankings(
     """One variant's top-k hits for every question (index loaded or built), e.g. to drill down."""
     store, embedder = resolve_store(store, embedder)
     qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
-    return store.get(variant, dataset, embedder).search(qvecs, dataset.questions, k, mode=mode)
+    return search(store.get(variant, dataset, embedder), dataset.questions, qvecs, k, variant.stages, mode)
 
 
-def _check_grid(variants: Sequence[Variant], ks: Sequence[int], mode: str, budgets: Sequence[int],
-                budget_encoding: str, preview: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Validate the arguments of a sweep up front; returns the sorted distinct ks and budgets
-    (budgets may be empty: no budget rows)."""
-    if not isinstance(preview, bool):
-        raise TypeError(f"preview must be True or False, got {preview!r}")
-    ks = tuple(sorted(set(ks)))
-    if not ks or ks[0] < 1:
-        raise ValueError(f"ks must be positive integers, got {list(ks)}")
-    budgets = tuple(metrics.check_budgets(budgets, budget_encoding)) if len(budgets) else ()
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+def _check_grid(variants: Sequence[Variant]) -> None:
     if not variants:
         raise ValueError("variants is empty: nothing to sweep")
     keys = [v.key for v in variants]
     if len(set(keys)) != len(keys):
         twice = sorted({v.label for v in variants if keys.count(v.key) > 1})
         raise ValueError(f"duplicate variants in the grid (same key): {twice}")
-    return ks, budgets
+
+
+@dataclass
+class Context:
+    """What measuring any variant of one sweep needs: the data, the settings, the model, the
+    store and the score cache; the question vectors, token boundaries and (in preview) the
+    corpus's token embeddings are made on first use, once, and only if some variant is not cached."""
+
+    dataset: Dataset
+    settings: Settings
+    embedder: Embedder
+    store: IndexStore
+    progress: bool = True
+
+    @cached_property
+    def scores(self) -> ScoreCache | None:
+        """Where measured scores are kept (none for a preview: its rows are estimates)."""
+        if self.settings.preview:
+            return None
+        return ScoreCache(self.store.root, self.dataset, self.embedder.fingerprint, self.settings)
+
+    @cached_property
+    def inputs(self) -> tuple[np.ndarray, metrics.TokenBounds, TokenCache | None]:
+        with self.embedder.progress_bars(self.progress):
+            qvecs = self.embedder.encode([q.question for q in self.dataset.questions], desc="questions")
+            # the one model pass of a preview
+            tokens = token_cache(self.dataset, self.embedder, self.store.root) if self.settings.preview else None
+        return qvecs, metrics.token_bounds(self.dataset), tokens
+
+    def config(self) -> dict[str, Any]:
+        """A result's provenance, less what each step adds (grid, counts, date)."""
+        d, e = self.dataset, self.embedder
+        return {"dataset": d.name, "dataset_fingerprint": d.fingerprint, "corpus_fingerprint": d.corpus_fingerprint,
+                "documents": len(d.documents), "questions": len(d.questions), "characters": d.n_chars,
+                "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
+                **self.settings.config(), "versions": versions()}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One variant's per-question scores [qid, k, budget, metric, value], its index cost and its top hits."""
+
+    scores: pd.DataFrame
+    cost: dict[str, Any]
+    hits: pd.DataFrame
+
+
+def measure_variant(variant: Variant, context: Context) -> Measured:
+    """The unit of work of a sweep (what an engine maps): a variant's scores from the score cache,
+    else its index loaded or built, its rankings and their scores, which are then kept."""
+    found = context.scores.get(variant) if context.scores else None
+    if found:
+        return Measured(*found)
+    qvecs, bounds, tokens = context.inputs
+    s, dataset = context.settings, context.dataset
+    with context.embedder.progress_bars(context.progress):
+        index = (preview_index(variant, dataset, context.embedder, tokens) if s.preview
+                 else context.store.get(variant, dataset, context.embedder))
+    qs = queries(index, dataset.questions, qvecs, s.mode)
+    ranked = ranked_for(index, variant.stages, qs, s.ks, s.budgets, s.budget_encoding)
+    measured = Measured(score(dataset.questions, ranked, index.spans, s, bounds), index.cost,
+                        hits_table(dataset.questions, ranked, max(s.ks)))
+    if context.scores:
+        context.scores.put(variant, measured.scores, measured.cost, measured.hits)
+    return measured
 
 
 def sweep_steps(
     dataset: Dataset,
     variants: Sequence[Variant],
-    ks: Sequence[int] = DEFAULT_KS,
+    settings: Settings | None = None,
+    *,
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
-    mode: str = "corpus",
     progress: bool = True,
-    confidence: float = 0.95,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
-    budget_encoding: str = "cl100k_base",
-    preview: bool = False,
+    **changes: Any,
 ) -> Iterator[SweepResult]:
     """The sweep one variant at a time: each step is the complete SweepResult of one variant, so
     a caller can show results as they come and stop between variants (the widgets do);
     `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
-    ks, budgets = _check_grid(variants, ks, mode, budgets, budget_encoding, preview)
+    settings = Settings.of(settings, **changes)
+    _check_grid(variants)
+    store, embedder = resolve_store(store, embedder)
+    return _steps(variants, Context(dataset, settings, embedder, store, progress))
+
+
+def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResult]:
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [v.label for v in variants]), strict=True))
-    store, embedder = resolve_store(store, embedder)
-    return _steps(dataset, variants, labels, ks, embedder, store, mode, progress, confidence, budgets, budget_encoding,
-                  preview)
-
-
-def _ranked(index: ChunkIndex, qvecs: np.ndarray, dataset: Dataset, ks: tuple[int, ...], mode: str,
-            budgets: tuple[int, ...], encoding: str) -> list[list[Hit]]:
-    """Rankings deep enough for the largest k and to fill the largest budget: the first depth is
-    a guess from the mean unit size, doubled until every ranking holds more than the budget or
-    is exhausted (shorter than the depth asked)."""
-    depth = max(ks)
-    if budgets:
-        mean_tokens = max(1.0, float(index.returned_tokens[encoding].mean()))
-        depth = max(depth, math.ceil(budgets[-1] / mean_tokens) + 1)
-    while True:
-        ranked = index.search(qvecs, dataset.questions, depth, mode=mode)
-        if not budgets or all(len(r) < depth or sum(h.tokens[encoding] for h in r) > budgets[-1] for r in ranked):
-            return ranked
-        depth *= 2
-
-
-def _steps(dataset: Dataset, variants: Sequence[Variant], labels: dict[str, str], ks: tuple[int, ...],
-           embedder: Embedder, store: IndexStore, mode: str, progress: bool, confidence: float,
-           budgets: tuple[int, ...], budget_encoding: str, preview: bool) -> Iterator[SweepResult]:
-    @cache
-    def inputs() -> tuple[np.ndarray, metrics.TokenBounds, TokenCache | None]:
-        """Question vectors, token boundaries (for token-level recall) and, in preview, the corpus's
-        token embeddings: once per sweep, and only if some variant is not in the score cache."""
-        with embedder.progress_bars(progress):
-            qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
-            tokens = token_cache(dataset, embedder, store.root) if preview else None  # the one model pass of a preview
-        return qvecs, metrics.token_bounds(dataset), tokens
-
-    saved = None if preview else ScoreCache(store.root, dataset, embedder.fingerprint, ks, budgets, budget_encoding,
-                                            mode)
-    config = {
-        "dataset": dataset.name,
-        "dataset_fingerprint": dataset.fingerprint,
-        "corpus_fingerprint": dataset.corpus_fingerprint,
-        "documents": len(dataset.documents),
-        "questions": len(dataset.questions),
-        "characters": dataset.n_chars,
-        "model": embedder.name,
-        "model_fingerprint": embedder.fingerprint,
-        "backend": embedder.backend,
-        "ks": list(ks),
-        "budgets": list(budgets),
-        "budget_encoding": budget_encoding,
-        "mode": mode,
-        "confidence": confidence,
-        "versions": versions(),
-    } | ({"preview": True} if preview else {})  # real results stay as before, so they combine with older ones
-    bar = tqdm(variants, desc="variants", disable=not progress, unit="variant")
+    embedder, config = context.embedder, context.config()
+    bar = tqdm(variants, desc="variants", disable=not context.progress, unit="variant")
     for v in bar:
         bar.set_postfix_str(labels[v.key])
         before = (embedder.stats.embedded, embedder.stats.cached)
         try:
-            found = saved.get(v) if saved else None
-            if found:
-                scores, cost = found
-            else:
-                qvecs, bounds, tokens = inputs()
-                with embedder.progress_bars(progress):
-                    index = preview_index(v, dataset, embedder, tokens) if preview else store.get(v, dataset, embedder)
-                ranked = _ranked(index, qvecs, dataset, ks, mode, budgets, budget_encoding)
-                parts = [metrics.score_rankings(dataset.questions, ranked, ks, token_bounds=bounds).assign(budget=0),
-                         metrics.score_omega(dataset.questions, index.spans).assign(budget=0)]
-                if budgets:
-                    parts.append(metrics.score_budgets(dataset.questions, ranked, budgets, budget_encoding, bounds))
-                scores = pd.concat(parts, ignore_index=True)[["qid", "k", "budget", "metric", "value"]]
-                cost = index.cost
-                del index, ranked  # one variant's index in memory at a time
-                if saved:
-                    saved.put(v, scores, cost)
+            measured = measure_variant(v, context)
         except Exception as e:
             e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
             raise
-        scores.insert(0, "variant", labels[v.key])
-        scores.insert(0, "key", v.key)
-        row = {"key": v.key, "variant": labels[v.key], "strategy": v.strategy,
-               "contextual_header": v.contextual_header, "late": v.late, "retriever": v.retriever, **v.retrieval,
-               **v.kwargs, **cost, "preview": preview}
-        yield SweepResult(scores, stats.summarize(scores, confidence=confidence), pd.DataFrame([row]), config | {
+        named = {"key": v.key, "variant": labels[v.key]}
+        scores, hits = (t.assign(**named)[[*named, *t.columns]] for t in (measured.scores, measured.hits))
+        row = {**named, "strategy": v.strategy, "contextual_header": v.contextual_header, "late": v.late,
+               "retriever": v.retriever, **v.stage_params, **v.kwargs, **measured.cost,
+               "preview": context.settings.preview}
+        summary = stats.summarize(scores, confidence=context.settings.confidence)
+        yield SweepResult(scores, summary, pd.DataFrame([row]), config | {
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],
             "texts_cached": embedder.stats.cached - before[1],
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        })
+        }, hits)
 
 
 def sweep(
     dataset: Dataset,
     variants: Sequence[Variant],
-    ks: Sequence[int] = DEFAULT_KS,
+    settings: Settings | None = None,
+    *,
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
-    mode: str = "corpus",
     progress: bool = True,
-    confidence: float = 0.95,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
-    budget_encoding: str = "cl100k_base",
-    preview: bool = False,
+    **changes: Any,
 ) -> SweepResult:
     """Score every variant on every question of `dataset` at every k and every context budget.
 
-    mode: "corpus" searches all chunks; "document" searches only the question's own document(s).
+    settings: a Settings (workbench.evaluation.settings), or its fields as keywords on top of the
+    defaults: ks, budgets (context budgets in tokens of budget_encoding, "cl100k_base" or
+    "o200k_base"; () scores none), mode ("corpus" searches all chunks; "document" only the
+    question's own document(s)), confidence, preview.
     progress=False draws no progress bar at all (the embedder's included).
-    budgets: context budgets in tokens of `budget_encoding` ("cl100k_base" or "o200k_base"),
-    scored by metrics.score_budgets; () scores none.
     preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
     chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
     row is marked preview (which `combine` refuses to mix with real results). Confirm the best
@@ -354,8 +345,8 @@ def sweep(
     """
     store, embedder = resolve_store(store, embedder)
     before = (embedder.stats.embedded, embedder.stats.cached)
-    result = combine(list(sweep_steps(dataset, variants, ks, embedder, store, mode, progress, confidence,
-                                      budgets, budget_encoding, preview)))
+    result = combine(list(sweep_steps(dataset, variants, settings, embedder=embedder, store=store, progress=progress,
+                                      **changes)))
     result.config |= {  # the questions' vectors count too
         "texts_embedded": embedder.stats.embedded - before[0],
         "texts_cached": embedder.stats.cached - before[1],
@@ -387,13 +378,14 @@ def combine(results: Sequence[SweepResult]) -> SweepResult:
     for r in results:
         new = [k for k in r.keys if k not in seen]
         seen.update(new)
-        parts.append([t[t["key"].isin(new)] for t in (r.per_question, r.summary, r.variants)])
-    per_question, summary, variants = (pd.concat(tables, ignore_index=True) for tables in zip(*parts, strict=True))
+        parts.append([t[t["key"].isin(new)] for t in (r.per_question, r.summary, r.variants, r.hits)])
+    per_question, summary, variants, hits = (pd.concat(tables, ignore_index=True)
+                                             for tables in zip(*parts, strict=True))
     # labels unique across the results too (each result's own were unique within it)
     keys = list(variants["key"])
     relabel = dict(zip(keys, unique_labels(keys, list(variants["variant"])), strict=True))
-    per_question, summary, variants = (t.assign(variant=t["key"].map(relabel))
-                                       for t in (per_question, summary, variants))
+    per_question, summary, variants, hits = (t.assign(variant=t["key"].map(relabel))
+                                             for t in (per_question, summary, variants, hits))
     grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
     config = first | {
         "grid": list(grid.values()),
@@ -401,4 +393,4 @@ def combine(results: Sequence[SweepResult]) -> SweepResult:
         "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
         "date": max(str(r.config.get("date", "")) for r in results),
     }
-    return SweepResult(per_question, summary, variants, config)
+    return SweepResult(per_question, summary, variants, config, hits)

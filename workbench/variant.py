@@ -1,10 +1,11 @@
-"""A chunking variant: an immutable, hashable spec (strategy + parameters + modifiers + retriever).
+"""A chunking variant: an immutable, hashable spec (strategy + parameters + modifiers + retrieval stages).
 
-Its `key` is a hash of the fully resolved spec (defaults filled in, strategy version included),
-so two spellings of the same variant share one cache entry and a changed chunker never serves
-stale chunks. The retriever (dense, bm25, hybrid) never changes the chunks, so the index cache
-entry is named by `chunking_key` (the key without the retriever), combined with the corpus and
-model fingerprints: a dense and a BM25 variant of one chunking share chunks and FAISS index.
+Its `key` is a hash of the fully resolved spec (defaults filled in, strategy and stage versions
+included), so two spellings of the same variant share one cache entry and a changed chunker never
+serves stale chunks. Retrieval stages (workbench.retrieval.stages: dense, bm25, hybrid, ...) never
+change the chunks, so the index cache entry is named by `chunking_key` (the key with dense
+retrieval), combined with the corpus and model fingerprints: a dense and a BM25 variant of one
+chunking share chunks and FAISS index.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,9 +22,50 @@ from tqdm.auto import tqdm
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Document
 from workbench.params import IncompatibleParams
+from workbench.retrieval.stages import DENSE, STAGES, first_stages, get_stage
 
-RETRIEVERS = ("dense", "bm25", "hybrid")  # hybrid: reciprocal rank fusion of dense and bm25
-DEFAULT_RRF_K = 60
+StageSpec = tuple[str, tuple[tuple[str, Any], ...], int]  # (stage name, sorted resolved params, stage version)
+MODIFIERS = ("header", "late")  # the +modifiers that are not retrieval stages
+
+
+def make_stages(retrieval: Sequence[str | tuple[str, Mapping[str, Any]]]) -> tuple[StageSpec, ...]:
+    """Validated stage specs, dense first when the first stage given cannot rank on its own:
+    ["hybrid"], [("hybrid", {"rrf_k": 30})], ["bm25", ("rerank", {"n": 50})]."""
+    out: list[StageSpec] = []
+    for item in retrieval:
+        name, params = (item, {}) if isinstance(item, str) else item
+        stage = get_stage(name)
+        if stage.first and out:
+            raise ValueError(f"retrieval stage {name!r} ranks the chunks itself, so it can only come first; got "
+                             f"{[s[0] for s in out] + [name]}")
+        if not stage.first and not out:
+            out.append((DENSE, (), get_stage(DENSE).version))
+        out.append((name, tuple(sorted(stage.resolve(params).items())), stage.version))
+    return tuple(out) or ((DENSE, (), get_stage(DENSE).version),)
+
+
+def _stage_kwargs(stages: tuple[StageSpec, ...], given: dict[str, Any], strategy: str) -> tuple[StageSpec, ...]:
+    """Stage parameters given among Variant.make's keywords (rrf_k=30) applied to the stage that has
+    them; one of a stage the variant does not use is a clash unless it is that stage's default."""
+    used = {name for name, _, _ in stages}
+    out = list(stages)
+    own = get_strategy(strategy).params
+    for key in [k for k in given if k not in own and any(k in s.params for s in STAGES.values())]:
+        value = given.pop(key)
+        owners = [i for i, (name, _, _) in enumerate(out) if key in get_stage(name).params]
+        if not owners:
+            owner = next(n for n, s in STAGES.items() if key in s.params and n not in used)
+            if value == STAGES[owner].params[key].default:
+                continue
+            raise IncompatibleParams(f"{strategy}: parameter {key!r} applies to retriever={owner!r} only, "
+                                     f"got retriever={'+'.join(sorted(used))!r}")
+        i = owners[0]
+        name, params, version = out[i]
+        out[i] = (name, tuple(sorted(get_stage(name).resolve(dict(params) | {key: value}).items())), version)
+    return tuple(out)
+
+
+DENSE_ONLY = make_stages([DENSE])  # the retrieval of a variant that names none
 
 
 @dataclass(frozen=True)
@@ -33,56 +75,61 @@ class Variant:
     contextual_header: bool = False  # embed "title > heading path" + text; return the text only
     late: bool = False  # late chunking: pool token embeddings of the whole document window
     version: int = 1  # the strategy's version when the variant was made: part of its identity
-    retriever: str = "dense"  # one of RETRIEVERS; never changes the chunks
-    rrf_k: int = DEFAULT_RRF_K  # hybrid only: the constant k of 1 / (k + rank)
+    stages: tuple[StageSpec, ...] = DENSE_ONLY  # the retriever, run in order; never changes the chunks
 
     @classmethod
-    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, retriever: str = "dense",
-             rrf_k: int = DEFAULT_RRF_K, **params: Any) -> Variant:
-        """Validate and canonicalise; raises ValueError naming the bad parameter."""
+    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, retriever: str | None = None,
+             retrieval: Sequence[str | tuple[str, Mapping[str, Any]]] | None = None, **params: Any) -> Variant:
+        """Validate and canonicalise; raises ValueError naming the bad parameter. The retriever is
+        `retriever` (one first stage: "dense", "bm25", "hybrid") or `retrieval` (stages in order);
+        a stage's parameters may ride among the keywords: make("fixed", retriever="hybrid", rrf_k=30)."""
         if contextual_header and late:
             raise IncompatibleParams(f"{strategy}: contextual_header and late cannot be combined: late chunking "
                                      "embeds the document itself, so a header would change nothing")
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"parameter 'retriever' must be one of {list(RETRIEVERS)}, got {retriever!r}")
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
-            raise ValueError(f"parameter 'rrf_k' must be an int >= 1, got {rrf_k!r}")
-        if rrf_k != DEFAULT_RRF_K and retriever != "hybrid":
-            raise IncompatibleParams(f"{strategy}: parameter 'rrf_k' applies to retriever='hybrid' only, "
-                                     f"got retriever={retriever!r}")
+        if retriever is not None and retrieval is not None:
+            raise ValueError(f"{strategy}: give retriever= or retrieval=, not both")
+        if retriever is not None and retriever not in first_stages():
+            raise ValueError(f"parameter 'retriever' must be one of {list(first_stages())}, got {retriever!r}")
         spec = get_strategy(strategy)
+        stages = _stage_kwargs(make_stages(retrieval or [retriever or DENSE]), params, strategy)
         resolved = spec.resolve(params)
         return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version,
-                   retriever, rrf_k)
+                   stages)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Variant:
         """The variant `spec()` describes (a result's config["grid"] holds these)."""
+        retrieval = [(s["stage"], s.get("params", {})) for s in spec["retrieval"]] if "retrieval" in spec else None
         return cls.make(spec["strategy"], contextual_header=spec.get("contextual_header", False),
-                        late=spec.get("late", False), **spec.get("params", {}))
+                        late=spec.get("late", False), retrieval=retrieval, **spec.get("params", {}))
 
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.params)
 
     @property
-    def retrieval(self) -> dict[str, Any]:
-        """The retriever fields that differ from dense: {}, {"retriever": "bm25"} or
-        {"retriever": "hybrid", "rrf_k": 60}."""
-        if self.retriever == "dense":
-            return {}
-        return {"retriever": self.retriever} | ({"rrf_k": self.rrf_k} if self.retriever == "hybrid" else {})
+    def retriever(self) -> str:
+        """The stages' names joined: "dense", "bm25", "hybrid", "hybrid+rerank"."""
+        return "+".join(name for name, _, _ in self.stages)
+
+    @property
+    def stage_params(self) -> dict[str, Any]:
+        """Every stage parameter by name ({"rrf_k": 60} for hybrid): columns of the variants table."""
+        return {k: v for _, params, _ in self.stages for k, v in params}
 
     def spec(self) -> dict[str, Any]:
-        """The spec for `Variant.make(strategy, contextual_header=, late=, **params)`. Retriever
-        fields ride in params (and only when not dense), so every rebuild from a spec keeps them
-        and a dense variant's spec and key are what they were before retrievers existed."""
-        return {
-            "strategy": self.strategy,
-            "params": self.kwargs | self.retrieval,
-            "contextual_header": self.contextual_header,
-            "late": self.late,
-        }
+        """The spec for `Variant.make(strategy, contextual_header=, late=, **params)`. One first stage
+        rides in params as {"retriever": name, **its params} (only when not dense), so a dense
+        variant's spec and key are what they were before retrievers existed and a bm25 or hybrid
+        one's what they were before stages; a longer retrieval, or a re-versioned stage, is listed."""
+        spec: dict[str, Any] = {"strategy": self.strategy, "params": self.kwargs,
+                                "contextual_header": self.contextual_header, "late": self.late}
+        if len(self.stages) > 1 or self.stages[0][2] != 1:
+            spec["retrieval"] = [{"stage": n, "params": dict(p)} | ({"version": v} if v != 1 else {})
+                                 for n, p, v in self.stages]
+        elif self.stages[0][0] != DENSE:
+            spec["params"] = self.kwargs | {"retriever": self.stages[0][0], **dict(self.stages[0][1])}
+        return spec
 
     @property
     def key(self) -> str:
@@ -92,12 +139,29 @@ class Variant:
     @property
     def chunking(self) -> Variant:
         """The same chunks retrieved densely: what every retriever of this chunking shares."""
-        return replace(self, retriever="dense", rrf_k=DEFAULT_RRF_K)
+        return replace(self, stages=DENSE_ONLY)
 
     @property
     def chunking_key(self) -> str:
         """The key of the chunks alone (the same for every retriever): names the index entry."""
         return self.chunking.key
+
+    def _stage_mods(self, form: str) -> list[str]:
+        """The retrieval stages after a dense start, as "+hybrid(rrf_k=30)" (label) or
+        "+hybrid:rrf_k=30" (text); parameters shown only when not their default."""
+        out = []
+        for i, (name, params, _) in enumerate(self.stages):
+            if i == 0 and name == DENSE:
+                continue
+            schema = get_stage(name).params
+            given = [(k, v) for k, v in params if schema[k].default != v]
+            if form == "label":
+                shown = ", ".join(f"{k}={short_value(v)}" for k, v in given)
+                out.append(f"+{name}" + (f"({shown})" if shown else ""))
+            else:
+                shown = ",".join(f"{k}={_text_value(v)}" for k, v in given)
+                out.append(f"+{name}" + (f":{shown}" if shown else ""))
+        return out
 
     @property
     def label(self) -> str:
@@ -107,10 +171,7 @@ class Variant:
         values = self.kwargs
         shown = [f"{k}={short_value(values[k])}" for k, p in schema.items() if p.label or p.default != values[k]]
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
-        if self.retriever != "dense":
-            rrf = f"(rrf_k={self.rrf_k})" if self.rrf_k != DEFAULT_RRF_K else ""
-            mods.append(f"+{self.retriever}{rrf}")
-        return f"{self.strategy}({', '.join(shown)})" + "".join(mods)
+        return f"{self.strategy}({', '.join(shown)})" + "".join(mods + self._stage_mods("label"))
 
     def __str__(self) -> str:
         return self.label
@@ -118,16 +179,10 @@ class Variant:
     @property
     def text(self) -> str:
         """The variant as `parse_variant` and the CLI's -v read it: parse_variant(v.text) == v."""
-        def value(v: Any) -> str:
-            return v if isinstance(v, str) and parse_value(v) == v and "," not in v and "+" not in v else json.dumps(v)
-
         schema = get_strategy(self.strategy).params
-        given = ",".join(f"{k}={value(v)}" for k, v in self.params if schema[k].default != v)  # defaults left out
+        given = ",".join(f"{k}={_text_value(v)}" for k, v in self.params if schema[k].default != v)  # defaults left out
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
-        if self.retriever != "dense":
-            rrf = f":rrf_k={self.rrf_k}" if self.rrf_k != DEFAULT_RRF_K else ""
-            mods.append(f"+{self.retriever}{rrf}")
-        return f"{self.strategy}{':' if given else ''}{given}" + "".join(mods)
+        return f"{self.strategy}{':' if given else ''}{given}" + "".join(mods + self._stage_mods("text"))
 
     def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
         """Chunk every document, in dataset order (so each document's chunks are contiguous)."""
@@ -157,6 +212,11 @@ def with_header(doc: Document, chunk: Chunk) -> Chunk:
     """Contextual chunk header: embed "title > heading path" above the text; span and text stay."""
     path = " > ".join(p for p in (doc.title, chunk.heading) if p)
     return replace(chunk, embed_text=f"{path}\n\n{chunk.embed_text or chunk.text}")
+
+
+def _text_value(v: Any) -> str:
+    """A value as parse_variant reads it back: bare when it reads back as itself, else JSON."""
+    return v if isinstance(v, str) and parse_value(v) == v and "," not in v and "+" not in v else json.dumps(v)
 
 
 def parse_value(raw: str) -> Any:
@@ -197,24 +257,24 @@ def _parse_args(text: str, args: str) -> dict[str, Any]:
 
 
 def parse_variant(text: str) -> Variant:
-    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header', '+late' and a retriever
-    '+bm25' or '+hybrid' (its RRF constant as '+hybrid:rrf_k=30'). A value may be JSON:
-    'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
+    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header', '+late' and retrieval
+    stages in order, each with its parameters after a colon: '+bm25', '+hybrid:rrf_k=30'. A value
+    may be JSON: 'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
     head, *mods = _split_outside_json(text.strip(), "+")
-    flags = {m.partition(":")[0]: _parse_args(text, m.partition(":")[2]) for m in mods}
-    unknown = sorted(set(flags) - {"header", "late", *RETRIEVERS})
+    named = [(m.partition(":")[0].strip(), _parse_args(text, m.partition(":")[2])) for m in mods]
+    unknown = sorted({n for n, _ in named} - set(MODIFIERS) - set(STAGES))
     if unknown:
-        raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: +header, +late, +bm25, +hybrid")
-    retrievers = [r for r in RETRIEVERS if r in flags]
-    if len(retrievers) > 1:
-        raise ValueError(f"variant {text!r}: one retriever at most, got {['+' + r for r in retrievers]}")
-    retriever = retrievers[0] if retrievers else "dense"
-    extra = {m: args for m, args in flags.items() if args and m != "hybrid"}
-    if extra or set(flags.get("hybrid", {})) - {"rrf_k"}:
-        raise ValueError(f"variant {text!r}: only +hybrid takes a parameter (rrf_k), e.g. +hybrid:rrf_k=30")
+        known = ", ".join(f"+{m}" for m in [*MODIFIERS, *(s for s in STAGES if s != DENSE)])
+        raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: {known}")
+    if any(args for n, args in named if n in MODIFIERS):
+        raise ValueError(f"variant {text!r}: +header and +late take no parameter")
+    firsts = [n for n, _ in named if n in STAGES and get_stage(n).first]
+    if len(firsts) > 1:
+        raise ValueError(f"variant {text!r}: one retriever at most, got {['+' + r for r in firsts]}")
+    stages = [(n, args) for n, args in named if n in STAGES]
     name, _, args = head.partition(":")
-    return Variant.make(name.strip(), contextual_header="header" in flags, late="late" in flags,
-                        retriever=retriever, **flags.get("hybrid", {}), **_parse_args(text, args))
+    return Variant.make(name.strip(), contextual_header=any(n == "header" for n, _ in named),
+                        late=any(n == "late" for n, _ in named), retrieval=stages or None, **_parse_args(text, args))
 
 
 def expand(strategy: str, lists: Mapping[str, Any]) -> tuple[list[Variant], list[str]]:

@@ -1,15 +1,10 @@
 """Chunking strategies, one module per family; importing this package registers them all."""
 
+# isort: off
+from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
 # after the built-in families, so they come first in every list of strategies
-from workbench.chunkers import (  # noqa: F401  (register)
-    external,  # noqa: F401, I001  (registers langchain_recursive, llamaindex_sentence)
-    fixed,
-    hierarchy,
-    markdown,
-    recursive,
-    semantic,
-    sentence,
-)
+from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
+# isort: on
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, get_strategy, run_strategy, unregister

@@ -3,17 +3,16 @@
 Why: once a variant's index exists, a warm sweep still searched it for every question and scored
 every ranking (seconds per variant), only to find the numbers of last time. A variant's scores are
 a function of its key, the dataset (questions and corpus), the model and the scoring settings
-(ks, budgets, budget encoding, mode), and of the code that retrieves and scores: all of them name
-the entry, the code by a hash of its source files, so an edit to a metric or to search can never
+(Settings.scored: ks, budgets, budget encoding, mode), and of the code that retrieves and scores:
+all of them name the entry, the code by a hash of its source files, so an edit to a metric or to search can never
 serve old numbers. Entries are folders published atomically (workbench.io.publish): the
-per-question scores (Parquet) and the index cost the variants table shows (JSON).
+per-question scores and the top hits (Parquet) and the index cost the variants table shows (JSON).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,14 @@ from typing import Any
 import pandas as pd
 
 from workbench.dataset import Dataset
-from workbench.evaluation import metrics
+from workbench.evaluation import metrics, scoring
+from workbench.evaluation.settings import Settings
 from workbench.io import publish, source_fingerprint
-from workbench.retrieval import bm25, index
+from workbench.retrieval import bm25, index, search, stages
 from workbench.variant import Variant
 
-_CODE = (metrics, index, bm25)  # what turns an index into rankings and rankings into scores
+# what turns an index into rankings (the stages and the depth rule) and rankings into scores
+_CODE = (metrics, scoring, index, bm25, stages, search)
 
 
 @cache
@@ -38,27 +39,27 @@ def code_fingerprint() -> str:
 class ScoreCache:
     """Scores of one dataset, model and scoring setting: `get` a variant's, or `put` them."""
 
-    def __init__(self, root: Path, dataset: Dataset, model_fingerprint: str, ks: Sequence[int],
-                 budgets: Sequence[int], budget_encoding: str, mode: str):
-        setting = json.dumps({"ks": list(ks), "budgets": list(budgets), "encoding": budget_encoding, "mode": mode,
-                              "code": code_fingerprint()}, sort_keys=True)
+    def __init__(self, root: Path, dataset: Dataset, model_fingerprint: str, settings: Settings):
+        setting = json.dumps(settings.scored() | {"code": code_fingerprint()}, sort_keys=True)
         self.folder = Path(root) / "scores" / (
             f"{dataset.fingerprint}-{model_fingerprint}-{hashlib.sha256(setting.encode()).hexdigest()[:12]}")
 
     def path(self, variant: Variant) -> Path:
         return self.folder / variant.key
 
-    def get(self, variant: Variant) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-        """(scores [qid, k, budget, metric, value], cost) of a variant measured before, else None."""
+    def get(self, variant: Variant) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame] | None:
+        """(scores [qid, k, budget, metric, value], cost, top hits) of a variant measured before, else None."""
         path = self.path(variant)
         if not (path / "cost.json").exists():
             return None
         cost = json.loads((path / "cost.json").read_text())
-        return pd.read_parquet(path / "scores.parquet"), cost | {"texts_embedded": 0, "built": False}
+        return (pd.read_parquet(path / "scores.parquet"), cost | {"texts_embedded": 0, "built": False},
+                pd.read_parquet(path / "hits.parquet"))
 
-    def put(self, variant: Variant, scores: pd.DataFrame, cost: dict[str, Any]) -> None:
+    def put(self, variant: Variant, scores: pd.DataFrame, cost: dict[str, Any], hits: pd.DataFrame) -> None:
         def write(tmp: Path) -> None:
             scores.to_parquet(tmp / "scores.parquet", index=False)
+            hits.to_parquet(tmp / "hits.parquet", index=False)
             (tmp / "cost.json").write_text(json.dumps({k: v for k, v in cost.items() if k != "built"}))
 
         publish(self.path(variant), write)

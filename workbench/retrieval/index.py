@@ -25,11 +25,17 @@ from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.embed import Embedder
-from workbench.retrieval.bm25 import LexicalIndex, rrf
+from workbench.retrieval.bm25 import LexicalIndex
+from workbench.retrieval.stages import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
-from workbench.variant import DEFAULT_RRF_K, Variant
+from workbench.variant import Variant
 
 _COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
+
+
+def needs(variant: Variant) -> set[str]:
+    """The index resources beside FAISS that the variant's retrieval stages use ("bm25")."""
+    return {need for name, _, _ in variant.stages for need in get_stage(name).needs}
 
 
 def embed_texts(chunks: Sequence[Chunk]) -> list[str]:
@@ -52,12 +58,12 @@ def overlap_chars(chunks: Sequence[Chunk]) -> int:
 
 
 class ChunkIndex:
-    """A variant's chunks, their returned spans and token sizes, the FAISS index over them and,
-    for the bm25 and hybrid retrievers, the BM25 index over the same chunks."""
+    """A variant's chunks, their returned spans and token sizes, the FAISS index over them and the
+    resources its retrieval stages need (`lexical`: the BM25 index over the same chunks). It
+    searches densely and turns rankings into hits; the stages (workbench.retrieval.stages) decide
+    what is ranked."""
 
-    retriever = "dense"  # until `retrieving` says otherwise
-    rrf_k = DEFAULT_RRF_K
-    lexical: LexicalIndex | None = None
+    lexical: LexicalIndex | None = None  # attached by IndexStore.get for the stages that need "bm25"
 
     def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
         self.chunks = chunks
@@ -68,29 +74,30 @@ class ChunkIndex:
                         for row in returned[list(TIKTOKEN_ENCODINGS)].itertuples(index=False)]
         self.cost = cost
         self._returned = [c.returned for c in chunks]
-        self._doc_rows: dict[str, list[int]] = {}
+        self._doc_rows: dict[str, np.ndarray] = {}
         for i, c in enumerate(chunks):
-            self._doc_rows.setdefault(c.doc_id, []).append(i)
-        self._has_parents = any(c.parent_start is not None for c in chunks)
-
-    def retrieving(self, retriever: str, rrf_k: int, lexical: LexicalIndex) -> ChunkIndex:
-        """Rank with `retriever` ("bm25" or "hybrid", fused with constant rrf_k) from now on."""
-        self.retriever, self.rrf_k, self.lexical = retriever, rrf_k, lexical
-        return self
+            self._doc_rows.setdefault(c.doc_id, []).append(i)  # type: ignore[arg-type]
+        self._doc_rows = {doc: np.asarray(rows, dtype=np.int64) for doc, rows in self._doc_rows.items()}
+        self.has_parents = any(c.parent_start is not None for c in chunks)  # several rows may return one span
 
     @property
     def spans(self) -> list[Span]:
         """Distinct returned spans: the units a retriever can hand to the LLM."""
         return list(dict.fromkeys(self._returned))
 
-    def _hits(self, scores: np.ndarray, ids: np.ndarray, k: int) -> list[Hit]:
+    def rows_of(self, question: Question) -> np.ndarray:
+        """The rows of the question's evidence documents (what document mode may rank), sorted."""
+        parts = [self._doc_rows[d] for d in dict.fromkeys(a.doc_id for a in question.answers) if d in self._doc_rows]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+    def hits(self, ranking: tuple[np.ndarray, np.ndarray], k: int) -> list[Hit]:
+        """The first k distinct returned units of a ranking (several children of one parent
+        return the parent once, at the rank of the best of them)."""
         hits: list[Hit] = []
         seen: set[Span] = set()
-        for s, i in zip(scores, ids, strict=True):
-            if i < 0:
-                continue
+        for s, i in zip(*ranking, strict=True):
             span = self._returned[i]
-            if span in seen:  # several children of one parent: return the parent once
+            if span in seen:
                 continue
             seen.add(span)
             hits.append(Hit(span, float(s), int(i), self._tokens[i]))
@@ -98,49 +105,26 @@ class ChunkIndex:
                 break
         return hits
 
-    def _dense(self, q: np.ndarray, depth: int, rows: list[int] | None) -> tuple[np.ndarray, np.ndarray]:
-        """(cosines, row ids) of the `depth` nearest chunks, among `rows` if given."""
-        params = None if rows is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(rows, dtype=np.int64)))
-        scores, ids = self.index.search(q[None, :], depth, params=params)
-        return scores[0], ids[0]
+    def dense(self, vectors: np.ndarray, depth: int | None,
+              rows: Sequence[np.ndarray | None]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(cosines, row ids) of the `depth` nearest chunks (None: all) for each vector, among its
+        `rows` if not None: one batched search over the whole index when nothing restricts it and
+        no parents can collapse, else one search per vector (as it has always been done, so a
+        cosine never changes in its last bit between releases)."""
+        if not self.has_parents and all(r is None for r in rows):
+            n = self.index.ntotal
+            scores, ids = self.index.search(vectors, n if depth is None else min(depth, n))
+            return [(s[i >= 0], i[i >= 0]) for s, i in zip(scores, ids, strict=True)]
+        return [self._dense_one(v, depth, r) for v, r in zip(vectors, rows, strict=True)]
 
-    def _search_one(self, q: np.ndarray, k: int, rows: list[int] | None) -> list[Hit]:
-        """Top-k distinct returned units; searches deeper while parents collapse duplicates."""
+    def _dense_one(self, q: np.ndarray, depth: int | None, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         limit = self.index.ntotal if rows is None else len(rows)
-        depth = min(limit, k * 4 if self._has_parents else k)
-        while True:
-            hits = self._hits(*self._dense(q, depth, rows), k)
-            if len(hits) == k or depth >= limit:
-                return hits
-            depth = min(limit, depth * 4)
-
-    def _lexical_ranking(self, question: str, q: np.ndarray, rows: list[int] | None) -> tuple[np.ndarray, np.ndarray]:
-        """The whole (scores, row ids) ranking of bm25, or for hybrid the RRF of the whole dense
-        ranking and the bm25 one (chunks sharing no token with the question rank by dense alone)."""
-        lexical = self.lexical.ranking(question, rows)
-        if self.retriever == "bm25":
-            return lexical
-        _, dense = self._dense(q, self.index.ntotal if rows is None else len(rows), rows)
-        return rrf([dense[dense >= 0], lexical[1]], self.rrf_k)
-
-    def search(self, qvecs: np.ndarray, questions: Sequence[Question], k: int, mode: str = "corpus") -> list[list[Hit]]:
-        """Rankings for every question by this index's retriever: the whole corpus, or only its
-        evidence documents. Every retriever ranks chunks and returns their (parent) spans once."""
-        if self.retriever == "dense" and mode == "corpus" and not self._has_parents:
-            scores, ids = self.index.search(qvecs, min(k, self.index.ntotal))
-            return [self._hits(s, i, k) for s, i in zip(scores, ids, strict=True)]
-        out = []
-        for q, vec in zip(questions, qvecs, strict=True):
-            rows = None
-            if mode == "document":
-                rows = sorted({r for a in q.answers for r in self._doc_rows.get(a.doc_id, [])})
-            if rows == []:
-                out.append([])
-            elif self.retriever == "dense":
-                out.append(self._search_one(vec, k, rows))
-            else:
-                out.append(self._hits(*self._lexical_ranking(q.question, vec, rows), k))
-        return out
+        if limit == 0:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+        params = None if rows is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(rows))
+        scores, ids = self.index.search(q[None, :], limit if depth is None else min(depth, limit), params=params)
+        keep = ids[0] >= 0
+        return scores[0][keep], ids[0][keep]
 
 
 class IndexStore:
@@ -154,24 +138,23 @@ class IndexStore:
         return self.root / "index" / f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}"
 
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
-        """The variant's index, searching with its retriever; cost["built"] says whether anything
-        (the FAISS entry or the BM25 index) was built rather than loaded."""
+        """The variant's index with what its retrieval stages need; cost["built"] says whether
+        anything (the FAISS entry or the BM25 index) was built rather than loaded."""
         path = self.path(variant, dataset, embedder)
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
             index = build_index(variant.chunking, dataset, embedder)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
-        if variant.retriever == "dense":
-            return index
-        folder = path / "bm25"
-        if folder.exists():
-            lexical = LexicalIndex.load(folder)
-        else:
-            lexical = LexicalIndex.build(embed_texts(index.chunks))  # what dense embeds, header included
-            publish(folder, lexical.save)
-            index.cost["built"] = True
-        return index.retrieving(variant.retriever, variant.rrf_k, lexical)
+        if "bm25" in needs(variant):
+            folder = path / "bm25"
+            if folder.exists():
+                index.lexical = LexicalIndex.load(folder)
+            else:
+                index.lexical = LexicalIndex.build(embed_texts(index.chunks))  # what dense embeds, header included
+                publish(folder, index.lexical.save)
+                index.cost["built"] = True
+        return index
 
     @staticmethod
     def _write(tmp: Path, variant: Variant, built: ChunkIndex) -> None:

@@ -37,7 +37,7 @@ from workbench.io import publish
 from workbench.models.embed import Embedder
 from workbench.models.late import DocTokens, pooled_vectors, token_embeddings, window_size
 from workbench.retrieval.bm25 import LexicalIndex
-from workbench.retrieval.index import ChunkIndex, chunk_cost, embed_texts, flat_index, returned_token_counts
+from workbench.retrieval.index import ChunkIndex, chunk_cost, embed_texts, flat_index, needs, returned_token_counts
 from workbench.variant import Variant
 
 DTYPE = np.float16  # halves the cache; bench/preview.md measures that rankings do not move
@@ -119,8 +119,8 @@ def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:
 
 
 def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache) -> ChunkIndex:
-    """The variant's index, in memory only, with pooled chunk vectors (and a BM25 index for the
-    bm25 and hybrid retrievers, as IndexStore.get builds it)."""
+    """The variant's index, in memory only, with pooled chunk vectors (and a BM25 index when its
+    stages need one, as IndexStore.get builds it)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     chunks = [c for doc in dataset.documents
@@ -131,6 +131,6 @@ def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache:
     cost = chunk_cost(chunks) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
                                  "seconds": round(time.perf_counter() - t0, 3), "built": True}
     index = ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
-    if variant.retriever == "dense":
-        return index
-    return index.retrieving(variant.retriever, variant.rrf_k, LexicalIndex.build(embed_texts(chunks)))
+    if "bm25" in needs(variant):
+        index.lexical = LexicalIndex.build(embed_texts(chunks))
+    return index

@@ -202,7 +202,7 @@ class Explorer(w.VBox):
             self.scores.value = f"sent <b>{html.escape(v.label)}</b> to the sweeper"
             return
         self.scores.value = f"measuring <b>{html.escape(v.label)}</b>…"
-        result = sweep(self.dataset, [v], (5, 10), self.embedder, self.store, progress=False)
+        result = sweep(self.dataset, [v], ks=(5, 10), embedder=self.embedder, store=self.store, progress=False)
         self.scores.value = summary_table(result)[MEASURED].to_html()
 
 

@@ -21,14 +21,15 @@ import ipywidgets as w
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.errors import describe
+from workbench.evaluation.metrics import DEFAULT_KS
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import DEFAULT_KS, SweepResult, combine, resolve_store, sweep
+from workbench.sweep import SweepResult, combine, resolve_store, sweep
 from workbench.variant import Variant
-from workbench.widgets.state import budgets_of, sweep_settings
+from workbench.widgets.state import sweep_settings
 
 
 def typed_as_json(p: Param) -> bool:
@@ -88,7 +89,8 @@ class Panel(w.VBox):
     ):
         self.dataset = dataset
         self.store, self.embedder = resolve_store(store, embedder)
-        self.ks, self.mode = sweep_settings(result, dataset, self.embedder, ks)
+        self.settings = sweep_settings(result, dataset, self.embedder, ks)
+        self.ks = self.settings.ks
         self.result = result
         self.compared: list[str] = result.keys if result is not None else []
         self.selected: str | None = None
@@ -167,8 +169,7 @@ class Panel(w.VBox):
         # of them only after this callback, so emptying it changes nothing: a clear_output message does.
         with self.progress:
             try:
-                new = sweep(self.dataset, [v], self.ks, self.embedder, self.store, mode=self.mode,
-                            **budgets_of(self.result))
+                new = sweep(self.dataset, [v], self.settings, embedder=self.embedder, store=self.store)
             except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
                 self._error(e)
         self.progress.clear_output()

@@ -20,11 +20,13 @@ from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.errors import describe
 from workbench.evaluation import stats
+from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import DEFAULT_KS, SweepResult, combine, sweep_steps
-from workbench.variant import RETRIEVERS, Variant, expand
+from workbench.retrieval.stages import first_stages
+from workbench.sweep import SweepResult, combine, sweep_steps
+from workbench.variant import Variant, expand
 
 MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
 
@@ -155,9 +157,9 @@ class GridSpec:
     def _check_dimensions(self) -> None:
         if not self.retrievers:
             raise ValueError("retrievers: choose at least one retriever")
-        unknown = sorted(set(self.retrievers) - set(RETRIEVERS))
+        unknown = sorted(set(self.retrievers) - set(first_stages()))
         if unknown:
-            raise ValueError(f"retrievers: unknown {unknown}; known: {list(RETRIEVERS)}")
+            raise ValueError(f"retrievers: unknown {unknown}; known: {list(first_stages())}")
         for name, values in (("contextual_header", self.contextual_header), ("late", self.late)):
             if not values or not all(isinstance(v, bool) for v in values):
                 raise ValueError(f"{name}: give False, True or both, got {list(values)!r}")
@@ -182,25 +184,17 @@ class GridSpec:
 
 
 def sweep_settings(result: SweepResult | None, dataset: Dataset, embedder: Embedder,
-                   ks: Sequence[int]) -> tuple[tuple[int, ...], str]:
-    """The ks and mode a panel sweeps new variants with: those of `result`, which must be of the
-    same data and model (ValueError naming the field), else `ks` in corpus mode."""
+                   ks: Sequence[int]) -> Settings:
+    """The settings a panel sweeps new variants with: those of `result` (so `combine` accepts what
+    it measures), which must be of the same data and model (ValueError naming the field), else `ks`
+    with every other setting at its default."""
     if result is None:
-        return tuple(sorted(set(ks))), "corpus"
+        return Settings(ks=tuple(ks))
     ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": embedder.fingerprint}
     for name, value in ours.items():
         if result.config.get(name) != value:
             raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
-    return tuple(result.config["ks"]), result.config.get("mode", "corpus")
-
-
-def budgets_of(result: SweepResult | None) -> dict[str, Any]:
-    """The budgets new variants are scored at: those of `result` (so `combine` accepts them),
-    else the sweep's defaults."""
-    if result is None:
-        return {}
-    return {"budgets": tuple(result.budgets),
-            "budget_encoding": result.config.get("budget_encoding", "cl100k_base")}
+    return Settings.from_config(result.config)
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -217,12 +211,13 @@ class SweepRun:
     variants: Sequence[Variant]
     embedder: Embedder
     store: IndexStore | str | Path
-    ks: Sequence[int] = DEFAULT_KS
-    mode: str = "corpus"
+    settings: Settings | None = None  # None: those of `result` (so what it measures combines), else the defaults
     result: SweepResult | None = None  # earlier measurements; grows with every finished variant
     on_step: Callable[[SweepRun], None] | None = None
 
     def __post_init__(self) -> None:
+        if self.settings is None:
+            self.settings = Settings.from_config(self.result.config) if self.result is not None else Settings()
         known = set(self.result.keys) if self.result is not None else set()
         self.todo = [v for v in {v.key: v for v in self.variants}.values() if v.key not in known]
         self.done = 0
@@ -275,8 +270,8 @@ class SweepRun:
         stats0 = (self.embedder.stats.embedded, self.embedder.stats.cached)
         try:
             if self.todo and not self.stopped:
-                steps = sweep_steps(self.dataset, self.todo, self.ks, self.embedder, self.store, self.mode,
-                                    progress=False, **budgets_of(self.result))
+                steps = sweep_steps(self.dataset, self.todo, self.settings, embedder=self.embedder, store=self.store,
+                                    progress=False)
                 last = self._started
                 for step in steps:
                     self.result = step if self.result is None else combine([self.result, step])

@@ -34,8 +34,9 @@ from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
 from workbench.retrieval.index import IndexStore
+from workbench.retrieval.stages import first_stages
 from workbench.sweep import SweepResult, rankings, resolve_store
-from workbench.variant import RETRIEVERS, Variant
+from workbench.variant import Variant
 from workbench.viewer import around, chunk_html
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
@@ -79,7 +80,8 @@ class Sweeper(w.VBox):
     ):
         self.dataset = dataset
         self.store, self.embedder = resolve_store(store, embedder)
-        self.ks, self.mode = sweep_settings(result, dataset, self.embedder, ks)
+        self.settings = sweep_settings(result, dataset, self.embedder, ks)
+        self.ks = self.settings.ks
         self.result = result
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
@@ -98,7 +100,7 @@ class Sweeper(w.VBox):
         self.strategies = w.SelectMultiple(options=list(STRATEGIES), value=("fixed",), description="strategies",
                                            rows=min(8, len(STRATEGIES)))
         self.retrievers = {name: w.Checkbox(value=name == "dense", description=name, indent=False,
-                                            layout=w.Layout(width="80px")) for name in RETRIEVERS}
+                                            layout=w.Layout(width="80px")) for name in first_stages()}
         self.contextual_header = _switch("contextual header", "embed 'title > heading path' above each chunk")
         self.late = _switch("late chunking", "pool token embeddings of the whole document window")
         self.ranges: dict[str, w.Text] = {}
@@ -219,7 +221,7 @@ class Sweeper(w.VBox):
         already measured are not re-run. RuntimeError while another sweep runs."""
         if self.run is not None and self.run.running:
             raise RuntimeError("a sweep is running: wait for it or press Stop")
-        run = SweepRun(self.dataset, variants, self.embedder, self.store, self.ks, self.mode, self.result,
+        run = SweepRun(self.dataset, variants, self.embedder, self.store, self.settings, self.result,
                        on_step=lambda r: self._guard(lambda: self._on_step(r))())
         self.run, self.budget = run, DrawBudget(self.draw_share)
         already = len(variants) - run.total
@@ -400,7 +402,7 @@ class Sweeper(w.VBox):
     def _rankings(self, key: str) -> list[list[Hit]]:
         if key not in self._ranked:
             self._ranked[key] = rankings(self.dataset, self.result.variant(key), max(self.ks), self.embedder,
-                                         self.store, self.mode)
+                                         self.store, self.settings.mode)
         return self._ranked[key]
 
     # ---- export -------------------------------------------------------------------------------

@@ -1,0 +1,50 @@
+"""A cache written before the package was re-laid into families is reused as it is.
+
+tests/data/cache_eca49dc/ holds what commit eca49dc wrote for 7 variants of the SQuAD excerpt
+(vectors, index entries, the BM25 index, scores) and its result tables (see tests/data/README.md).
+Today's code must name the same entries (same variant keys, corpus and model fingerprints), so
+nothing is chunked, embedded or built again, and must score them to the same numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workbench.dataset import load_dataset
+from workbench.models.embed import Embedder
+from workbench.sweep import sweep
+from workbench.variant import Variant, parse_variant
+
+OLD = Path(__file__).parent / "data" / "cache_eca49dc"
+DATA = Path(__file__).parent / "data" / "squad_v11_dev"
+
+
+def test_keys_of_todays_specs_are_unchanged() -> None:
+    assert Variant.make("fixed", size=256).key == "6678acd8ce7d3106"
+    assert Variant.make("fixed", size=256, retriever="bm25").key == "4ed0573cf1945c34"
+    for text, key in json.loads((OLD / "keys.json").read_text()).items():
+        assert parse_variant(text).key == key, text
+
+
+def test_a_cache_written_before_the_layout_change_is_reused(tmp_path: Path) -> None:
+    cache = shutil.copytree(OLD / "cache", tmp_path / "cache")
+    shutil.rmtree(cache / "scores")  # scored again from the old indexes by today's retrieval and metrics
+    entries = sorted(p.name for p in (cache / "index").iterdir())
+    texts = list(json.loads((OLD / "keys.json").read_text()))
+    embedder = Embedder(cache_dir=cache, progress=False)
+    result = sweep(load_dataset(DATA), [parse_variant(t) for t in texts], ks=(1, 5), embedder=embedder, store=cache,
+                   progress=False)
+    assert result.config["texts_embedded"] == 0 and embedder.stats.embedded == 0  # every vector from the old cache
+    assert not result.variants["built"].any()  # every FAISS entry and the BM25 index loaded, none built
+    assert sorted(p.name for p in (cache / "index").iterdir()) == entries
+    old = pd.read_csv(OLD / "result" / "summary.csv")
+    cols = ["key", "metric", "k", "budget"]
+    both = old.merge(result.summary, on=cols, suffixes=("_old", "_new"), how="outer", indicator=True)
+    assert (both["_merge"] == "both").all() and len(both) == len(old)
+    for stat in ("mean", "ci_low", "ci_high"):
+        assert both[f"{stat}_new"].to_numpy() == pytest.approx(both[f"{stat}_old"].to_numpy(), abs=1e-12, nan_ok=True)
