@@ -33,6 +33,12 @@ from workbench.variant import Variant
 _COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
 
 
+# Bump when the chunks or vectors an entry holds change for the same variant, corpus and model (how
+# a chunk's embedded text is made, late pooling, the build itself): it then names new entries.
+# tests/test_code_versions.py fails when that code changes and this stays.
+BUILD_VERSION = 1
+
+
 def needs(variant: Variant) -> set[str]:
     """The index resources beside FAISS that the variant's retrieval stages use ("bm25")."""
     return {need for name, _, _ in variant.stages for need in get_stage(name).needs}
@@ -135,7 +141,9 @@ class IndexStore:
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring)."""
-        return self.root / "index" / f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}"
+        build = f"-b{BUILD_VERSION}" if BUILD_VERSION != 1 else ""  # version 1 names entries as they always were
+        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{build}"
+        return self.root / "index" / name
 
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
         """The variant's index with what its retrieval stages need; cost["built"] says whether
