@@ -2,8 +2,7 @@
 
 Scrub: a highlight change on a measured result, through widgets.render.Picture (background
 pasted back, marks drawn, PNG at zlib level 1; measured uncached, and as a cache hit).
-k change: a new base (build the overview at another k, draw it once, first PNG), or with the
-bases of every k rendered ahead by widgets.render.Bases (then it is a scrub on a ready base).
+k change: a new base (build the overview at another k, draw it once, first PNG).
 Old way: plots.overview(..., highlight=...) then figure_to_png_bytes, as the panel did.
 The sweep itself comes from the cache folder; the first run builds every index (557 s on an empty
 cache here, 2 shared cores under other jobs' load; the table's header says how long it took).
@@ -26,7 +25,7 @@ import numpy as np
 
 import workbench as wb
 from workbench import plots
-from workbench.widgets.render import Bases, Picture
+from workbench.widgets.render import Picture
 
 REPS = 24
 
@@ -69,11 +68,6 @@ def main() -> None:
         cached.png(key(i))
     size = Picture(plots.by_parameter(result, "size", k=k), cache_size=0)
     grid = Picture(plots.heatmap(result, "size", "overlap", k=k, strategy="fixed"), cache_size=0)
-    t0 = time.perf_counter()
-    bases = Bases(lambda k: plots.overview(result, k=k), ks)
-    for each in ks:
-        bases.picture(each)
-    bases_s = time.perf_counter() - t0
     rows = {
         "old way: overview(highlight=...) + figure_to_png_bytes":
             timed(lambda i: plots.figure_to_png_bytes(plots.overview(result, k=k, highlight=key(i)))),
@@ -83,8 +77,6 @@ def main() -> None:
         "scrub, heatmap(size x overlap)": timed(lambda i: grid.png(key(i))),
         "k change: new base (overview at k, drawn once, first PNG)":
             timed(lambda i: Picture(plots.overview(result, k=ks[i % len(ks)])).png(key(i))),
-        "k change, bases of every k rendered ahead (Bases.png, new highlight)":
-            timed(lambda i: bases.png(ks[i % len(ks)], key(i // len(ks)))),
     }
     old = statistics.median(next(iter(rows.values())))
     lines = [
@@ -93,8 +85,7 @@ def main() -> None:
         (f"{len(keys)} variants of data/chroma_small ({len(ds.questions)} questions), overview at k={k}, "
         f"dpi 100, {REPS} repetitions each after one warm-up; {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores (shared), Python {platform.python_version()}, {date.today()}. "
-        f"Sweep loaded from `{args.cache}` in {sweep_s:.1f} s. Rendering the {len(ks)} bases ahead (`Bases`, one background thread) took "
-         f"{bases_s:.1f} s. Produced by `python bench/widgets.py`."),
+        f"Sweep loaded from `{args.cache}` in {sweep_s:.1f} s. Produced by `python bench/widgets.py`."),
         "",
         "| what | median ms | p90 ms | median / old way |",
         "|---|---:|---:|---:|",

@@ -25,7 +25,7 @@ from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant, grid
-from workbench.widgets.render import Bases, Picture
+from workbench.widgets.render import Picture
 
 # size 6 with overlap 6 is refused by `grid`: a missing combination for the heatmap
 FIXED = grid("fixed", size=[6, 12, 24, 48], overlap=[0, 6])
@@ -185,18 +185,6 @@ def test_picture_changes_only_the_marked_pixels_and_equals_a_full_draw(result: S
     plots.mark(fresh, key)
     FigureCanvasAgg(fresh).draw()
     np.testing.assert_array_equal(np.asarray(fresh.canvas.buffer_rgba()), marked)
-
-
-def test_bases_render_every_k_ahead_like_a_picture_each(result: SweepResult) -> None:
-    bases = Bases(lambda k: plots.overview(result, k=k), [5, 1, 3], dpi=40)
-    for k in (1, 3, 5):
-        alone = Picture(plots.overview(result, k=k), dpi=40).png(SIZE12)
-        np.testing.assert_array_equal(pixels(bases.png(k, SIZE12)), pixels(alone))
-    with pytest.raises(ValueError, match=r"k must be one of \[5, 1, 3\], got 10"):
-        bases.picture(10)
-    broken = Bases(lambda k: plots.overview(result, k=k), [1, 7], dpi=40)
-    with pytest.raises(ValueError, match="got 7"):  # the build's own error, raised where it is asked for
-        broken.picture(7)
 
 
 def test_by_parameter_groups_strategies_that_lack_a_parameter(result: SweepResult) -> None:

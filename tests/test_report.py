@@ -21,9 +21,11 @@ from workbench import plots, report
 from workbench.dataset import Dataset, Document, Question
 from workbench.evaluation import stats
 from workbench.models.embed import Embedder
-from workbench.report import _cell, compact_table, p_best_table, summary_table, variants_table, write_report
+from workbench.report import compact_table, p_best_table, summary_table, variants_table, write_report
+from workbench.report.tables import cell
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
+from workbench.verdict import verdict
 
 EVIL = "<script>alert(1)</script>"
 VARIANTS = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8)]
@@ -99,9 +101,9 @@ def test_default_figures_have_a_title_and_a_caption_and_one_width(result: SweepR
 
 
 def test_cells_read_mean_and_interval() -> None:
-    assert _cell(0.6234, 0.5712, 0.6681, 2) == "0.62 [0.57, 0.67]"
-    assert _cell(1234.4, 1000.0, 1500.6, 0) == "1234 [1000, 1501]"
-    assert _cell(0.5, float("nan"), float("nan"), 2) == "0.50"  # no interval from a single question
+    assert cell(0.6234, 0.5712, 0.6681, 2) == "0.62 [0.57, 0.67]"
+    assert cell(1234.4, 1000.0, 1500.6, 0) == "1234 [1000, 1501]"
+    assert cell(0.5, float("nan"), float("nan"), 2) == "0.50"  # no interval from a single question
 
 
 def test_summary_table_has_one_row_per_variant_and_a_column_per_metric_and_k(result: SweepResult) -> None:
@@ -221,7 +223,7 @@ def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset,
     assert "<script" not in text and "<img src=x" not in text and SEPARATOR not in text
     assert html.escape(f"tiny {EVIL}") in text and html.escape(PAYLOAD) in text
     assert html.escape(json.dumps([SEPARATOR, "\n"]), quote=False) in text  # the separators as the user wrote them
-    v = report.verdict(r)
+    v = verdict(r)
     cuts = text[text.index('id="cuts"'):text.index('id="variants"')]
     pq = r.per_question.query(f"metric == 'recall' and k == {v.k}").pivot(index="qid", columns="key", values="value")
     differ = pq.index[pq[v.best] != pq[v.runner_up]]

@@ -46,7 +46,7 @@ def per_question() -> pd.DataFrame:
 def test_summary_columns_order_means_and_sizes(per_question):
     s = summarize(per_question, n_resamples=500)
     assert list(s.columns) == ["variant", "metric", "k", "mean", "ci_low", "ci_high", "n"]
-    assert list(zip(s["variant"], s["metric"], s["k"])) == [
+    assert list(zip(s["variant"], s["metric"], s["k"], strict=True)) == [
         ("A", "recall", 5), ("A", "hit", 5), ("B", "recall", 5), ("B", "hit", 5), ("A", "recall", 1),
     ]  # fmt: skip
     assert s["n"].tolist() == [60, 60, 60, 60, 40]
@@ -83,7 +83,8 @@ def test_resampled_means_are_the_means_of_scipys_draws(monkeypatch):
     draws = np.random.default_rng(5).integers(0, len(x), size=(1000, len(x)))
     gathered = x[draws].mean(axis=1)
     np.testing.assert_allclose(resampled_means(x, 1000, 5), gathered, rtol=1e-12)
-    monkeypatch.setattr("workbench.evaluation.stats._MAX_CELLS", 301 * 64)  # batches of 64 replicates, one stream of draws
+    # batches of 64 replicates, one stream of draws
+    monkeypatch.setattr("workbench.evaluation.stats._MAX_CELLS", 301 * 64)
     np.testing.assert_allclose(resampled_means(x, 999, 5), gathered[:999], rtol=1e-12)
     ref = sps.bootstrap((x[:, 0],), np.mean, n_resamples=1000, method="percentile",
                         rng=np.random.default_rng(5)).confidence_interval
@@ -158,6 +159,18 @@ def test_against_best_ranks_and_pairs_every_other_variant():
     assert (table["ci_high"] < 0).all() and (table["p_value"] < 0.01).all()
     with pytest.raises(ValueError, match="no rows for metric='mrr'"):
         against_best(pq, "mrr", 5)
+
+
+def test_against_best_takes_the_fewest_context_tokens_as_best():
+    """A cost's best is its lowest mean (stats.lower_is_better), not the variant that sends the most."""
+    base = np.arange(200.0, 260.0, 5.0)  # whole tokens: each difference is exact
+    pq = pd.concat([frame(name, base + extra, metric="context_tokens")
+                    for name, extra in (("costly", 600), ("cheap", 0), ("mid", 300))], ignore_index=True)
+    table = against_best(pq, "context_tokens", 5)
+    assert set(table["best"]) == {"cheap"}
+    assert list(table["variant"]) == ["mid", "costly"]  # nearest the best first
+    assert table["diff"].round(9).tolist() == [300.0, 600.0]  # each minus the best: costs more
+    assert (table["ci_low"] > 0).all() and (table["p_value"] < 0.01).all()
 
 
 def test_p_best_sums_to_one_for_every_metric_at_every_k(per_question):

@@ -89,6 +89,21 @@ def test_one_variant_and_unknown_metric() -> None:
         verdict(result, metric="nope")
 
 
+def test_on_context_tokens_the_best_is_the_cheapest() -> None:
+    """A verdict on a cost ranks by fewest tokens, and agrees with stats.against_best on who is best."""
+    rng = np.random.default_rng(6)
+    result = constructed({"small": rng.binomial(1, 0.45, N), "big": rng.binomial(1, 0.9, N),
+                          "mid": rng.binomial(1, 0.55, N)}, {"small": 300, "big": 1200, "mid": 600})
+    v = verdict(result, metric="context_tokens")
+    assert (v.best, v.runner_up, v.tied, v.cheapest, v.pareto) == ("key-small", "key-mid", (), "key-small",
+                                                                     ("key-small",))
+    t = v.table.set_index("key")
+    assert list(t.index) == ["key-small", "key-mid", "key-big"]
+    assert t["diff"].round(9).tolist() == [0.0, 300.0, 900.0] and t.loc["key-small", "p_best"] == 1.0
+    assert v.sentences()[0].startswith(f"small has the lowest context_tokens@5: {t.loc['key-small', 'mean']:.3f}")
+    assert "-300.000 over the runner-up mid" in v.sentences()[1]
+
+
 def test_the_report_opens_with_the_verdict(tmp_path) -> None:
     rng = np.random.default_rng(3)
     result = constructed({"x": rng.binomial(1, 0.4, N), "y<script>": rng.binomial(1, 0.95, N)},

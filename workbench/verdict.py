@@ -1,10 +1,11 @@
 """What a sweep says, in two or three sentences a team lead can act on, computed, never written.
 
-The verdict names the best variant on a primary metric (recall@k by default), how much better it
-is than the runner-up and whether the data can tell them apart (a paired bootstrap interval of
-the difference that holds 0 means "tied"), what it costs in context tokens and index size next
-to the cheapest variant the data cannot tell from it, and the Pareto set of quality against
-context cost. It reads only the tidy tables of a SweepResult, like plots and the report.
+The verdict names the best variant on a primary metric (recall@k by default; for a cost the
+lowest mean is best, see stats.lower_is_better), how much better it is than the runner-up and
+whether the data can tell them apart (a paired bootstrap interval of the difference that holds 0
+means "tied"), what it costs in context tokens and index size next to the cheapest variant the
+data cannot tell from it, and the Pareto set of quality against context cost. It reads only the
+tidy tables of a SweepResult, like plots and the report.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class Verdict:
         """Two or three sentences, plain text (the report adds links and markup)."""
         at = f"{self.metric}@{self.k}"
         b = self.row(self.best)
-        first = (f"{b['variant']} has the highest {at}: {b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}], "
+        most = "lowest" if stats.lower_is_better(self.metric) else "highest"
+        first = (f"{b['variant']} has the {most} {at}: {b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}], "
                  f"best in {b['p_best']:.0%} of bootstrap resamples of the questions.")
         out = [first]
         if self.runner_up is None:
@@ -97,8 +99,10 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     means = result.summary[(result.summary["metric"] == metric) & (result.summary["k"] == k)]
     if means.empty:
         raise ValueError(f"no {metric}@{k} in the result; swept ks: {sorted(set(pq['k']) - {0})}")
-    table = means[["key", "variant", "mean", "ci_low", "ci_high"]].sort_values("mean", ascending=False, kind="stable")
-    table = table.assign(p_best=table["key"].map(stats.prob_best(pq, metric, k, n_resamples)))
+    lower = stats.lower_is_better(metric)
+    table = means[["key", "variant", "mean", "ci_low", "ci_high"]].sort_values("mean", ascending=lower, kind="stable")
+    p_best = stats.prob_best(pq, metric, k, n_resamples, higher_is_better=not lower)
+    table = table.assign(p_best=table["key"].map(p_best))
     best = str(table["key"].iloc[0])
     compared = ["key", "diff", "ci_low", "ci_high", "p_value", "p_holm", "questions_needed"]
     pairs = (stats.against_best(pq, metric, k, n_resamples=n_resamples) if len(table) > 1
@@ -111,7 +115,7 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
         context_tokens=lambda t: t["key"].map(cost),
     ).join(index, on="key")
     table.loc[table["key"] == best, ["diff", "diff_low", "diff_high"]] = 0.0
-    front = pareto_front(list(table[COST]), list(table["mean"]))
+    front = pareto_front(list(table[COST]), list(table["mean"] * (-1 if lower else 1)))
     table["pareto"] = [i in front for i in range(len(table))]
     tied = tuple(table.loc[table["tied"] & (table["key"] != best), "key"])
     near = table[table["key"].isin({best, *tied})]

@@ -303,8 +303,10 @@ def paired_compare(
 
 def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5, n_resamples: int = 2000,
                  seed: int = 0) -> pd.DataFrame:
-    """Every variant paired against the one with the best mean `metric`@k: the difference, its
-    interval and p-value, so a table of means is never read as a ranking the data cannot support.
+    """Every variant paired against the one with the best mean `metric`@k (the highest; the lowest
+    for a cost, see `lower_is_better`), nearest the best first: the difference (variant minus the
+    best), its interval and p-value, so a table of means is never read as a ranking the data
+    cannot support.
 
     `p_holm` is the p-value corrected by Holm's step-down over the m - 1 comparisons with the best
     (`holm`): a difference is significant at 0.05 over the whole table when p_holm <= 0.05.
@@ -314,10 +316,10 @@ def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5,
     if sel.empty:
         raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
     ident = _keys(sel)[0]  # the key when the table has one, else the label
-    means = sel.groupby(ident, sort=False)["value"].mean()
-    best = str(means.idxmax())
+    means = sel.groupby(ident, sort=False)["value"].mean().sort_values(ascending=lower_is_better(metric), kind="stable")
+    best = str(means.index[0])
     rows = [paired_compare(per_question, best, v, metric, k, n_resamples=n_resamples, seed=seed)
-            for v in means.sort_values(ascending=False).index if v != best]
+            for v in means.index if v != best]
     cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n", "questions_needed"]
     table = pd.DataFrame(rows, columns=cols).rename(columns={"b": ident, "mean_b": "mean"})
     table.insert(6, "p_holm", holm(table["p_value"]))

@@ -3,6 +3,9 @@
 - `explorer`: watch semantic cuts move on one document (for teaching).
 - `panel`: try one variant at a time by hand and see where it lands among others.
 - `sweeper`: sweep a grid from widgets, scrub the measured variants, compare two, export.
+
+Each is a `base.PanelBase`: dataset, store, embedder and a message line where every callback's
+exception is shown.
 """
 
 from workbench.widgets.explorer import Explorer, explorer

@@ -20,14 +20,14 @@ from matplotlib.figure import Figure
 from workbench.chunkers import get_strategy
 from workbench.chunkers.sentence import SENTENCE_SPLITTERS
 from workbench.dataset import Dataset, Span
-from workbench.errors import describe
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.report import summary_table
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import resolve_store, sweep
+from workbench.sweep import sweep
 from workbench.variant import Variant
 from workbench.viewer import chunk_html
+from workbench.widgets.base import PanelBase
 from workbench.widgets.explorer_state import ExplorerCut, ExplorerState
 from workbench.widgets.render import Picture
 
@@ -88,7 +88,7 @@ def _slider(description: str, value: int, hi: int, tip: str) -> w.IntSlider:
                        style={"description_width": "initial"})
 
 
-class Explorer(w.VBox):
+class Explorer(PanelBase):
     """Document, question and parameter controls, the figure, the text view and a message line.
 
     `state` holds the document's sentences, vectors and last cut; `draws` counts redraws; the
@@ -103,8 +103,7 @@ class Explorer(w.VBox):
         doc_id: str | None = None,
         sweeper: Measurer | None = None,
     ):
-        self.dataset = dataset
-        self.store, self.embedder = resolve_store(store, embedder)
+        super().__init__(dataset, embedder, store)
         self.sweeper = sweeper
         self.state = ExplorerState(dataset, self.embedder, doc_id)
         self.draws = 0
@@ -122,32 +121,24 @@ class Explorer(w.VBox):
         self.position = _slider("from character", 0, 0, "first character of the passage shown below")
         self.measure = w.Button(description="measure this setting", icon="flask", layout=w.Layout(width="auto"),
                                 tooltip="sweep this variant on the whole dataset")
-        self.message = w.HTML()
         self.scores = w.HTML()
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
         self.text = w.HTML()
-        self.doc.observe(lambda _: self._guard(self._on_doc), names="value")
+        self.doc.observe(self.guarded(self._on_doc), names="value")
         for control in (self.percentile, self.buffer, self.min_size, self.max_size, self.sentences):
-            control.observe(lambda _: self._guard(self._recut), names="value")
-        self.question.observe(lambda _: self._guard(self._on_question), names="value")
-        self.position.observe(lambda _: self._guard(self._show_text), names="value")
-        self.measure.on_click(lambda _: self._guard(self._measure))
-        super().__init__([
+            control.observe(self.guarded(self._recut), names="value")
+        self.question.observe(self.guarded(self._on_question), names="value")
+        self.position.observe(self.guarded(self._show_text), names="value")
+        self.measure.on_click(self.guarded(self._measure))
+        self.children = [
             w.HBox([self.doc, self.sentences]),
             w.HBox([self.percentile, self.buffer, self.min_size, self.max_size], layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.measure, self.scores]),
             self.message, self.plot,
             w.HBox([self.question, self.position]),
             w.Box([self.text], layout=w.Layout(max_height="420px", overflow="auto", border="1px solid #ddd")),
-        ])
-        self._guard(self._on_doc)
-
-    def _guard(self, action: Any) -> None:
-        """Run a callback; any exception is shown in the message area, and the view drawn last stays."""
-        try:
-            action()
-        except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
-            self.message.value = f'<span style="color:#b00020">{html.escape(describe(e))}</span>'
+        ]
+        self.guarded(self._on_doc)()
 
     def _on_doc(self) -> None:
         self.state.select(self.doc.value)

@@ -20,15 +20,15 @@ import ipywidgets as w
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
-from workbench.errors import describe
 from workbench.evaluation.metrics import DEFAULT_KS
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import SweepResult, combine, resolve_store, sweep
+from workbench.sweep import SweepResult, combine, sweep
 from workbench.variant import Variant
+from workbench.widgets.base import PanelBase
 from workbench.widgets.state import sweep_settings
 
 
@@ -71,7 +71,7 @@ def read(name: str, p: Param, widget: w.ValueWidget) -> Any:
         raise ValueError(f"parameter '{name}' must be JSON, e.g. {json.dumps(p.default)}: {e}") from None
 
 
-class Panel(w.VBox):
+class Panel(PanelBase):
     """Strategy, parameter and modifier controls, a message line, a progress area and the figure.
 
     `result` holds every variant measured so far; `compared` the keys of those drawn next to the
@@ -87,8 +87,7 @@ class Panel(w.VBox):
         ks: Sequence[int] = DEFAULT_KS,
         result: SweepResult | None = None,
     ):
-        self.dataset = dataset
-        self.store, self.embedder = resolve_store(store, embedder)
+        super().__init__(dataset, embedder, store)
         self.settings = sweep_settings(result, dataset, self.embedder, ks)
         self.ks = self.settings.ks
         self.result = result
@@ -106,21 +105,20 @@ class Panel(w.VBox):
         self.k = w.SelectionSlider(options=list(self.ks), value=self.ks[-1], description="k", continuous_update=False)
         self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
-        self.message = w.HTML()
         self.progress = w.Output()
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
-        self.strategy.observe(self._on_strategy, names="value")
+        self.strategy.observe(self.guarded(self._on_strategy), names="value")
         for modifier in (self.header, self.late):
-            modifier.observe(self._on_variant, names="value")
-        self.k.observe(lambda _: self._draw(), names="value")
-        self.add.on_click(lambda _: self._pin(True))
-        self.remove.on_click(lambda _: self._pin(False))
-        super().__init__([
+            modifier.observe(self.guarded(self._on_variant), names="value")
+        self.k.observe(self.guarded(self._draw), names="value")
+        self.add.on_click(self.guarded(lambda: self._pin(True)))
+        self.remove.on_click(self.guarded(lambda: self._pin(False)))
+        self.children = [
             w.HBox([self.strategy, self.about]),
             self.param_box,
             w.HBox([self.header, self.late, self.k, self.add, self.remove]),
             self.message, self.progress, self.plot,
-        ])
+        ]
         self._on_strategy()
 
     def variant(self) -> Variant:
@@ -129,25 +127,25 @@ class Panel(w.VBox):
         params = {name: read(name, schema[name], widget) for name, widget in self.params.items()}
         return Variant.make(self.strategy.value, contextual_header=self.header.value, late=self.late.value, **params)
 
-    def _on_strategy(self, _: Any = None) -> None:
+    def _on_strategy(self) -> None:
         """New controls at the strategy's defaults, then select. The old ones are closed once
         no longer shown, so their kernel-side comms do not pile up."""
         spec, old = STRATEGIES[self.strategy.value], self.params.values()
         defaults = {name: p.default for name, p in spec.params.items()}
         self.params = {name: control(name, p, defaults) for name, p in spec.params.items()}
         for widget in self.params.values():
-            widget.observe(self._on_variant, names="value")
+            widget.observe(self.guarded(self._on_variant), names="value")
         self.param_box.children = list(self.params.values())
         for widget in old:
             widget.close()
         self.about.value = f"<i>{html.escape(spec.help)}</i>" + ("" if spec.params else " (no parameters)")
         self._on_variant()
 
-    def _on_variant(self, _: Any = None) -> None:
+    def _on_variant(self) -> None:
         try:
             v = self.variant()
-        except ValueError as e:
-            self._error(e)
+        except ValueError as e:  # shown here too when called from the constructor
+            self.show_error(e)
             return
         schema = STRATEGIES[v.strategy].params
         for name, widget in self.params.items():  # sizes follow the `unit` control
@@ -158,9 +156,6 @@ class Panel(w.VBox):
         self.message.value = f"selected: <b>{html.escape(v.label)}</b>"
         self._draw()
 
-    def _error(self, e: Exception) -> None:
-        self.message.value = f'<span style="color:#b00020">{html.escape(describe(e))}</span>'
-
     def _measure(self, v: Variant) -> bool:
         """Sweep `v` into `result`; False if it failed (the reason is then shown in the panel)."""
         self.message.value = f"indexing <b>{html.escape(v.label)}</b>…"
@@ -170,8 +165,8 @@ class Panel(w.VBox):
         with self.progress:
             try:
                 new = sweep(self.dataset, [v], self.settings, embedder=self.embedder, store=self.store)
-            except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
-                self._error(e)
+            except Exception as e:  # noqa: BLE001  (caught inside: in a kernel the Output would swallow it)
+                self.show_error(e)
         self.progress.clear_output()
         if new is None:
             return False

@@ -1,19 +1,17 @@
-"""Fast redraws of one figure with one variant highlighted: the scrub of the sweeper.
+"""Fast redraws of one figure with one variant highlighted: the scrub of the sweeper (and the
+explorer's fast PNG).
 
 A full Agg draw of the overview takes ~180 ms and a PNG at zlib level 6 ~60 ms, too slow for a
 slider. A Picture draws its figure once, keeps the pixels, and per highlight only pastes them
 back, draws the few artists of `plots.mark` over them and encodes at zlib level 1; the bytes are
-cached per highlight, so going back to a variant costs a dictionary lookup. A new base (e.g. a
-k change) still costs a build and a full draw; `Bases` renders the base of every k ahead in a
-background thread, so a k change usually finds its Picture ready.
+cached per highlight, so going back to a variant costs a dictionary lookup. A new base (the
+sweeper's variants, k or axes changed) still costs a build and a full draw.
 """
 
 from __future__ import annotations
 
 import io
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -65,30 +63,3 @@ class Picture:
         # RGB: the figures are opaque, and 3 bytes a pixel encode ~15% faster and smaller than 4
         self.rgba().convert("RGB").save(buf, format="PNG", compress_level=self._compress_level)
         return buf.getvalue()
-
-
-class Bases:
-    """Pictures of one figure at every k, built one after another in a background thread, in the
-    order of `ks` (put the k on screen first). Agg draws each figure on its own canvas, so this is
-    safe beside drawing in the main thread; an error while building is raised by `picture`."""
-
-    def __init__(self, build: Callable[[int], Figure], ks: Sequence[int], dpi: float = 100) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-bases")
-        self._futures: dict[int, Future[Picture]] = {
-            k: self._pool.submit(lambda k=k: Picture(build(k), dpi=dpi)) for k in ks
-        }
-        self._pool.shutdown(wait=False)  # no more work; the thread ends after the last base
-
-    def picture(self, k: int) -> Picture:
-        """The Picture at k, waiting for it if it is still being drawn."""
-        if k not in self._futures:
-            raise ValueError(f"k must be one of {list(self._futures)}, got {k}")
-        return self._futures[k].result()
-
-    def png(self, k: int, highlight: str | None = None) -> bytes:
-        return self.picture(k).png(highlight)
-
-    def cancel(self) -> None:
-        """Drop the bases not started yet (e.g. the result changed and new Bases replace these)."""
-        for future in self._futures.values():
-            future.cancel()

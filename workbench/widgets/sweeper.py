@@ -4,7 +4,7 @@ Drawing only. What to sweep (GridSpec), the run (SweepRun), what to redraw (Scru
 comparison (Comparison) are decided in `state.py`, tested without widgets. Figures are drawn
 once per base (`render.Picture`); scrubbing only blits the highlight, so it never recomputes.
 The Run button sweeps in a thread so the kernel stays free; every exception in a callback is
-shown in the message area with its type and text.
+shown in the message area with its type and text (`PanelBase.guarded`).
 
 Other panels measure through it: `Sweeper.measure(variants)` runs variants like the Run button
 and adds them to the plots (the semantic explorer's "measure this setting" calls it).
@@ -15,10 +15,9 @@ from __future__ import annotations
 import html
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import ipywidgets as w
 from matplotlib.figure import Figure
@@ -27,7 +26,6 @@ from workbench import report
 from workbench.chunkers import STRATEGIES, Chunk
 from workbench.dataset import Dataset, Hit, Question
 from workbench.drilldown import drilldown
-from workbench.errors import describe
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
 from workbench.io import CACHE_DIR
@@ -35,9 +33,10 @@ from workbench.models.embed import Embedder
 from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.stages import first_stages
-from workbench.sweep import SweepResult, rankings, resolve_store
+from workbench.sweep import SweepResult, rankings
 from workbench.variant import Variant
 from workbench.viewer import around, chunk_html
+from workbench.widgets.base import PanelBase
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
@@ -55,7 +54,6 @@ FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then 
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
 PICK_TWO = "<i>pick two different measured variants</i>"
-_RED = '<span style="color:#b00020">{}</span>'
 
 
 def _switch(description: str, tooltip: str) -> w.ToggleButtons:
@@ -64,7 +62,7 @@ def _switch(description: str, tooltip: str) -> w.ToggleButtons:
                            style={"button_width": "50px", "description_width": "120px"})
 
 
-class Sweeper(w.VBox):
+class Sweeper(PanelBase):
     """Grid controls, Run/Stop with progress, the figures, a scrub over measured variants with a
     chunk viewer, a Compare tab and Export. `result` holds every measured variant; `run` the
     current or last SweepRun; `last_redraw` what the last change redrew (state.Redraw)."""
@@ -78,8 +76,7 @@ class Sweeper(w.VBox):
         result: SweepResult | None = None,
         background: bool = True,
     ):
-        self.dataset = dataset
-        self.store, self.embedder = resolve_store(store, embedder)
+        super().__init__(dataset, embedder, store)
         self.settings = sweep_settings(result, dataset, self.embedder, ks)
         self.ks = self.settings.ks
         self.result = result
@@ -111,7 +108,6 @@ class Sweeper(w.VBox):
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
-        self.message = w.HTML()
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
         self.param = w.Dropdown(description="parameter")
@@ -135,18 +131,18 @@ class Sweeper(w.VBox):
         self.export_button = w.Button(description="Export", icon="download",
                                       tooltip="write report.html and the tables of the variants in the panel")
 
-        self.strategies.observe(self._guard(self._on_strategies), names="value")
-        self.run_button.on_click(self._guard(self._on_run))
-        self.stop_button.on_click(self._guard(self.stop))
+        self.strategies.observe(self.guarded(self._on_strategies), names="value")
+        self.run_button.on_click(self.guarded(self._on_run))
+        self.stop_button.on_click(self.guarded(self.stop))
         for control in (self.k, self.param, self.heat_metric):
-            control.observe(self._guard(self._refresh), names="value")
+            control.observe(self.guarded(self._refresh), names="value")
         for control in (self.slider, self.choice):
-            control.observe(lambda change: self._guard(lambda: self.select(change["new"]))(), names="value")
-        self.question.observe(self._guard(self._show_viewer), names="value")
+            control.observe(lambda change: self.guarded(lambda: self.select(change["new"]))(), names="value")
+        self.question.observe(self.guarded(self._show_viewer), names="value")
         for control in (self.cmp_a, self.cmp_b, self.cmp_metric, self.k):
-            control.observe(self._guard(self._show_comparison), names="value")
-        self.cmp_question.observe(self._guard(self._show_compared_question), names="value")
-        self.export_button.on_click(self._guard(self.export))
+            control.observe(self.guarded(self._show_comparison), names="value")
+        self.cmp_question.observe(self.guarded(self._show_compared_question), names="value")
+        self.export_button.on_click(self.guarded(self.export))
 
         self.tabs = w.Tab([
             self.images["overview"],
@@ -158,7 +154,7 @@ class Sweeper(w.VBox):
         ])
         for i, title in enumerate(("overview", "against a parameter", "heatmap", "at equal budgets", "compare")):
             self.tabs.set_title(i, title)
-        super().__init__([
+        self.children = [
             w.HBox([w.VBox([self.strategies, w.HBox([w.Label("retrievers:"), *self.retrievers.values()]),
                             self.contextual_header, self.late]),
                     self.range_box]),
@@ -168,21 +164,10 @@ class Sweeper(w.VBox):
             self.tabs,
             self.question, self.viewer,
             w.HBox([self.folder, self.export_button]),
-        ])
+        ]
         self._on_strategies()
         if result is not None:
             self._refresh()
-
-    # ---- errors -------------------------------------------------------------------------------
-
-    def _guard(self, fn: Callable[[], Any]) -> Callable[..., None]:
-        """A widget callback that shows any exception in the message area instead of a log."""
-        def call(*_: Any) -> None:
-            try:
-                fn()
-            except Exception as e:  # noqa: BLE001  (shown, never lost)
-                self.message.value = _RED.format(html.escape(describe(e)))
-        return call
 
     @contextmanager
     def _quietly(self) -> Iterator[None]:
@@ -222,7 +207,7 @@ class Sweeper(w.VBox):
         if self.run is not None and self.run.running:
             raise RuntimeError("a sweep is running: wait for it or press Stop")
         run = SweepRun(self.dataset, variants, self.embedder, self.store, self.settings, self.result,
-                       on_step=lambda r: self._guard(lambda: self._on_step(r))())
+                       on_step=lambda r: self.guarded(lambda: self._on_step(r))())
         self.run, self.budget = run, DrawBudget(self.draw_share)
         already = len(variants) - run.total
         self.message.value = html.escape(note + (f"; {already} already measured" if already else ""))
@@ -246,7 +231,7 @@ class Sweeper(w.VBox):
         self.bar.value = run.done
         self.progress.value = html.escape(run.progress_text())
         if run.error:
-            self.message.value = _RED.format(html.escape(run.error))
+            self.show_error(run.error)
         if run.result is not None and run.result is not self.result and self.budget.due(run.elapsed, not run.running):
             start = time.perf_counter()
             with self._lock:
@@ -302,7 +287,8 @@ class Sweeper(w.VBox):
         if has_budgets(result):
             figures["budgets"] = budget_curves(result, RECALL)
         else:
-            self.notes["budgets"].value = "<i>this result has no budget rows: sweep with budgets to compare on equal context tokens</i>"
+            self.notes["budgets"].value = ("<i>this result has no budget rows: sweep with budgets to compare on equal "
+                                           "context tokens</i>")
         return figures
 
     def _set_options(self) -> None:
@@ -344,8 +330,8 @@ class Sweeper(w.VBox):
         if key is None:
             return
         q = self._question(self.question.value)
-        self.viewer.value = (f"<b>{html.escape(self.result.label_of(key))}</b>"
-                             + chunk_html(self.dataset, self._chunks_of(key), *around(q.answers[0]), evidence=q.answers))
+        self.viewer.value = (f"<b>{html.escape(self.result.label_of(key))}</b>" + chunk_html(
+            self.dataset, self._chunks_of(key), *around(q.answers[0]), evidence=q.answers))
 
     def _question(self, qid: str) -> Question:
         return next(q for q in self.dataset.questions if q.qid == qid)

@@ -1,0 +1,109 @@
+"""The report's "Where the cuts fall": the best and the runner-up on a few questions where they
+differ, each one's retrieved chunks drawn over the evidence, and the lists of those questions.
+
+It only renders: the hits it draws are given (each variant's ranked hits per question, in the
+dataset's question order), so whoever holds them (today the report, through sweep.rankings) says
+where they come from.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from workbench.chunkers import Chunk
+from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.viewer import around, chunk_html
+
+if TYPE_CHECKING:
+    from workbench.models.embed import Embedder
+    from workbench.sweep import SweepResult
+    from workbench.verdict import Verdict
+
+CUT_QUESTIONS = 3  # questions drawn in "Where the cuts fall"
+_HEAD = '<section id="cuts"><h2>Where the cuts fall</h2>\n'
+
+
+def missing(result: SweepResult, v: Verdict | None, dataset: Dataset | None, embedder: Embedder | None) -> str:
+    """Why the cuts cannot be drawn, or "" when they can. `dataset` None: the report was given
+    no dataset and index store to find the hits with."""
+    if v is None or v.runner_up is None:
+        return "it needs two variants scored on recall."
+    if result.config.get("preview"):
+        return "this is a preview: its chunks were never embedded for real; a real sweep of the best shows their cuts."
+    if dataset is None:
+        return ("the report was written without the dataset and the index store (pass dataset= and store= to "
+                "report.export or write_report; the CLI does).")
+    if dataset.fingerprint != result.config.get("dataset_fingerprint"):
+        return f"the dataset given ({dataset.name}) is not the one this result was measured on."
+    if embedder is not None and embedder.fingerprint != result.config.get("model_fingerprint"):
+        return f"the embedder given ({embedder.name}) is not the model this result was measured with."
+    return ""
+
+
+def left_out(why: str) -> str:
+    """The section saying why it has no cuts (see `missing`)."""
+    return f'{_HEAD}<p class="note">Left out: {html.escape(why)}</p></section>\n'
+
+
+def section(result: SweepResult, v: Verdict, dataset: Dataset, hits: Mapping[str, Sequence[Sequence[Hit]]]) -> str:
+    """The section for the verdict's best and runner-up; `hits[key][i]`: that variant's ranked hits
+    (at least the verdict's k) for the dataset's i-th question."""
+    assert v.runner_up is not None
+    pq = result.per_question
+    at = pq[(pq["metric"] == v.metric) & (pq["k"] == v.k)].pivot(index="qid", columns="key", values="value")
+    diff = (at[v.best] - at[v.runner_up]).sort_values(kind="stable")
+    wins, losses = diff[diff > 0].index[::-1], diff[diff < 0].index
+    picked = [*wins[: CUT_QUESTIONS - min(1, len(losses))],
+              *losses[: CUT_QUESTIONS - min(len(wins), CUT_QUESTIONS - 1)]]
+    names = {key: result.label_of(key) for key in (v.best, v.runner_up)}
+    order = {q.qid: i for i, q in enumerate(dataset.questions)}
+    out = [_HEAD, f"<p>The best, <b>{html.escape(names[v.best])}</b>, and the runner-up, "
+           f"<b>{html.escape(names[v.runner_up])}</b>, on questions where their {v.metric}@{v.k} differs. Each "
+           f"variant's top {v.k} chunks are coloured over the passage around the evidence (underlined in red): "
+           "evidence left uncoloured is evidence it did not retrieve.</p>\n"]
+    for qid in picked:
+        q = dataset.questions[order[qid]]
+        scores = ", ".join(f"{html.escape(names[key])}: {at.at[qid, key]:.2f}" for key in names)
+        out.append(f'<div class="cut"><h3>{html.escape(q.question)}</h3>\n<p class="note">{html.escape(qid)}, '
+                   f"{v.metric}@{v.k}: {scores}</p>\n"
+                   + "".join(_retrieved(dataset, names[key], hits[key][order[qid]], q, v.k) for key in names)
+                   + "</div>\n")
+    for key, ids in ((v.best, wins), (v.runner_up, losses)):
+        other = names[v.runner_up if key == v.best else v.best]
+        rows = "".join(f'<tr><td>{html.escape(i)}</td><td class="text">'
+                       f"{html.escape(dataset.questions[order[i]].question)}</td><td>{at.at[i, key]:.2f}</td>"
+                       f"<td>{at.at[i, v.runner_up if key == v.best else v.best]:.2f}</td></tr>\n" for i in ids)
+        out.append(f"<details><summary>{len(ids)} questions where {html.escape(names[key])} retrieves more evidence "
+                   f"than {html.escape(other)}</summary>\n<div class=\"scroll\"><table>\n<tr><th>question id</th>"
+                   f"<th>question</th><th>{html.escape(names[key])}</th><th>{html.escape(other)}</th></tr>\n{rows}"
+                   "</table></div></details>\n")
+    return "".join(out) + "</section>\n"
+
+
+def _passages(dataset: Dataset, evidence: Sequence[Span], chars: int = 300) -> list[tuple[str, int, int]]:
+    """One passage per document holding evidence: the evidence with `chars` around it."""
+    bounds: dict[str, tuple[int, int]] = {}
+    for span in evidence:
+        doc, start, end = around(span, chars)
+        lo, hi = bounds.get(doc, (start, end))
+        bounds[doc] = (min(lo, start), min(max(hi, end), len(dataset.docs[doc].text)))
+    return [(doc, lo, hi) for doc, (lo, hi) in bounds.items()]
+
+
+def _overlap(a: Span, b: Span) -> bool:
+    return a.doc_id == b.doc_id and a.start < b.end and b.start < a.end
+
+
+def _retrieved(dataset: Dataset, label: str, hits: Sequence[Hit], question: Question, k: int) -> str:
+    """What one variant retrieved for a question: its top k listed, and drawn over the evidence's
+    passages (only retrieved chunks are coloured, so uncoloured evidence is what it missed)."""
+    chunks = [Chunk(h.span.doc_id, h.span.start, h.span.end, dataset.docs[h.span.doc_id].text[h.span.start:h.span.end])
+              for h in hits[:k]]
+    ranks = "; ".join(f"{i}. {h.span.doc_id} [{h.span.start}, {h.span.end})"
+                      + (" (evidence)" if any(_overlap(h.span, e) for e in question.answers) else "")
+                      for i, h in enumerate(hits[:k], 1))
+    drawn = "".join(chunk_html(dataset, chunks, doc, lo, hi, question.answers)
+                    for doc, lo, hi in _passages(dataset, question.answers))
+    return f"<h4>{html.escape(label)}</h4>\n<p class=\"note\">top {k}: {html.escape(ranks)}</p>\n{drawn}\n"

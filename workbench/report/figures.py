@@ -1,0 +1,139 @@
+"""The report's default figures: which are drawn, at one width, with their titles and captions,
+as PNGs, and the figure cache that reads a figure back when it was drawn before from the same
+content (a hash of the scores, the variants, the config and the drawing code)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure
+
+from workbench import plots
+from workbench.evaluation import metrics
+from workbench.io import atomic_write, source_fingerprint
+
+if TYPE_CHECKING:
+    from workbench.sweep import SweepResult
+
+EXTRA_FIGURES = ("hit", "ndcg", "iou", "precision_omega")  # drawn by default next to the overview
+FIGURE_WIDTH = 12.0  # inches: every default figure has this width, so all show at one size
+
+_CURVES = {  # metric -> (title, what to look for)
+    "hit": ("Share of questions with some evidence in the top k",
+            "Curves that reach the top at small k answer more questions with fewer chunks."),
+    "ndcg": ("How high the evidence ranks (nDCG@k)",
+             "A curve above another at small k puts the evidence nearer the top of the list."),
+    "iou": ("How much of what is retrieved is evidence (IoU@k)",
+            "It falls as k grows, since more text comes back; higher means less noise sent to the LLM."),
+    metrics.OMEGA: ("Precision if exactly the evidence's chunks were retrieved (precision-\u03a9)",
+                    "Low bars mean the chunks holding the answer carry much other text: smaller chunks score higher."),
+}
+
+
+def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
+    """The title and the one-line caption (what to look for) of a figure of `default_figures`;
+    a figure of another name is titled by its name."""
+    k = metrics.default_k(result.ks)
+    if name == "overview":
+        return ("Recall, ranking and cost at a glance",
+                f"Left: recall@k, higher is better. Middle: MRR@{k}, best on top. Right: context tokens against "
+                f"recall@{k}, up and to the left is better; circled: the Pareto front. "
+                "Numbers: the variant table above.")
+    if name in _CURVES:
+        return _CURVES[name]
+    if name.startswith("by_"):
+        param = name[3:]
+        return (f"Recall, MRR and context cost against {param}",
+                f"Look for the {param} where recall levels off while context tokens keep rising; the band is the "
+                "confidence interval, one line per combination of what else varies.")
+    if name.startswith("heatmap_"):
+        return (f"recall@{k} over two parameters",
+                "Brighter cells score higher; \u00b1 is half the interval, so cells closer than that are not told "
+                "apart.")
+    return name, ""
+
+
+def _fit(fig: Figure) -> Figure:
+    """The report's figure width, keeping the height the plot chose for its content."""
+    fig.set_size_inches(FIGURE_WIDTH, fig.get_size_inches()[1])
+    return fig
+
+
+def _figure_makers(result: SweepResult) -> dict[str, Callable[[], Figure | None]]:
+    """The default figures, by name, each as the call that draws it."""
+    present = set(result.summary["metric"])
+    makers = {"overview": partial(plots.overview, result, short_ids=True)} | {
+        m: partial(plots.metric_curves, result, m, short_ids=True) for m in EXTRA_FIGURES if m in present
+    }
+    swept = plots.swept_parameters(result)
+    makers |= {f"by_{p}": partial(plots.by_parameter, result, p) for p in swept}
+    if len(swept) == 2:
+        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_heatmap, result, swept[0], swept[1])
+    return makers
+
+
+def _heatmap(result: SweepResult, a: str, b: str) -> Figure | None:
+    try:
+        return plots.heatmap(result, a, b)
+    except ValueError:  # no variant has both parameters: nothing to draw
+        return None
+
+
+def _draw(make: Callable[[], Figure | None]) -> Figure | None:
+    """A default figure at the report's width, or None when it has nothing to draw."""
+    fig = make()
+    return None if fig is None else _fit(fig)
+
+
+def default_figures(result: SweepResult) -> dict[str, Figure]:
+    """The overview, the curves of a few other metrics that the result holds, the metrics against
+    each swept parameter and, when two are swept, their heatmap; variants by number, one width."""
+    drawn = {name: _draw(make) for name, make in _figure_makers(result).items()}
+    return {name: fig for name, fig in drawn.items() if fig is not None}
+
+
+def _content_key(result: SweepResult) -> str:
+    """What the default figures are drawn from: the per-question scores, the variants, the config
+    (its date and cache counts aside) and the drawing code (plots.py, this module, matplotlib)."""
+    h = hashlib.sha256()
+    h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
+    h.update(result.variants.to_csv(index=False).encode())
+    volatile = ("date", "texts_embedded", "texts_cached")
+    h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
+                        default=str).encode())
+    h.update(source_fingerprint(plots, sys.modules[__name__]).encode())
+    h.update(matplotlib.__version__.encode())
+    return h.hexdigest()
+
+
+def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None = None) -> dict[str, bytes]:
+    """The default figures as PNG bytes. With a cache folder, a figure drawn before from the same
+    content (`_content_key`) is read back instead of drawn: a re-run renders only what changed."""
+    key = _content_key(result) if cache is not None else ""
+    out = {}
+    for name, make in _figure_makers(result).items():
+        path = Path(cache) / f"{hashlib.sha256(f'{key}{name}{dpi}'.encode()).hexdigest()[:32]}.png" if cache else None
+        if path is not None and path.exists():
+            out[name] = path.read_bytes()
+            continue
+        fig = _draw(make)
+        if fig is None:
+            continue
+        out[name] = plots.figure_to_png_bytes(fig, dpi=dpi)
+        if path is not None:
+            atomic_write(path, lambda p, png=out[name]: Path(p).write_bytes(png))
+    return out
+
+
+def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataFrame, metric: str, k: int,
+                 dpi: int) -> bytes:
+    """plots.by_group of `table` (result.by_group at one metric and k) at the report's width, as PNG."""
+    return plots.figure_to_png_bytes(_fit(plots.by_group(result, groups, metric, k, table=table)), dpi)

@@ -1,0 +1,232 @@
+"""The report's page: its sections in order, the inline CSS, and the escaping of every piece of
+text a user wrote (variant labels, dataset names, questions). It renders what it is given: the
+tables (tables.py), the figures' PNGs (figures.py), the verdict and the cuts section (cuts.py)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
+
+import pandas as pd
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+
+from workbench import plots
+from workbench.dataset import MIXED, Dataset
+from workbench.evaluation import metrics, stats
+from workbench.models.embed import default_model_path, model_fingerprint
+from workbench.report.figures import by_group_png, describe_figure
+from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
+
+if TYPE_CHECKING:
+    from workbench.sweep import SweepResult
+    from workbench.verdict import Verdict
+
+MAX_GROUPS = 12  # "By corpus" draws at most this many groups (a dataset split by prefix may have one per document)
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222;
+       line-height: 1.4; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+p.preview { background: #fff4e0; border-left: 4px solid #e08a00; padding: .5em .8em; }
+h3 { font-size: 1.05em; margin: 1.2em 0 0.3em; }
+figure { margin: 1em 0 2em; } figure img { width: 100%; height: auto; display: block; }
+figcaption { color: #444; margin-top: 0.3em; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; vertical-align: top; }
+th { background: #f4f4f4; } .variants td:nth-child(-n+3) { text-align: left; } \
+tbody th, td:first-child, td.text { text-align: left; }
+td.text { white-space: normal; min-width: 12em; }
+.swatch { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }
+.provenance th { text-align: left; } .provenance td { text-align: left; white-space: normal; overflow-wrap: anywhere; }
+.cut { border-left: 3px solid #ccc; padding-left: 0.8em; margin: 1em 0; overflow-wrap: anywhere; }
+.note { color: #555; }
+pre { background: #f8f8f8; padding: 0.5em; white-space: pre-wrap; overflow-wrap: anywhere; }
+details { margin: 0.5em 0; } summary { cursor: pointer; color: #1d4ed8; }
+@media print {
+  body { max-width: none; margin: 0; }
+  section + section { break-before: page; }
+  figure, .cut, tr { break-inside: avoid; }
+  th, td { white-space: normal; }
+}
+"""
+
+
+def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes], title: str, dpi: int,
+               v: Verdict | None, cuts: str, dataset: Dataset | None) -> None:
+    """The whole page into `out`: `v` the verdict (None without recall), `cuts` the rendered
+    "Where the cuts fall" section, `dataset` (optional) for "By corpus"."""
+    c = result.config
+    head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
+            f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
+            f"{_value(c.get('date', ''))}")
+    out.write(f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+              '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+              f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+              f"<h1>{html.escape(title)}</h1>\n<p>{head}</p>\n")
+    if c.get("preview"):
+        out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
+                  "the corpus (workbench.retrieval.preview), not embedded: the ranking is an estimate. Confirm the "
+                  "best variants with a real sweep before choosing.</p>\n")
+    if v is not None:
+        out.write(_verdict(v))
+    if figures:
+        out.write(f'<section id="figures"><h2>Figures</h2>\n<p>Variants are numbered in the figures:</p>\n'
+                  f"{_legend_table(result)}")
+        for name, fig in figures.items():
+            out.write(_figure(result, name, fig, dpi))
+        out.write("</section>\n")
+    k = v.k if v is not None else metrics.default_k(result.ks)
+    out.write(_scores(result, k))
+    if v is not None:
+        out.write(_against_best(v))
+    out.write(_by_corpus(result, dataset, k, dpi))
+    out.write(cuts)
+    out.write(f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Parameters as given ({DASH}: the '
+              f"strategy has no such parameter), then what the index cost.</p>\n"
+              f"{_table(variants_text(result), index=False, classes='variants')}</section>\n")
+    out.write(f"{_provenance(c)}</body>\n</html>\n")
+
+
+def _value(v: Any) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, default=str)
+    return html.escape(text)
+
+
+def _table(frame: pd.DataFrame, index: bool = True, **to_html: Any) -> str:
+    return '<div class="scroll">' + frame.to_html(index=index, escape=True, **to_html) + "</div>\n"
+
+
+def _figure(result: SweepResult, name: str, fig: Figure | bytes, dpi: int) -> str:
+    png = fig if isinstance(fig, bytes) else plots.figure_to_png_bytes(fig, dpi)
+    data = base64.b64encode(png).decode("ascii")
+    title, caption = (html.escape(t) for t in describe_figure(result, name))
+    return (f'<figure id="figure-{html.escape(name)}"><h3>{title}</h3><img src="data:image/png;base64,{data}" '
+            f'alt="{title}"><figcaption>{caption}</figcaption></figure>\n')
+
+
+def _legend_table(result: SweepResult) -> str:
+    """The figures' legend: each variant's number and colour next to its full label."""
+    colors = plots.variant_colors(result.keys)
+    rows = "".join(f'<tr><td>{n}</td><td class="text"><span class="swatch" style="background:{to_hex(colors[key])}">'
+                   f"</span>{html.escape(result.label_of(key))}</td></tr>\n" for n, key in enumerate(result.keys, 1))
+    return f'<div class="scroll"><table>\n<tr><th>#</th><th>variant</th></tr>\n{rows}</table></div>\n'
+
+
+def reproduce_code(config: Mapping[str, Any]) -> str:
+    """Python that sweeps the same grid again (for a run that did not come from the CLI)."""
+    lines = ["import workbench as wb", "", f"dataset = wb.load_dataset({str(config.get('dataset', '?'))!r})"
+             "  # the folder this dataset was loaded from", "variants = ["]
+    for g in config.get("grid", []):
+        args = [repr(g["strategy"]), *(f"{p}={v!r}" for p, v in g.get("params", {}).items()),
+                *(f"{m}=True" for m in ("contextual_header", "late") if g.get(m))]
+        lines.append(f"    wb.Variant.make({', '.join(args)}),")
+    backend = config.get("backend", "torch")
+    model = str(config.get("model_fingerprint", "")).removesuffix(f"-{backend}")
+    custom = model not in ("", model_fingerprint(default_model_path()))
+    args = [repr(str(config.get("model")))] * custom + [f"backend={backend!r}"] * (backend != "torch")
+    embedder = f", embedder=wb.Embedder({', '.join(args)})" if args else ""
+    lines += ["]", f"result = wb.sweep(dataset, variants, ks={list(config.get('ks', metrics.DEFAULT_KS))}, "
+              f"mode={config.get('mode', 'corpus')!r}{embedder})" + ("  # the model's folder" if custom else ""),
+              'wb.report.export(result, "results/mine")']
+    return "\n".join(lines)
+
+
+def _provenance(config: Mapping[str, Any]) -> str:
+    """How it was made, collapsed: every config field, versions as one line, and how to run it again."""
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_value(v)}</td></tr>\n"
+                   for k, v in config.items() if k not in ("grid", "versions", "command"))
+    versions = ", ".join(f"{name} {version}" for name, version in config.get("versions", {}).items())
+    rows += f"<tr><th>versions</th><td>{html.escape(versions)}</td></tr>\n"
+    if config.get("command"):
+        again = f"<p>The command that made it:</p>\n<pre>{html.escape(str(config['command']))}</pre>\n"
+    else:
+        again = f"<p>Code that makes it again:</p>\n<pre>{html.escape(reproduce_code(config))}</pre>\n"
+    return ('<section id="provenance"><h2>How it was made</h2>\n<details><summary>Dataset, model, fingerprints, '
+            f'versions, date and how to run it again</summary>\n<table class="provenance">\n{rows}</table>\n{again}'
+            "</details></section>\n")
+
+
+def _verdict(v: Verdict) -> str:
+    """The computed verdict first: its sentences, each linked to the section that backs it, and
+    a small table of the best, the tied and the Pareto variants."""
+    links = ("#scores", "#against-best", "#variants")
+    text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>'
+                    for s, link in zip(v.sentences(), links, strict=False))
+    shown = v.table[(v.table["key"] == v.best) | v.table["tied"] | v.table["pareto"]]
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r.variant))}</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
+        f"<td>{r.p_best:.2f}</td>"
+        f"<td>{'best' if r.key == v.best else 'tied' if r.tied else 'worse'}</td>"
+        f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td><td>{'yes' if r.pareto else ''}</td></tr>\n"
+        for r in shown.itertuples(index=False))
+    at = f"{v.metric}@{v.k}"
+    return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n<div class="scroll"><table>\n<tr><th>variant</th>'
+            f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
+            f"<th>Pareto (cost vs {at})</th></tr>\n{rows}</table></div></section>\n")
+
+
+def _against_best(v: Verdict) -> str:
+    """Every variant paired against the best on the verdict's metric and k."""
+    if v.runner_up is None:
+        return ""
+    at = f"{v.metric}@{v.k}"
+    columns = ["variant", "mean", "diff", "diff_low", "diff_high", "p_value", "p_holm", "questions_needed"]
+    shown = v.table[v.table["key"] != v.best][columns].rename(
+        columns={"mean": at, "diff": "difference", "diff_low": "low", "diff_high": "high", "p_value": "p",
+                 "p_holm": "p (Holm)", "questions_needed": "questions needed"})
+    shown["questions needed"] = [DASH if math.isinf(n) else f"{n:,.0f}" for n in shown["questions needed"]]
+    return (f'<section id="against-best"><h2>Against the best variant</h2>\n<p>Each variant minus '
+            f"<b>{html.escape(str(v.row(v.best)['variant']))}</b> on {at}, paired over the same questions: BCa "
+            "bootstrap interval of the difference and the p-value of a sign-flip permutation test. p (Holm) applies "
+            f"Holm's correction for the {len(shown)} comparisons with the best: a difference is significant at 0.05 "
+            "counting every comparison when it is at most 0.05. Questions needed: about how many questions would make "
+            f"the difference significant at 0.05 with 80% power, from the spread of its per-question differences "
+            f"({DASH}: equal means).</p>\n"
+            '<div class="scroll">' + shown.to_html(index=False, float_format=lambda x: f"{x:.3f}", escape=True)
+            + "</div></section>\n")
+
+
+def _scores(result: SweepResult, k: int) -> str:
+    confidence = result.config.get("confidence", 0.95)
+    ranked = stats.with_prob_best(result.summary, result.per_question)  # once, for both tables
+    return (f'<section id="scores"><h2>Scores</h2>\n<p>Mean [{confidence:.0%} confidence interval] over questions at '
+            f"k = {k}; context tokens are cl100k tokens handed to the LLM. P(best): the share of bootstrap resamples "
+            "of the questions (the same questions for every variant) in which the variant has the best mean."
+            f"</p>\n{_table(compact_table(result, k, ranked=ranked))}"
+            f"<details><summary>Every metric at every k</summary>\n{_table(summary_table(result))}</details>"
+            "<details><summary>P(best) of every metric at every k (fewer context tokens is better)</summary>\n"
+            f"{_table(p_best_table(result, ranked))}</details></section>\n")
+
+
+def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
+    """Each group's best variant on `metric`@k with its interval, and the per-group figure, when
+    the dataset has 2 to MAX_GROUPS groups of questions (Dataset.groups_of_questions); "" else."""
+    if dataset is None or metric not in set(result.summary["metric"]):
+        return ""
+    if dataset.fingerprint != result.config.get("dataset_fingerprint", dataset.fingerprint):
+        return ('<section id="by-corpus"><h2>By corpus</h2>\n<p>Left out: the dataset given '
+                f"({html.escape(dataset.name)}) is not the one this result was measured on.</p></section>\n")
+    groups = dataset.groups_of_questions()
+    if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
+        return ""
+    table = result.by_group(groups)
+    table = table[(table["metric"] == metric) & (table["k"] == k) & (table.get("budget", 0) == 0)]
+    best = plots.best_by_group(table, metric)
+    rows = "".join(f"<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td>{html.escape(str(r.variant))}</td>"
+                   f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
+    png = base64.b64encode(by_group_png(result, groups, table, metric, k, dpi)).decode("ascii")
+    return (f'<section id="by-corpus"><h2>By corpus</h2>\n<p>The questions split by the group of their evidence '
+            'documents (their <code>group</code> field, else the doc id up to its first "/"; evidence in two '
+            f"groups: {MIXED}), each group summarised on its own questions: the best chunking can differ by kind of "
+            f"text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
+            f"<tr><th>group</th><th>questions</th><th>best variant</th><th>{metric}@{k}</th></tr>\n{rows}"
+            "</table></div>\n"
+            f'<figure id="figure-by-group"><img src="data:image/png;base64,{png}" alt="{metric}@{k} by group">'
+            f"<figcaption>One panel per group, best on top and outlined; numbers: the variant table above."
+            f"</figcaption></figure></section>\n")

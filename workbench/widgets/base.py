@@ -1,0 +1,46 @@
+"""What every panel starts with: its dataset, the store and embedder it measures with, and a
+message line on which every exception of a widget callback lands as "Type: text" (never only in
+a log the user does not see)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from workbench.dataset import Dataset
+from workbench.errors import describe
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
+from workbench.sweep import resolve_store
+
+ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
+
+
+class PanelBase(w.VBox):
+    """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `embedder` and the
+    `message` line. A panel lays out its widgets by setting `children`."""
+
+    def __init__(self, dataset: Dataset, embedder: Embedder | None, store: IndexStore | str | Path) -> None:
+        super().__init__()
+        self.dataset = dataset
+        self.store, self.embedder = resolve_store(store, embedder)
+        self.message = w.HTML()
+
+    def show_error(self, error: BaseException | str) -> None:
+        """An exception (as "Type: text", see errors.describe) or a described one, in red."""
+        text = describe(error) if isinstance(error, BaseException) else error
+        self.message.value = ERROR.format(html.escape(text))
+
+    def guarded(self, fn: Callable[[], Any]) -> Callable[..., None]:
+        """`fn` as a widget callback (the change or button it is called with is dropped) whose
+        exception is shown on the message line; the view drawn last stays."""
+        def call(*_: Any) -> None:
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
+                self.show_error(e)
+        return call
