@@ -42,7 +42,7 @@ def report_html(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.Temp
     folder = tmp_path_factory.mktemp("browser-report")
     store = folder / "cache"
     result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=store, progress=False)
-    return report.export(result, folder / "out", dataset=tiny, store=store, embedder=embedder)["report"]
+    return report.export(result, folder / "out", dataset=tiny, store=store)["report"]
 
 
 def open_report(tab: Tab, path: Path, width: int) -> None:

@@ -177,7 +177,7 @@ def _sweep(args: argparse.Namespace) -> None:
         else:
             from workbench.report import export
 
-            paths = export(result, args.out, dataset=dataset, store=args.cache, embedder=embedder)
+            paths = export(result, args.out, dataset=dataset, store=args.cache)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     built = int(result.variants["built"].sum())

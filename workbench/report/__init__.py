@@ -21,34 +21,19 @@ from matplotlib.figure import Figure
 from workbench import plots
 from workbench.dataset import Dataset
 from workbench.io import atomic_write
-from workbench.models.embed import Embedder
 from workbench.report import cuts
 from workbench.report.cuts import CUT_QUESTIONS
 from workbench.report.figures import FIGURE_WIDTH, default_figures, default_pngs, describe_figure
 from workbench.report.html import reproduce_code, write_page
 from workbench.report.tables import compact_table, p_best_table, summary_table, variants_table
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import rankings
-from workbench.verdict import Verdict, verdict
+from workbench.verdict import verdict
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
 __all__ = ["CUT_QUESTIONS", "FIGURE_WIDTH", "compact_table", "default_figures", "default_pngs", "describe_figure",
            "export", "p_best_table", "reproduce_code", "summary_table", "variants_table", "write_report"]
-
-
-def _cuts(result: SweepResult, v: Verdict | None, dataset: Dataset | None, store: IndexStore | str | Path | None,
-          embedder: Embedder | None) -> str:
-    """"Where the cuts fall", with the hits of the best and the runner-up retrieved again (an
-    index may be built) from the dataset and the store, or the reason it is left out."""
-    why = cuts.missing(result, v, dataset if store is not None else None, embedder)
-    if why:
-        return cuts.left_out(why)
-    assert v is not None and v.runner_up is not None and dataset is not None and store is not None
-    hits = {key: rankings(dataset, result.variant(key), v.k, embedder, store, result.config.get("mode", "corpus"))
-            for key in (v.best, v.runner_up)}
-    return cuts.section(result, v, dataset, hits)
 
 
 def write_report(
@@ -58,16 +43,15 @@ def write_report(
     title: str = "Chunking workbench report",
     dpi: int = 100,
     dataset: Dataset | None = None,
-    store: IndexStore | str | Path | None = None,
-    embedder: Embedder | None = None,
 ) -> Path:
     """Write the report to `path` (atomically) and return it. Figures are matplotlib figures or
-    PNG bytes already rendered; they default to `default_figures`. With the dataset and the index
-    store (and the embedder, else the store's default), "Where the cuts fall" draws the retrieved
-    chunks of the best and the runner-up; without them that section says why it is left out."""
+    PNG bytes already rendered; they default to `default_figures`. With the dataset, "Where the
+    cuts fall" draws the chunks the best and the runner-up retrieved (the hits the sweep kept);
+    without it that section says why it is left out. Nothing is embedded or searched."""
     figures = default_figures(result) if figures is None else figures
     v = verdict(result) if "recall" in set(result.summary["metric"]) else None
-    cut = _cuts(result, v, dataset, store, embedder)
+    why = cuts.missing(result, v, dataset)
+    cut = cuts.left_out(why) if why else cuts.section(result, v, dataset)
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
@@ -82,12 +66,10 @@ def export(
     figures: Mapping[str, Figure] | None = None,
     dataset: Dataset | None = None,
     store: IndexStore | str | Path | None = None,
-    embedder: Embedder | None = None,
 ) -> dict[str, Path]:
     """Everything a run produced, in one folder: the tidy tables (SweepResult.save), each figure
-    as a PNG, and report.html (see write_report for dataset, store and embedder; the store also
-    keeps the default figures drawn, see `default_pngs`). Returns the
-    paths by name."""
+    as a PNG, and report.html (see write_report for dataset). The store, if given, keeps the
+    default figures drawn (see `default_pngs`). Returns the paths by name."""
     folder = Path(folder)
     paths = result.save(folder)
     if figures is not None:
@@ -97,6 +79,5 @@ def export(
         images = default_pngs(result, 120, None if root is None else root / "figures")
     for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
-    paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, store=store,
-                                   embedder=embedder)
+    paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset)
     return paths

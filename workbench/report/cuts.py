@@ -1,23 +1,21 @@
 """The report's "Where the cuts fall": the best and the runner-up on a few questions where they
 differ, each one's retrieved chunks drawn over the evidence, and the lists of those questions.
 
-It only renders: the hits it draws are given (each variant's ranked hits per question, in the
-dataset's question order), so whoever holds them (today the report, through sweep.rankings) says
-where they come from.
+It only renders: the chunks it draws are the hits the sweep kept (SweepResult.hits), so writing a
+report never loads a model or an index.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from workbench.chunkers import Chunk
-from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.dataset import Dataset, Question, Span
 from workbench.viewer import around, chunk_html
 
 if TYPE_CHECKING:
-    from workbench.models.embed import Embedder
     from workbench.sweep import SweepResult
     from workbench.verdict import Verdict
 
@@ -25,20 +23,19 @@ CUT_QUESTIONS = 3  # questions drawn in "Where the cuts fall"
 _HEAD = '<section id="cuts"><h2>Where the cuts fall</h2>\n'
 
 
-def missing(result: SweepResult, v: Verdict | None, dataset: Dataset | None, embedder: Embedder | None) -> str:
-    """Why the cuts cannot be drawn, or "" when they can. `dataset` None: the report was given
-    no dataset and index store to find the hits with."""
+def missing(result: SweepResult, v: Verdict | None, dataset: Dataset | None) -> str:
+    """Why the cuts cannot be drawn, or "" when they can."""
     if v is None or v.runner_up is None:
         return "it needs two variants scored on recall."
     if result.config.get("preview"):
         return "this is a preview: its chunks were never embedded for real; a real sweep of the best shows their cuts."
     if dataset is None:
-        return ("the report was written without the dataset and the index store (pass dataset= and store= to "
-                "report.export or write_report; the CLI does).")
+        return ("the report was written without the dataset (pass dataset= to report.export or write_report; "
+                "the CLI does).")
     if dataset.fingerprint != result.config.get("dataset_fingerprint"):
         return f"the dataset given ({dataset.name}) is not the one this result was measured on."
-    if embedder is not None and embedder.fingerprint != result.config.get("model_fingerprint"):
-        return f"the embedder given ({embedder.name}) is not the model this result was measured with."
+    if not {v.best, v.runner_up} <= set(result.hits["key"]):
+        return "the result holds no retrieved chunks of these variants (it was measured before results kept them)."
     return ""
 
 
@@ -47,10 +44,13 @@ def left_out(why: str) -> str:
     return f'{_HEAD}<p class="note">Left out: {html.escape(why)}</p></section>\n'
 
 
-def section(result: SweepResult, v: Verdict, dataset: Dataset, hits: Mapping[str, Sequence[Sequence[Hit]]]) -> str:
-    """The section for the verdict's best and runner-up; `hits[key][i]`: that variant's ranked hits
-    (at least the verdict's k) for the dataset's i-th question."""
+def section(result: SweepResult, v: Verdict, dataset: Dataset) -> str:
+    """The section for the verdict's best and runner-up, from their kept hits."""
     assert v.runner_up is not None
+    kept = result.hits[result.hits["key"].isin([v.best, v.runner_up]) & (result.hits["rank"] <= v.k)]
+    spans: dict[tuple[str, str], list[Span]] = {}
+    for r in kept.sort_values("rank", kind="stable").itertuples(index=False):
+        spans.setdefault((r.key, r.qid), []).append(Span(r.doc_id, int(r.start), int(r.end)))
     pq = result.per_question
     at = pq[(pq["metric"] == v.metric) & (pq["k"] == v.k)].pivot(index="qid", columns="key", values="value")
     diff = (at[v.best] - at[v.runner_up]).sort_values(kind="stable")
@@ -68,7 +68,7 @@ def section(result: SweepResult, v: Verdict, dataset: Dataset, hits: Mapping[str
         scores = ", ".join(f"{html.escape(names[key])}: {at.at[qid, key]:.2f}" for key in names)
         out.append(f'<div class="cut"><h3>{html.escape(q.question)}</h3>\n<p class="note">{html.escape(qid)}, '
                    f"{v.metric}@{v.k}: {scores}</p>\n"
-                   + "".join(_retrieved(dataset, names[key], hits[key][order[qid]], q, v.k) for key in names)
+                   + "".join(_retrieved(dataset, names[key], spans.get((key, qid), []), q) for key in names)
                    + "</div>\n")
     for key, ids in ((v.best, wins), (v.runner_up, losses)):
         other = names[v.runner_up if key == v.best else v.best]
@@ -96,14 +96,14 @@ def _overlap(a: Span, b: Span) -> bool:
     return a.doc_id == b.doc_id and a.start < b.end and b.start < a.end
 
 
-def _retrieved(dataset: Dataset, label: str, hits: Sequence[Hit], question: Question, k: int) -> str:
-    """What one variant retrieved for a question: its top k listed, and drawn over the evidence's
+def _retrieved(dataset: Dataset, label: str, spans: Sequence[Span], question: Question) -> str:
+    """What one variant retrieved for a question: its top spans listed, and drawn over the evidence's
     passages (only retrieved chunks are coloured, so uncoloured evidence is what it missed)."""
-    chunks = [Chunk(h.span.doc_id, h.span.start, h.span.end, dataset.docs[h.span.doc_id].text[h.span.start:h.span.end])
-              for h in hits[:k]]
-    ranks = "; ".join(f"{i}. {h.span.doc_id} [{h.span.start}, {h.span.end})"
-                      + (" (evidence)" if any(_overlap(h.span, e) for e in question.answers) else "")
-                      for i, h in enumerate(hits[:k], 1))
+    k = len(spans)
+    chunks = [Chunk(s.doc_id, s.start, s.end, dataset.docs[s.doc_id].text[s.start:s.end]) for s in spans]
+    ranks = "; ".join(f"{i}. {s.doc_id} [{s.start}, {s.end})"
+                      + (" (evidence)" if any(_overlap(s, e) for e in question.answers) else "")
+                      for i, s in enumerate(spans, 1))
     drawn = "".join(chunk_html(dataset, chunks, doc, lo, hi, question.answers)
                     for doc, lo, hi in _passages(dataset, question.answers))
     return f"<h4>{html.escape(label)}</h4>\n<p class=\"note\">top {k}: {html.escape(ranks)}</p>\n{drawn}\n"
