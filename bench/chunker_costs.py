@@ -28,7 +28,8 @@ import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document, load_dataset
-from workbench.models.embed import Embedder, VectorCache
+from workbench.models.cache import VectorCache
+from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors, plan_windows, window_size
 from workbench.retrieval.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
 from workbench.retrieval.search import search

@@ -158,7 +158,8 @@ def collect_texts(data: Path, cache: Path, out: Path, specs: list[str]) -> None:
     keys. Fails unless they are exactly the cache's texts: all cached, nothing else in it."""
     from workbench.chunkers import ChunkEnv
     from workbench.dataset import load_dataset
-    from workbench.models.embed import Embedder, text_key
+    from workbench.models.cache import text_key
+    from workbench.models.embed import Embedder
     from workbench.retrieval.index import embed_texts
     from workbench.variant import parse_variant
 

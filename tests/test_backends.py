@@ -14,8 +14,10 @@ from test_notebook import write_dataset
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.cli import main
 from workbench.dataset import Dataset
-from workbench.models.embed import ONNX_FILE, Embedder, default_model_path, model_fingerprint
+from workbench.models.base import model_fingerprint
+from workbench.models.embed import Embedder, default_model_path
 from workbench.models.late import late_vectors
+from workbench.models.onnx import ONNX_FILE
 
 # Dynamic int8 rounds every weight and activation: on these 50 texts all-MiniLM-L6-v2 keeps a
 # mean cosine of 0.993 to the float vectors and 0.99 on every 256-token chunk, but 0.978 on

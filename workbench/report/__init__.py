@@ -30,7 +30,8 @@ from workbench.chunkers import Chunk
 from workbench.dataset import MIXED, Dataset, Hit, Question, Span
 from workbench.evaluation import metrics, stats
 from workbench.io import atomic_write, source_fingerprint
-from workbench.models.embed import Embedder, default_model_path, model_fingerprint
+from workbench.models.base import model_fingerprint
+from workbench.models.embed import Embedder, default_model_path
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import rankings
 from workbench.variant import short_value

@@ -1,0 +1,61 @@
+"""What every model of the workbench shares: embedders now, an LLM and rerankers next.
+
+A model's `fingerprint` hashes its files (and anything else that shapes its outputs, e.g. the
+backend): it names every cache entry of those outputs, so a changed model never serves stale ones.
+
+Loading rule: a model is a local folder; hub names are refused, since nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from pathlib import Path
+
+DEVICES = ("cpu", "cuda", "auto")
+_SKIP_FILES = {"README.md", ".gitattributes"}
+
+
+def local_model_path(model: str | Path, markers: tuple[str, ...], kind: str) -> Path:
+    """`model` as a local folder holding one of the `markers` files that make it a `kind` model;
+    anything else (a hub name, a typo) is refused here, before anything loads."""
+    path = Path(model)
+    if not any((path / m).exists() for m in markers):
+        raise ValueError(f"model {str(model)!r} is not a local {kind} folder (no {' or '.join(markers)}); "
+                         "hub names cannot be downloaded here, pass a folder path")
+    return path
+
+
+def model_fingerprint(path: Path) -> str:
+    """Hash of every file of a local model folder (weights, config, tokenizer). Files are read
+    again only when one's size or modification time changed: every Embedder and every report's
+    reproducing code asks, and the weights are tens of MB."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _SKIP_FILES)
+    return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+@cache
+def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
+    h = hashlib.sha256()
+    for f, _, _ in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def resolve_device(device: str) -> str:
+    """"cpu" or "cuda": "auto" takes the GPU when torch sees one; "cuda" without one is refused
+    here, before anything loads, rather than in the middle of a sweep."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "cpu":
+        return device  # no torch import: a fully cached run never needs torch
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise ValueError("device='cuda' but torch sees no CUDA GPU on this machine; use device='cpu' or 'auto'")
+    return "cpu"
