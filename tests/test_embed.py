@@ -17,7 +17,7 @@ from conftest import REPO
 
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import load_dataset
-from workbench.models.base import model_fingerprint
+from workbench.models.base import from_spec, model_fingerprint
 from workbench.models.cache import VectorCache, text_key
 from workbench.models.embed import Embedder, default_model_path
 
@@ -91,6 +91,42 @@ def test_hub_names_are_refused(tmp_path: Path) -> None:
         Embedder("sentence-transformers/all-MiniLM-L6-v2", cache_dir=tmp_path)
     with pytest.raises(ValueError, match="batch_size"):
         Embedder(cache_dir=tmp_path, batch_size=0)
+
+
+REBUILD = textwrap.dedent(
+    """
+    import json, sys, numpy as np
+    from workbench.models.base import from_spec
+    model = from_spec(json.loads(sys.argv[1]))
+    np.save(sys.argv[2], model.encode(["Refunds take five days."]))
+    print(type(model).__name__, model.fingerprint, model.batch_size, model.cache.path)
+    """
+)
+
+
+def test_spec_rebuilds_the_embedder_in_another_process(tmp_path: Path) -> None:
+    e = Embedder(cache_dir=tmp_path, batch_size=8, progress=False)
+    spec = e.spec()
+    assert json.loads(json.dumps(spec)) == spec  # plain JSON: what a Ray task or a CLI argument carries
+    assert spec["arguments"]["model"] is None  # the bundled model, wherever that process has it installed
+    run = subprocess.run([sys.executable, "-c", REBUILD, json.dumps(spec), str(tmp_path / "v.npy")],
+                         check=True, capture_output=True, text=True)
+    assert run.stdout.split() == ["Embedder", "aad501698b1a7a90", "8", str(e.cache.path)]
+    fresh = Embedder(cache_dir=None, progress=False).encode(["Refunds take five days."])
+    assert np.array_equal(np.load(tmp_path / "v.npy"), fresh)
+
+
+def test_from_spec_refuses_other_files_and_other_classes(tmp_path: Path) -> None:
+    copy = tmp_path / "model"
+    shutil.copytree(default_model_path(), copy)
+    spec = Embedder(copy, cache_dir=None).spec()
+    assert spec["arguments"]["model"] == str(copy) and from_spec(spec).fingerprint == spec["fingerprint"]
+    cfg = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps(cfg | {"layer_norm_eps": 1e-6}))  # the worker's files differ
+    with pytest.raises(ValueError, match="model files differ in this process"):
+        from_spec(spec)
+    with pytest.raises(ValueError, match="must name a Model class of workbench.models"):
+        from_spec({**spec, "type": "subprocess.Popen"})
 
 
 WRITER = textwrap.dedent(

@@ -1,7 +1,10 @@
 """What every model of the workbench shares: embedders now, an LLM and rerankers next.
 
-A model's `fingerprint` hashes its files (and anything else that shapes its outputs, e.g. the
-backend): it names every cache entry of those outputs, so a changed model never serves stale ones.
+A model has a `name` (for people), a `fingerprint` (a hash of its files and of anything else that
+shapes its outputs, e.g. the backend: it names every cache entry of those outputs, so a changed
+model never serves stale ones), a resolved `device`, and a `spec()`: plain JSON-able data from
+which `from_spec` rebuilds an equivalent model in another process (a Ray worker), refusing if the
+files there give another fingerprint.
 
 Loading rule: a model is a local folder; hub names are refused, since nothing is ever downloaded.
 """
@@ -9,8 +12,12 @@ Loading rule: a model is a local folder; hub names are refused, since nothing is
 from __future__ import annotations
 
 import hashlib
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 DEVICES = ("cpu", "cuda", "auto")
 _SKIP_FILES = {"README.md", ".gitattributes"}
@@ -59,3 +66,36 @@ def resolve_device(device: str) -> str:
     if device == "cuda":
         raise ValueError("device='cuda' but torch sees no CUDA GPU on this machine; use device='cpu' or 'auto'")
     return "cpu"
+
+
+class Model(ABC):
+    """The base of every model: what caches, engines and reports ask of any of them."""
+
+    name: str
+    fingerprint: str
+    device: str  # resolved: "cpu" or "cuda"
+
+    @abstractmethod
+    def arguments(self) -> dict[str, Any]:
+        """JSON-able constructor arguments that rebuild this model (paths as strings)."""
+
+    def spec(self) -> dict[str, Any]:
+        """What `from_spec` needs to rebuild this model in another process: its class, its
+        constructor arguments, and the fingerprint the rebuilt model must have."""
+        return {"type": f"{type(self).__module__}.{type(self).__qualname__}", "arguments": self.arguments(),
+                "fingerprint": self.fingerprint}
+
+
+def from_spec(spec: Mapping[str, Any]) -> Model:
+    """The model `spec` (from `Model.spec`) describes, built in this process. Refused unless its
+    class is a Model of workbench.models and its fingerprint here is the spec's: a worker whose
+    model files differ must not compute other outputs under the same cache names."""
+    where, _, name = str(spec.get("type", "")).rpartition(".")
+    cls = getattr(importlib.import_module(where), name, None) if where.startswith("workbench.models.") else None
+    if not (isinstance(cls, type) and issubclass(cls, Model)):
+        raise ValueError(f"spec 'type' must name a Model class of workbench.models, got {spec.get('type')!r}")
+    model = cls(**spec["arguments"])
+    if model.fingerprint != spec["fingerprint"]:
+        raise ValueError(f"{name} rebuilt from its spec has fingerprint {model.fingerprint!r}, the spec says "
+                         f"{spec['fingerprint']!r}: its model files differ in this process")
+    return model

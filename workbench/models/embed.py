@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from workbench.chunkers.fixed import windows
 from workbench.io import CACHE_DIR
-from workbench.models.base import local_model_path, model_fingerprint, resolve_device
+from workbench.models.base import Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers, onnx_transformer
 
@@ -88,7 +88,7 @@ class EmbedStats:
         self.embedded = self.cached = 0
 
 
-class Embedder:
+class Embedder(Model):
     """A local sentence-transformers model plus its vector cache.
 
     `model` is a local folder (default: the bundled all-MiniLM-L6-v2); hub names are refused,
@@ -134,6 +134,12 @@ class Embedder:
         self.fingerprint = self.model_fingerprint if backend == "torch" else f"{self.model_fingerprint}-{backend}"
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
+
+    def arguments(self) -> dict[str, Any]:
+        """The bundled model stays None (it sits in each process's own site-packages)."""
+        return {"model": None if self.name == DEFAULT_NAME and self.path == default_model_path() else str(self.path),
+                "cache_dir": None if self.cache_dir is None else str(self.cache_dir), "batch_size": self.batch_size,
+                "threads": self.threads, "progress": self.progress, "backend": self.backend, "device": self.device}
 
     @cached_property
     def model(self) -> Any:
