@@ -232,6 +232,11 @@ class Measured:
     done: bool = False
 
 
+# The LlamaIndex loop loads its model through HuggingFaceEmbedding: told here, for its process only, that
+# nothing may be downloaded (`import workbench` no longer sets these for the whole process, and children)
+LOOP_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
 def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], None]) -> None:
     """Every process of the table, the same kind for every side back to back, the most wanted rows first."""
     from workbench.models.embed import default_model_path
@@ -248,7 +253,7 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
         print(f"[{time.strftime('%H:%M:%S')}] LlamaIndex loop", file=sys.stderr, flush=True)
         m.loop = timed([sys.executable, str(BENCH / "llamaindex_loop.py"), "--model", str(model), "--data", str(data),
                         "--out", str(loop_out), *[a for s in loop_specs for a in ("-v", s)]],
-                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | LOOP_OFFLINE)
         m.loop_recall = loop_recall(data, loop_out)
         save(m)
         for report in (False, True):

@@ -6,7 +6,9 @@ model never serves stale ones), a resolved `device`, and a `spec()`: plain JSON-
 which `from_spec` rebuilds an equivalent model in another process (a Ray worker), refusing if the
 files there give another fingerprint.
 
-Loading rule: a model is a local folder; hub names are refused, since nothing is ever downloaded.
+Loading rule: a model is a local folder, loaded with local files only (`local_files_only=True`);
+hub names are refused, since nothing is ever downloaded, and the process environment
+(HF_HUB_OFFLINE and the like) is left as the user set it.
 """
 
 from __future__ import annotations

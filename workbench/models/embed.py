@@ -152,7 +152,7 @@ class Embedder(Model):
         shown = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # "Loading weights": a bar of 0.1 s left behind in every output
         try:
-            model = SentenceTransformer(str(self.path), device=self.device)
+            model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
         finally:
             if shown:
                 hf_logging.enable_progress_bar()
@@ -176,7 +176,7 @@ class Embedder(Model):
         """The model's fast tokenizer, loaded without the weights."""
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(self.path))
+        return AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
 
     @cached_property
     def max_tokens(self) -> int:
