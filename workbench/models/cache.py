@@ -4,15 +4,16 @@ Why: variants share most of their inputs (the same sentences for every semantic 
 same chunks for every k), so an output is computed once per model, ever. The fingerprint names
 the file, so a changed model can never serve stale outputs; the input's sha256 names the row.
 SQLite gives atomic, crash-safe writes for free: an interrupted run keeps every finished batch
-and never leaves a corrupt cache. `ContentCache` stores bytes; a model's cache says how its
-outputs become bytes (`VectorCache`: float32 vectors; an LLM's generations or a reranker's
-scores next).
+and never leaves a corrupt cache. `ContentCache` is that SQLite file; each kind of output
+subclasses it to say how one output becomes bytes (`VectorCache`: float32 vectors; an LLM's
+generations or a reranker's scores next).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,11 @@ def cache_file(cache_dir: Path, kind: str, fingerprint: str) -> Path:
     return cache_dir / kind / f"{fingerprint}.sqlite"
 
 
-class ContentCache:
-    """Input key -> output, in one SQLite file; subclasses say how an output becomes bytes."""
+class ContentCache(ABC):
+    """Input key -> output, in one SQLite file; a subclass names its table and says how one
+    output becomes bytes and back."""
 
-    table = "entries"
+    table: str
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -43,11 +45,11 @@ class ContentCache:
         self._db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key BLOB PRIMARY KEY, v BLOB NOT NULL)")
         self._db.commit()
 
-    def dump(self, value: Any) -> bytes:
-        return value
+    @abstractmethod
+    def to_bytes(self, value: Any) -> bytes: ...
 
-    def load(self, blob: bytes) -> Any:
-        return blob
+    @abstractmethod
+    def from_bytes(self, blob: bytes) -> Any: ...
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, Any]:
         found: dict[bytes, Any] = {}
@@ -56,13 +58,13 @@ class ContentCache:
             part = unique[i : i + 500]
             rows = self._db.execute(f"SELECT key, v FROM {self.table} WHERE key IN ({','.join('?' * len(part))})",
                                     part)
-            found.update((k, self.load(v)) for k, v in rows)
+            found.update((k, self.from_bytes(v)) for k, v in rows)
         return found
 
     def put_many(self, items: dict[bytes, Any]) -> None:
         with self._db:  # one transaction: all of the batch or none of it
             self._db.executemany(f"INSERT OR IGNORE INTO {self.table} (key, v) VALUES (?, ?)",
-                                 ((k, self.dump(v)) for k, v in items.items()))
+                                 ((k, self.to_bytes(v)) for k, v in items.items()))
 
     def __len__(self) -> int:
         return self._db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
@@ -76,8 +78,8 @@ class VectorCache(ContentCache):
 
     table = "vec"  # the name every existing cache file has
 
-    def dump(self, value: np.ndarray) -> bytes:
+    def to_bytes(self, value: np.ndarray) -> bytes:
         return np.asarray(value, dtype=np.float32).tobytes()
 
-    def load(self, blob: bytes) -> np.ndarray:
+    def from_bytes(self, blob: bytes) -> np.ndarray:
         return np.frombuffer(blob, dtype=np.float32)
