@@ -24,12 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import tiktoken
 
-import workbench  # noqa: F401  (offline tiktoken data; must precede tiktoken)
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset, load_dataset
 from workbench.evaluation.metrics import score_omega
+from workbench.tokens import tiktoken_encoding
 from workbench.variant import Variant
 
 CONFIGS = ((800, 400), (400, 200), (250, 125), (200, 0))  # (size, overlap) in cl100k_base tokens
@@ -40,7 +39,7 @@ PUBLISHED: dict[tuple[int, int], float] = {}
 
 def chroma_split(text: str, size: int, overlap: int, encoding: str = "cl100k_base") -> list[str]:
     """Chroma's FixedTokenChunker output: decoded windows of token ids."""
-    enc = tiktoken.get_encoding(encoding)
+    enc = tiktoken_encoding(encoding)
     ids = enc.encode(text)
     out, start = [], 0
     while start < len(ids):

@@ -28,8 +28,9 @@ import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document, load_dataset
-from workbench.models.embed import Embedder, VectorCache
-from workbench.models.late import late_vectors, plan_windows, window_size
+from workbench.models.cache import VectorCache
+from workbench.models.embed import Embedder
+from workbench.models.late import late_vectors
 from workbench.retrieval.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
 from workbench.retrieval.search import search
 from workbench.tokens import TiktokenTokenizer
@@ -72,11 +73,10 @@ def fastest(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
 
 def late_windows(dataset: Dataset, embedder: Embedder) -> int:
     """Model passes late chunking makes: windows of the model's size over each whole document."""
-    size, overlap = window_size(embedder)
     n = 0
     for d in dataset.documents:
         tokens = len(embedder.tokenizer(d.text, add_special_tokens=False, verbose=False)["input_ids"])
-        n += len(plan_windows(tokens, size, overlap))
+        n += len(embedder.token_windows(tokens))
     return n
 
 

@@ -158,7 +158,8 @@ def collect_texts(data: Path, cache: Path, out: Path, specs: list[str]) -> None:
     keys. Fails unless they are exactly the cache's texts: all cached, nothing else in it."""
     from workbench.chunkers import ChunkEnv
     from workbench.dataset import load_dataset
-    from workbench.models.embed import Embedder, text_key
+    from workbench.models.cache import text_key
+    from workbench.models.embed import Embedder
     from workbench.retrieval.index import embed_texts
     from workbench.variant import parse_variant
 
@@ -231,6 +232,11 @@ class Measured:
     done: bool = False
 
 
+# The LlamaIndex loop loads its model through HuggingFaceEmbedding: told here, for its process only, that
+# nothing may be downloaded (`import workbench` no longer sets these for the whole process, and children)
+LOOP_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
 def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], None]) -> None:
     """Every process of the table, the same kind for every side back to back, the most wanted rows first."""
     from workbench.models.embed import default_model_path
@@ -247,7 +253,7 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
         print(f"[{time.strftime('%H:%M:%S')}] LlamaIndex loop", file=sys.stderr, flush=True)
         m.loop = timed([sys.executable, str(BENCH / "llamaindex_loop.py"), "--model", str(model), "--data", str(data),
                         "--out", str(loop_out), *[a for s in loop_specs for a in ("-v", s)]],
-                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | LOOP_OFFLINE)
         m.loop_recall = loop_recall(data, loop_out)
         save(m)
         for report in (False, True):

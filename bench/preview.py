@@ -89,10 +89,10 @@ def measure(data: Dataset, tmp: Path) -> tuple[dict, pd.DataFrame]:
     t_preview, preview = timed(lambda: run(data, GRID, tmp / "preview", preview=True))
     t_real, real = timed(lambda: run(data, GRID, tmp / "real"))
 
-    window_size = workbench.retrieval.preview.window_size
-    workbench.retrieval.preview.window_size = lambda embedder: (None, 0)  # no window: pool the whole chunk
+    seen = workbench.retrieval.preview.TokenCache.seen
+    workbench.retrieval.preview.TokenCache.seen = lambda self, chunk, window: chunk  # no window: pool the whole chunk
     whole = run(data, GRID, tmp / "preview", cache=tmp / "real", preview=True)
-    workbench.retrieval.preview.window_size = window_size
+    workbench.retrieval.preview.TokenCache.seen = seen
 
     workbench.retrieval.preview.DTYPE = np.float32
     f32 = run(data, GRID, tmp / "f32", preview=True)

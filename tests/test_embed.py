@@ -13,8 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 
-from workbench.models.embed import Embedder, VectorCache, default_model_path, model_fingerprint, text_key
+from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.dataset import load_dataset
+from workbench.models.base import from_spec, model_fingerprint
+from workbench.models.cache import VectorCache, text_key
+from workbench.models.embed import Embedder, default_model_path
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +67,25 @@ def test_model_fingerprint_tracks_files(tmp_path: Path) -> None:
     assert a.cache is not None and b.cache is not None and a.cache.path != b.cache.path
 
 
+def test_default_fingerprint_never_moves() -> None:
+    """It names every user's vector cache, index and score entries: a refactor that moved it would
+    silently orphan them all."""
+    assert Embedder(cache_dir=None).fingerprint == "aad501698b1a7a90"
+
+
+def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
+    """The SQLite file a sweep wrote before the model layer moved: same file name, table and keys."""
+    old = REPO / "tests" / "data" / "cache_eca49dc" / "cache" / "embeddings" / "aad501698b1a7a90.sqlite"
+    (tmp_path / "embeddings").mkdir()
+    shutil.copy(old, tmp_path / "embeddings" / old.name)  # opening a WAL database writes beside it
+    doc = load_dataset(REPO / "tests" / "data" / "squad_v11_dev").documents[0]
+    texts = [c.text for c in run_strategy("fixed", {"size": 64}, doc, ChunkEnv())]
+    reader = Embedder(cache_dir=tmp_path, progress=False)
+    vecs = reader.encode(texts)
+    assert (reader.stats.embedded, reader.stats.cached) == (0, len(texts)) and len(texts) > 5
+    assert np.allclose(vecs, Embedder(cache_dir=None, progress=False).encode(texts), atol=1e-6)
+
+
 def test_hub_names_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a local sentence-transformers folder"):
         Embedder("sentence-transformers/all-MiniLM-L6-v2", cache_dir=tmp_path)
@@ -69,11 +93,47 @@ def test_hub_names_are_refused(tmp_path: Path) -> None:
         Embedder(cache_dir=tmp_path, batch_size=0)
 
 
+REBUILD = textwrap.dedent(
+    """
+    import json, sys, numpy as np
+    from workbench.models.base import from_spec
+    model = from_spec(json.loads(sys.argv[1]))
+    np.save(sys.argv[2], model.encode(["Refunds take five days."]))
+    print(type(model).__name__, model.fingerprint, model.batch_size, model.cache.path)
+    """
+)
+
+
+def test_spec_rebuilds_the_embedder_in_another_process(tmp_path: Path) -> None:
+    e = Embedder(cache_dir=tmp_path, batch_size=8, progress=False)
+    spec = e.spec()
+    assert json.loads(json.dumps(spec)) == spec  # plain JSON: what a Ray task or a CLI argument carries
+    assert spec["arguments"]["model"] is None  # the bundled model, wherever that process has it installed
+    run = subprocess.run([sys.executable, "-c", REBUILD, json.dumps(spec), str(tmp_path / "v.npy")],
+                         check=True, capture_output=True, text=True)
+    assert run.stdout.split() == ["Embedder", "aad501698b1a7a90", "8", str(e.cache.path)]
+    fresh = Embedder(cache_dir=None, progress=False).encode(["Refunds take five days."])
+    assert np.array_equal(np.load(tmp_path / "v.npy"), fresh)
+
+
+def test_from_spec_refuses_other_files_and_other_classes(tmp_path: Path) -> None:
+    copy = tmp_path / "model"
+    shutil.copytree(default_model_path(), copy)
+    spec = Embedder(copy, cache_dir=None).spec()
+    assert spec["arguments"]["model"] == str(copy) and from_spec(spec).fingerprint == spec["fingerprint"]
+    cfg = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps(cfg | {"layer_norm_eps": 1e-6}))  # the worker's files differ
+    with pytest.raises(ValueError, match="model files differ in this process"):
+        from_spec(spec)
+    with pytest.raises(ValueError, match="must name a Model class of workbench.models"):
+        from_spec({**spec, "type": "subprocess.Popen"})
+
+
 WRITER = textwrap.dedent(
     """
     import sys, numpy as np
     from pathlib import Path
-    from workbench.models.embed import VectorCache, text_key
+    from workbench.models.cache import VectorCache, text_key
     cache = VectorCache(Path(sys.argv[1]))
     for batch in range(10_000):
         items = {text_key(f"t{batch}-{i}"): np.full(8, batch * 1000 + i, np.float32) for i in range(200)}

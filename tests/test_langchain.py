@@ -19,8 +19,10 @@ from workbench.chunkers.registry import check_overlap
 from workbench.cli import DEMO_GRID
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
+from workbench.offline import bundled_tiktoken
 from workbench.params import IncompatibleParams, Param
 from workbench.retrieval.index import IndexStore
+from workbench.tokens import tiktoken_encoding
 from workbench.variant import parse_variant
 
 TEXTS = sorted((REPO / "tests" / "data" / "semantic").glob("*"))
@@ -43,7 +45,8 @@ def check_exact(chunks, doc: Document, pieces: list[str]) -> None:
 
 @pytest.mark.parametrize("path", TEXTS, ids=lambda p: p.name)
 @pytest.mark.parametrize(("size", "overlap", "unit"), [(128, 16, "tokens"), (600, 100, "chars")])
-def test_langchain_recursive_gives_the_library_chunks_at_exact_offsets(path, size, overlap, unit) -> None:
+def test_langchain_recursive_gives_the_library_chunks_at_exact_offsets(path, size, overlap, unit, monkeypatch) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(bundled_tiktoken()))  # the library as a user runs it offline
     doc = load(path)
     params = {"chunk_size": size, "chunk_overlap": overlap, "unit": unit}
     chunks = run_strategy("langchain_recursive", params, doc, ChunkEnv())
@@ -67,10 +70,8 @@ def test_llamaindex_sentence_gives_the_library_chunks_at_exact_offsets(path) -> 
 
 def test_token_lengths_are_cl100k_and_characters_are_len() -> None:
     """The `unit` really is the length function: token chunks fit in cl100k tokens, char chunks in len."""
-    import tiktoken
-
     doc = load(REPO / "tests" / "data" / "semantic" / "sotu_2024.txt")
-    enc = tiktoken.get_encoding("cl100k_base")
+    enc = tiktoken_encoding("cl100k_base")
     by_tokens = run_strategy("langchain_recursive", {"chunk_size": 64, "unit": "tokens"}, doc, ChunkEnv())
     by_chars = run_strategy("langchain_recursive", {"chunk_size": 64, "unit": "chars"}, doc, ChunkEnv())
     assert max(len(enc.encode(c.text)) for c in by_tokens) <= 64 < max(len(c.text) for c in by_tokens)

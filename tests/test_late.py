@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from workbench.chunkers import ChunkEnv, make_chunk, run_strategy
 from workbench.dataset import Document
-from workbench.models.late import OVERLAP, late_vectors, plan_windows
+from workbench.models.embed import OVERLAP, plan_windows
+from workbench.models.late import late_vectors
 
 SHORT = Document("s", "S", "Zürich café is naïve. The city lies on a lake. It has many banks.\n\n   \nBye.")
 
@@ -62,6 +63,20 @@ def test_each_token_is_read_from_the_window_where_it_has_most_context(n, size, d
         for t in range(o1, o2):
             best = max(context(t, s2, e2) for s2, e2, *_ in plan if s2 <= t < e2)
             assert context(t, s, e) >= best - 1  # within one token (the middle of an odd overlap)
+
+
+def test_token_embeddings_are_the_models_own_with_their_offsets(embedder):
+    texts = embedder.token_embeddings({"s": SHORT.text, "empty": ""})
+    key, tokens = next(texts)  # lazily: a text's vectors are freed once the next one is asked for
+    enc = embedder.tokenizer(SHORT.text, add_special_tokens=False, return_offsets_mapping=True)
+    assert key == "s" and tokens.ids == enc["input_ids"]
+    assert list(zip(tokens.starts.tolist(), tokens.ends.tolist(), strict=True)) == enc["offset_mapping"]
+    assert SHORT.text[tokens.starts[1] : tokens.ends[1]] == "café"  # offsets into the text, not the lowercased pieces
+    reference = embedder.model.encode(SHORT.text, output_value="token_embeddings").numpy()[1:-1]  # no [CLS], [SEP]
+    assert tokens.vecs.dtype == np.float32 and np.abs(tokens.vecs - reference).max() < 1e-5
+    key, empty = next(texts)
+    assert key == "empty" and empty.ids == [] and empty.vecs.shape == (0, 384)
+    assert tokens.vecs is None
 
 
 def test_short_document_matches_the_pooled_document_pass(embedder):

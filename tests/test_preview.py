@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-import workbench.models.late
 from workbench.chunkers import make_chunk
 from workbench.dataset import Dataset, load_dataset
 from workbench.models.embed import Embedder
@@ -31,16 +30,16 @@ def general() -> Dataset:
 
 
 @pytest.fixture
-def windows_run(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the model windows run for token embeddings (each call appends its window count)."""
+def token_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the texts whose token embeddings are asked for (each call appends its count)."""
     calls: list[int] = []
-    run = workbench.models.late._run_windows
+    run = Embedder.token_embeddings
 
-    def counting(plan, frame, embedder):
-        calls.append(len(plan))
-        return run(plan, frame, embedder)
+    def counting(self: Embedder, texts):
+        calls.append(len(texts))
+        return run(self, texts)
 
-    monkeypatch.setattr(workbench.models.late, "_run_windows", counting)
+    monkeypatch.setattr(Embedder, "token_embeddings", counting)
     return calls
 
 
@@ -73,18 +72,18 @@ def test_pooled_vector_is_the_mean_of_the_cached_tokens_overlapping_the_chunk(ge
     assert np.abs(cache.vectors_of([long], embedder) - cache.vectors_of([long], embedder, window=200)).max() > 0.01
 
 
-def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_path, windows_run):
+def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_path, token_passes):
     kw = {"ks": (1, 5), "budgets": (), "store": tmp_path, "progress": False}
     first = sweep(general, VARIANTS, embedder=Embedder(cache_dir=tmp_path, progress=False), preview=True, **kw)
-    assert sum(windows_run) >= len(general.documents)
+    assert token_passes == [len(general.documents)]  # one pass over the corpus for every variant
     assert first.config["preview"] is True and first.variants["preview"].tolist() == [True] * len(VARIANTS)
     assert not (tmp_path / "index").exists()  # nothing in the IndexStore
     assert len(list((tmp_path / "tokens").iterdir())) == 1
 
-    windows_run.clear()
+    token_passes.clear()
     again = Embedder(cache_dir=tmp_path, progress=False)
     second = sweep(general, VARIANTS, embedder=again, preview=True, **kw)
-    assert windows_run == [] and again.stats.embedded == 0
+    assert token_passes == [] and again.stats.embedded == 0
     assert "model" not in again.__dict__  # the weights were never even loaded
     assert second.summary["mean"].tolist() == first.summary["mean"].tolist()
 

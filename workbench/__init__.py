@@ -10,10 +10,6 @@
 import importlib
 from typing import Any
 
-from workbench import offline as _offline
-
-_offline.configure()  # before any library that could try the network is imported
-
 from workbench.chunkers import STRATEGIES, register_factory, register_function, register_node_parser, unregister
 from workbench.dataset import (
     Dataset,

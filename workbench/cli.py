@@ -17,7 +17,8 @@ from workbench.evaluation import metrics
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.evaluation.settings import MODES, Settings
 from workbench.io import CACHE_DIR
-from workbench.models.embed import BACKENDS, DEVICES, Embedder, resolve_device
+from workbench.models.base import DEVICES, resolve_device
+from workbench.models.embed import BACKENDS, Embedder
 from workbench.variant import Variant, parse_variant
 
 DEMO_GRID = (

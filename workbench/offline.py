@@ -1,34 +1,44 @@
-"""Make every library we use work with no network, before any of them is imported.
+"""Where the data that lets our libraries run with no network lives: llama-index-core ships
+tiktoken's encodings and NLTK's punkt_tab and stopwords, so nothing is ever downloaded.
 
-Why: a hub model name without HF_HUB_OFFLINE hangs for 70 s, and tiktoken and NLTK try to
-download their data on first use. llama-index-core ships both tiktoken encodings and NLTK
-punkt_tab/stopwords, so we point the libraries at its bundled copies.
+Nothing here (nor anywhere in the workbench) sets an environment variable: a user's other code in
+the same kernel keeps the HF_HUB_OFFLINE, TIKTOKEN_CACHE_DIR or NLTK_DATA it had. Models load with
+local files only (workbench.models.base), tiktoken's encodings are built from the bundled files
+(workbench.tokens), and NLTK is given the bundled folder on `nltk.data.path` when punkt loads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
-import os
 from pathlib import Path
 
 
-def _llama_static() -> Path | None:
+def _llama_static() -> Path:
     spec = importlib.util.find_spec("llama_index.core")
     if spec is None or not spec.submodule_search_locations:
-        return None
+        raise ModuleNotFoundError("llama-index-core is not installed: its bundled tiktoken and NLTK data are needed")
     return Path(next(iter(spec.submodule_search_locations))) / "_static"
 
 
-def configure() -> None:
-    """Set offline flags and data paths; idempotent, never overrides a user's own setting."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    static = _llama_static()
-    if static is None:
-        return
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(static / "tiktoken_cache"))
-    nltk_dir = str(static / "nltk_cache")
-    paths = os.environ.get("NLTK_DATA", "")
-    if nltk_dir not in paths.split(os.pathsep):
-        os.environ["NLTK_DATA"] = os.pathsep.join(p for p in (paths, nltk_dir) if p)
+def bundled_tiktoken() -> Path:
+    """The bundled tiktoken cache folder: each file named by the sha1 of its download URL, as
+    tiktoken names the files of its own cache."""
+    return _llama_static() / "tiktoken_cache"
+
+
+def bundled_tiktoken_file(url: str) -> Path:
+    """The bundled copy of the tiktoken file tiktoken would download from `url`."""
+    file = bundled_tiktoken() / hashlib.sha1(url.encode()).hexdigest()
+    if not file.exists():
+        raise FileNotFoundError(f"no bundled copy of {url} in {file.parent}: nothing is downloaded here")
+    return file
+
+
+def use_bundled_nltk_data() -> None:
+    """Put the bundled NLTK folder on nltk.data.path (last: a user's own data comes first), once."""
+    import nltk.data
+
+    folder = str(_llama_static() / "nltk_cache")
+    if folder not in nltk.data.path:
+        nltk.data.path.append(folder)

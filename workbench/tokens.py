@@ -1,11 +1,14 @@
 """Token counting and token boundaries, as character offsets so chunks stay exact spans.
 
-Two families: tiktoken encodings (what an LLM is billed in; the context-cost unit) and the
-embedding model's own word-piece tokenizer (what its 256-token window is counted in).
+Two families: tiktoken encodings (what an LLM is billed in; the context-cost unit), read from
+llama-index-core's bundled files, and the embedding model's own word-piece tokenizer (what its
+256-token window is counted in).
 """
 
 from __future__ import annotations
 
+import base64
+import types
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +16,8 @@ from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
+
+from workbench.offline import bundled_tiktoken_file
 
 TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
 MODEL_TOKENIZER = "model"
@@ -35,18 +40,39 @@ class Tokenizer(Protocol):
         ...
 
 
-@cache
-def _encoding(name: str) -> Any:
-    import tiktoken
+def _bundled_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """tiktoken's `load_tiktoken_bpe(url)`, reading llama-index-core's bundled copy instead of
+    downloading it: token (base64) and rank per line, checked against tiktoken's own hash."""
+    from tiktoken.load import check_hash
 
-    return tiktoken.get_encoding(name)
+    file = bundled_tiktoken_file(url)
+    data = file.read_bytes()
+    if expected_hash is not None and not check_hash(data, expected_hash):
+        raise ValueError(f"{file} is not the file tiktoken expects from {url} (sha256 differs)")
+    return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+
+
+@cache
+def tiktoken_encoding(name: str) -> Any:
+    """The tiktoken encoding `name`, offline and without touching the environment: tiktoken's
+    own constructor (so its regex pattern and special tokens), run with its one download swapped
+    for the bundled file. (tiktoken reads local copies only through TIKTOKEN_CACHE_DIR, an
+    environment variable every library in the process would see.)"""
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    if name not in TIKTOKEN_ENCODINGS:
+        raise ValueError(f"tiktoken encoding must be one of {TIKTOKEN_ENCODINGS}, got {name!r}")
+    make = openai_public.ENCODING_CONSTRUCTORS[name]
+    offline = types.FunctionType(make.__code__, {**make.__globals__, "load_tiktoken_bpe": _bundled_bpe})
+    return tiktoken.Encoding(**offline())
 
 
 @cache
 def _token_nbytes(name: str) -> np.ndarray:
     """Byte length of every token id of encoding `name` (0 for unused ids), so a document's
     token offsets are one cumulative sum instead of a decode per token."""
-    enc = _encoding(name)
+    enc = tiktoken_encoding(name)
     out = np.zeros(enc.max_token_value + 1, dtype=np.int64)
     for token in range(len(out)):
         try:
@@ -69,10 +95,10 @@ class TiktokenTokenizer:
     name: str = "cl100k_base"
 
     def count(self, text: str) -> int:
-        return len(_encoding(self.name).encode(text, disallowed_special=()))
+        return len(tiktoken_encoding(self.name).encode(text, disallowed_special=()))
 
     def count_many(self, texts: list[str]) -> list[int]:
-        return [len(t) for t in _encoding(self.name).encode_batch(texts, disallowed_special=())]
+        return [len(t) for t in tiktoken_encoding(self.name).encode_batch(texts, disallowed_special=())]
 
     def span_count(self, text: str, boundaries: np.ndarray) -> SpanCount:
         """Exact, yet encoding only each span's first and last words.
@@ -95,7 +121,7 @@ class TiktokenTokenizer:
         return count
 
     def boundaries(self, text: str) -> np.ndarray:
-        tokens = _encoding(self.name).encode_to_numpy(text, disallowed_special=())
+        tokens = tiktoken_encoding(self.name).encode_to_numpy(text, disallowed_special=())
         byte_starts = np.concatenate([[0], np.cumsum(_token_nbytes(self.name)[tokens])])
         raw = text.encode("utf-8")
         if len(raw) == len(text):  # ASCII: byte offsets are char offsets

@@ -18,6 +18,7 @@ from typing import Any
 from workbench.chunkers.adapters import factory_strategy
 from workbench.chunkers.registry import check_overlap, strategy
 from workbench.params import UNIT_PARAM, Param
+from workbench.tokens import TiktokenTokenizer
 
 ENCODING = "cl100k_base"  # the tiktoken encoding that counts "tokens" (LlamaIndex's default too)
 OVERLAP_RULE = check_overlap("chunk_size", "chunk_overlap")
@@ -30,16 +31,13 @@ def library_version(distribution: str) -> int:
 
 
 def langchain_recursive(chunk_size: int, chunk_overlap: int, unit: str) -> Any:
-    """RecursiveCharacterTextSplitter with its default separators, lengths in cl100k tokens
-    (`from_tiktoken_encoder`; the encoding is read from llama-index-core's bundled copy, see
-    workbench/offline.py) or in characters (`len`)."""
+    """RecursiveCharacterTextSplitter with its default separators, lengths in cl100k tokens (what
+    `from_tiktoken_encoder` counts, from the bundled encoding: tiktoken's own lookup would
+    download it) or in characters (`len`)."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    if unit == "tokens":
-        return RecursiveCharacterTextSplitter.from_tiktoken_encoder(
-            encoding_name=ENCODING, chunk_size=chunk_size, chunk_overlap=chunk_overlap
-        )
-    return RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    length = TiktokenTokenizer(ENCODING).count if unit == "tokens" else len
+    return RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, length_function=length)
 
 
 def llamaindex_sentence(chunk_size: int, chunk_overlap: int) -> Any:

@@ -24,6 +24,7 @@ from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_s
 from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Document
+from workbench.offline import use_bundled_nltk_data
 from workbench.params import Param
 
 # Abbreviations punkt's English model lacks; "etc." is left out on purpose: it often ends a sentence.
@@ -37,6 +38,7 @@ _CJK_END = re.compile(r"[。！？]+[」』”’）)]*")  # a CJK sentence end,
 def _punkt() -> Any:
     from nltk.tokenize.punkt import PunktTokenizer
 
+    use_bundled_nltk_data()
     tok = PunktTokenizer("english")
     tok._params.abbrev_types.update(EXTRA_ABBREVIATIONS)  # the documented way to add abbreviations
     return tok

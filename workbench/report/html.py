@@ -18,7 +18,8 @@ from matplotlib.figure import Figure
 from workbench import plots
 from workbench.dataset import MIXED, Dataset
 from workbench.evaluation import metrics, stats
-from workbench.models.embed import default_model_path, model_fingerprint
+from workbench.models.base import model_fingerprint
+from workbench.models.embed import default_model_path
 from workbench.report.figures import by_group_png, describe_figure
 from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
 

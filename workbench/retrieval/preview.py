@@ -34,8 +34,8 @@ import numpy as np
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document
 from workbench.io import publish
-from workbench.models.embed import Embedder
-from workbench.models.late import DocTokens, pooled_vectors, token_embeddings, window_size
+from workbench.models.embed import DocTokens, Embedder
+from workbench.models.late import pooled_vectors
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrieval.index import ChunkIndex, chunk_cost, embed_texts, flat_index, needs, returned_token_counts
 from workbench.variant import Variant
@@ -108,7 +108,7 @@ def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:
     """Stream each document's token vectors to disk as they come, so memory holds one group."""
     doc_ids, rows, offsets = [], [0], []
     with open(folder / "vectors.bin", "wb") as f:
-        for doc_id, tokens in token_embeddings(dataset.docs, embedder):
+        for doc_id, tokens in embedder.token_embeddings({d: doc.text for d, doc in dataset.docs.items()}):
             f.write(tokens.vecs.astype(DTYPE).tobytes())
             doc_ids.append(doc_id)
             rows.append(rows[-1] + len(tokens.ids))
@@ -127,7 +127,7 @@ def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache:
               for c in variant.chunk(Dataset(dataset.name, (doc,), ()), cache.env(doc, embedder))]
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
-    vectors = cache.vectors_of(chunks, embedder, None if variant.late else window_size(embedder)[0])
+    vectors = cache.vectors_of(chunks, embedder, None if variant.late else embedder.window_tokens)
     cost = chunk_cost(chunks) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
                                  "seconds": round(time.perf_counter() - t0, 3), "built": True}
     index = ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)

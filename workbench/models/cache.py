@@ -1,0 +1,85 @@
+"""Content-addressed caches of model outputs: key = (model fingerprint, sha256 of the input).
+
+Why: variants share most of their inputs (the same sentences for every semantic percentile, the
+same chunks for every k), so an output is computed once per model, ever. The fingerprint names
+the file, so a changed model can never serve stale outputs; the input's sha256 names the row.
+SQLite gives atomic, crash-safe writes for free: an interrupted run keeps every finished batch
+and never leaves a corrupt cache. `ContentCache` is that SQLite file; each kind of output
+subclasses it to say how one output becomes bytes (`VectorCache`: float32 vectors; an LLM's
+generations or a reranker's scores next).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def text_key(text: str) -> bytes:
+    """The row key of an input: the sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def cache_file(cache_dir: Path, kind: str, fingerprint: str) -> Path:
+    """Where a model's cache of one kind of output lives: <cache_dir>/<kind>/<fingerprint>.sqlite."""
+    return cache_dir / kind / f"{fingerprint}.sqlite"
+
+
+class ContentCache(ABC):
+    """Input key -> output, in one SQLite file; a subclass names its table and says how one
+    output becomes bytes and back."""
+
+    table: str
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key BLOB PRIMARY KEY, v BLOB NOT NULL)")
+        self._db.commit()
+
+    @abstractmethod
+    def to_bytes(self, value: Any) -> bytes: ...
+
+    @abstractmethod
+    def from_bytes(self, blob: bytes) -> Any: ...
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, Any]:
+        found: dict[bytes, Any] = {}
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            rows = self._db.execute(f"SELECT key, v FROM {self.table} WHERE key IN ({','.join('?' * len(part))})",
+                                    part)
+            found.update((k, self.from_bytes(v)) for k, v in rows)
+        return found
+
+    def put_many(self, items: dict[bytes, Any]) -> None:
+        with self._db:  # one transaction: all of the batch or none of it
+            self._db.executemany(f"INSERT OR IGNORE INTO {self.table} (key, v) VALUES (?, ?)",
+                                 ((k, self.to_bytes(v)) for k, v in items.items()))
+
+    def __len__(self) -> int:
+        return self._db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class VectorCache(ContentCache):
+    """sha256(text) -> float32 vector, one file per embedding model fingerprint."""
+
+    table = "vec"  # the name every existing cache file has
+
+    def to_bytes(self, value: np.ndarray) -> bytes:
+        return np.asarray(value, dtype=np.float32).tobytes()
+
+    def from_bytes(self, blob: bytes) -> np.ndarray:
+        return np.frombuffer(blob, dtype=np.float32)
