@@ -28,8 +28,9 @@ import tiktoken
 
 import workbench  # noqa: F401  (offline tiktoken data; must precede tiktoken)
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.dataset import Dataset, load_dataset
+from workbench.dataset import Dataset
 from workbench.evaluation.metrics import score_omega
+from workbench.ingest import load_dataset
 from workbench.variant import Variant
 
 CONFIGS = ((800, 400), (400, 200), (250, 125), (200, 0))  # (size, overlap) in cl100k_base tokens

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from workbench.chunkers import STRATEGIES
-from workbench.dataset import Dataset, Document, Question, Span, load_dataset
+from workbench.dataset import Dataset, Document, Question, Span
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 
 REPO = Path(__file__).resolve().parents[1]

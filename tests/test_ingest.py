@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from workbench.dataset import load_dataset
+from workbench.ingest import load_dataset
 
 SHIPPED = REPO / "tests" / "data"
 
