@@ -7,6 +7,7 @@ line and the field, so a bad label never surfaces as a wrong number later.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import random
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -60,10 +62,28 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Document:
+    """One source text. Provenance (kind, path, pages) says where it came from, for people and
+    viewers; like `group` it changes no chunk, so no fingerprint includes it."""
+
     doc_id: str
     title: str
     text: str
     group: str | None = None  # the kind of text (e.g. one corpus of several): for per-group summaries
+    kind: str | None = None  # the format it was read as ("markdown", "text", "jsonl"); None when made in memory
+    path: str | None = None  # the file it was read from, relative to the dataset folder; None when made in memory
+    pages: tuple[int, ...] = ()  # start offset of each page (PDF), from 0, ascending; () when the format has none
+
+    def __post_init__(self) -> None:
+        p = self.pages
+        if p and (p[0] != 0 or p[-1] > len(self.text) or any(a > b for a, b in pairwise(p))):
+            raise ValueError(f"document {self.doc_id!r}: field 'pages' must ascend from 0 to at most "
+                             f"len(text) = {len(self.text)}, got {p[:5]}{'...' if len(p) > 5 else ''}")
+
+    def page_of(self, offset: int) -> int | None:
+        """The page (from 1, as viewers count) holding text[offset]; None when the document has no pages."""
+        if not 0 <= offset < len(self.text):
+            raise ValueError(f"document {self.doc_id!r}: offset {offset} out of range [0, {len(self.text)})")
+        return bisect.bisect_right(self.pages, offset) if self.pages else None
 
 
 GROUPINGS = ("group", "prefix")  # how Dataset.groups_of_questions names a document's group

@@ -11,13 +11,13 @@ from typing import Literal
 
 from workbench.dataset import EMPTY_DOCS, Dataset, DatasetError, Document, Loaded, drop_empty
 from workbench.ingest.jsonl import read_corpus, read_questions
-from workbench.ingest.text import read_text
+from workbench.ingest.text import read_markdown, read_text
 
 Reader = Callable[[Path, str], Document]  # (file, doc_id: its path relative to the folder) -> the document
 
 READERS: dict[str, Reader] = {  # file suffix, lower case -> reader
-    ".md": read_text,
-    ".markdown": read_text,
+    ".md": read_markdown,
+    ".markdown": read_markdown,
     ".txt": read_text,
 }
 

@@ -61,7 +61,7 @@ def read_corpus(path: Path) -> list[Loaded]:
         if doc_id in seen:
             raise DatasetError(path, n, "doc_id", f"duplicate id {doc_id!r} (first on line {seen[doc_id]})")
         seen[doc_id] = n
-        docs.append(Loaded(Document(doc_id, title, text, group), path, n))
+        docs.append(Loaded(Document(doc_id, title, text, group, kind="jsonl", path=path.name), path, n))
     if not docs:
         raise DatasetError(path, None, None, "no documents")
     return docs
