@@ -14,60 +14,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, ChunkFn, strategy, unregister
 from workbench.dataset import Document
+from workbench.labels.locate import NotFound, find_in_order
 from workbench.params import Param
 
 _ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
 
 
-def _find(text: str, body: str, cursor: int, after: int) -> tuple[int, int] | None:
-    """First occurrence of `body` starting at or after `cursor` and ending after `after`:
-    exactly, else with any run of whitespace matching any other. A match ending inside the
-    previous piece would add nothing, so it is taken for an earlier copy of the text and skipped
-    ("the the\nthe" split into lines must place the second "the" on the second line)."""
-    start = text.find(body, cursor)
-    while start >= 0:
-        if start + len(body) > after:
-            return start, start + len(body)
-        start = text.find(body, start + 1)
-    pattern = re.compile(r"\s+".join(map(re.escape, body.split())))
-    return next((m.span() for m in pattern.finditer(text, cursor) if m.end() > after), None)
-
-
-def locate(name: str, doc: Document, pieces: Iterable[tuple[str, int | None]]) -> list[Chunk]:
-    """Exact chunks for `(piece text, start hint)` pairs given in document order.
-
-    Each piece must start after the previous one's start (overlaps are fine) and end after its
-    end. A hint is used when the source really holds the piece there; else the piece is searched
-    from the previous start, exactly, then with any run of whitespace matching any other (pieces
-    that were stripped or had their whitespace collapsed). Whitespace-only pieces are dropped."""
-    text = doc.text
-    chunks: list[Chunk] = []
-    cursor, after = 0, 0  # the next piece starts at or after `cursor` and ends after `after`
-    for i, (body, hint) in enumerate(pieces):
-        if not body.strip():
-            continue
-        if hint is not None and hint >= cursor and text.startswith(body, hint):
-            span: tuple[int, int] | None = (hint, hint + len(body))
-        else:
-            span = _find(text, body, cursor, after)
-        if span is None:
-            raise ValueError(
-                f"strategy {name!r}: chunk {i} of document {doc.doc_id!r} is not in the source text "
-                f"(searched from offset {cursor}, exactly and modulo whitespace): {body[:60]!r}"
-            )
-        chunks.append(make_chunk(doc, *span))
-        cursor, after = span[0] + 1, span[1]
-    return chunks
-
-
 Pieces = Iterable[tuple[str, int | None]]  # (piece text, start hint) in document order
+
+
+def locate(name: str, doc: Document, pieces: Pieces) -> list[Chunk]:
+    """Exact chunks for `(piece text, start hint)` pairs given in document order, each placed by
+    `labels.locate.find_in_order` (a confirmed hint, else exactly, else modulo whitespace; blank
+    pieces dropped). A piece not in the source is an error naming the strategy and document."""
+    try:
+        return [make_chunk(doc, f.start, f.end) for f in find_in_order(doc.text, pieces)]
+    except NotFound as e:
+        raise ValueError(
+            f"strategy {name!r}: chunk {e.index} of document {doc.doc_id!r} is not in the source text "
+            f"(searched from offset {e.cursor}, exactly and modulo whitespace): {e.piece[:60]!r}"
+        ) from None
 
 
 def _register(
