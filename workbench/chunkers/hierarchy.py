@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
-from workbench.chunkers.fixed import TOKENIZER, fixed, unit_boundaries
+from workbench.chunkers.fixed import fixed
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import covered, cut_windows, pack, sentence_spans
+from workbench.chunkers.units import TOKENIZER, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import Param
 

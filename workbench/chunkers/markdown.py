@@ -16,9 +16,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import check_overlap, strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import UNIT_PARAM, Param
 

@@ -18,8 +18,8 @@ from itertools import pairwise
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
-from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.registry import check_overlap, strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import UNIT_PARAM, Param
 

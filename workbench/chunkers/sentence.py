@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
-from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.chunkers.registry import strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.dataset import Document
 from workbench.params import Param
 

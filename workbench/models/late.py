@@ -18,7 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from workbench.chunkers.base import Chunk
-from workbench.chunkers.fixed import windows
+from workbench.chunkers.units import windows
 from workbench.dataset import Document
 from workbench.models.embed import Embedder
 
