@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.chunkers import STRATEGIES
+from workbench.chunkers import registry
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
@@ -74,7 +74,6 @@ def chroma_small() -> Dataset:
 @pytest.fixture(autouse=True)
 def restore_strategies() -> Iterator[None]:
     """Strategies a test registers (or unregisters) are undone after it, so none leaks into another."""
-    saved = dict(STRATEGIES)
+    saved = registry.snapshot()
     yield
-    STRATEGIES.clear()
-    STRATEGIES.update(saved)
+    registry.restore(saved)

@@ -23,9 +23,6 @@ from workbench.dataset import Document
 from workbench.labels.locate import NotFound, find_in_order
 from workbench.params import Param
 
-_ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
-
-
 Pieces = Iterable[tuple[str, int | None]]  # (piece text, start hint) in document order
 
 
@@ -52,11 +49,10 @@ def _register(
 ) -> None:
     """Register `fn`, replacing an earlier adapter of the same name."""
     if name in STRATEGIES:
-        if name not in _ADAPTED:
+        if not STRATEGIES[name].replaceable:
             raise ValueError(f"strategy {name!r} is built in and cannot be replaced; choose another name")
         unregister(name)
-    strategy(name, help, params or {}, check=check, version=version)(fn)
-    _ADAPTED.add(name)
+    strategy(name, help, params or {}, check=check, version=version, replaceable=True)(fn)
 
 
 def register_function(name: str, fn: Callable[[str], list[str]], version: int = 1, help: str = "") -> None:
