@@ -1,13 +1,14 @@
-"""Bring your own chunker: wrap a plain `str -> list[str]` function or any LlamaIndex NodeParser
-as a registered strategy, so it is compared, cached and scored like the built-in ones. A factory
-of LangChain splitters or LlamaIndex parsers plus a parameter schema (`register_langchain`,
-`register_llamaindex`) makes a *sweepable* strategy: its sizes appear in grids, the CLI and the
-widgets like ours.
+"""Bring your own chunker: wrap a plain `str -> list[str]` function (`register_function`) or any
+LlamaIndex NodeParser (`register_node_parser`) as a registered strategy, so it is compared,
+cached and scored like the built-in ones. A factory of LangChain splitters or LlamaIndex parsers
+plus a parameter schema (`register_factory`) makes a *sweepable* strategy: its sizes appear in
+grids and the widgets like ours (not in the CLI, which cannot import user code).
 
-Such chunkers return texts, not offsets, so each piece is located in the source (searching
-forward, first exactly, then modulo whitespace) and turned into an exact-span Chunk; a piece
-that cannot be found is an error, never a silently misplaced span. Adapted strategies may be
-re-registered under the same name (notebook cells are re-run); built-in ones are never replaced.
+Such chunkers return texts, not offsets, so each piece is located in the source
+(`labels.locate`: searching forward, first exactly, then modulo whitespace) and turned into an
+exact-span Chunk; a piece that cannot be found is an error, never a silently misplaced span.
+Adapted strategies may be re-registered under the same name (notebook cells are re-run);
+built-in ones are never replaced.
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ def parser_version(parser: Any) -> int:
 
 def register_node_parser(name: str, parser: Any, help: str = "") -> None:
     """Register a LlamaIndex NodeParser (SentenceSplitter, TokenTextSplitter, MarkdownNodeParser,
-    ...) as strategy `name`. Node offsets are used when the source confirms them (LlamaIndex
-    finds them with `str.find` from 0, which is wrong for repeated text), else located."""
+    ...) as strategy `name`. LlamaIndex gives a node offsets when it finds the node's exact text
+    searching forward from the previous node's start; they are used when the source confirms
+    them, and a node without them (its text not verbatim in the source, e.g. whitespace changed)
+    is located modulo whitespace."""
 
     def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
         return locate(name, doc, node_pieces(parser, doc.text))
