@@ -11,6 +11,7 @@ from conftest import REPO
 
 from workbench.dataset import Dataset, DatasetError, Document
 from workbench.ingest import READERS, load_dataset
+from workbench.retrieval.stages import STAGES, stage
 
 SHIPPED = REPO / "tests" / "data"
 
@@ -85,3 +86,14 @@ def test_pages_map_offsets_and_keep_the_document_frozen_and_hashable() -> None:
     for bad in [(5, 10), (0, 20, 10), (0, 99)]:
         with pytest.raises(ValueError, match="'p.pdf': field 'pages' must ascend from 0"):
             Document("p.pdf", "P", text, pages=bad)
+
+
+def test_a_reader_and_a_stage_registered_by_a_test_are_undone_after_it() -> None:
+    """Left for the next test to check: conftest's fixture restores every registry table."""
+    READERS[".test-leak"] = READERS[".txt"]
+    del READERS[".md"]
+    stage("test_leak_stage", "a stage left behind")(lambda queries, rankings, index, depth: [])
+
+
+def test_the_previous_test_left_no_reader_and_no_stage() -> None:
+    assert ".test-leak" not in READERS and ".md" in READERS and "test_leak_stage" not in STAGES
