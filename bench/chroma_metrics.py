@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.dataset import Dataset, load_dataset
+from workbench.dataset import Dataset
 from workbench.evaluation.metrics import score_omega
+from workbench.ingest import load_dataset
 from workbench.tokens import tiktoken_encoding
 from workbench.variant import Variant
 

@@ -28,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.chunkers import ChunkEnv
-from workbench.dataset import Dataset, load_dataset
+from workbench.dataset import Dataset
+from workbench.ingest import load_dataset
 from workbench.variant import Variant
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
-from workbench.dataset import Dataset, Document, load_dataset
+from workbench.dataset import Dataset, Document
+from workbench.ingest import load_dataset
 from workbench.models.cache import VectorCache
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-from workbench.dataset import load_dataset
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.widgets.explorer import explorer, picture
 

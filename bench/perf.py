@@ -157,7 +157,7 @@ def collect_texts(data: Path, cache: Path, out: Path, specs: list[str]) -> None:
     chunks), regenerated with this workbench's chunkers since the vector cache keeps only sha256
     keys. Fails unless they are exactly the cache's texts: all cached, nothing else in it."""
     from workbench.chunkers import ChunkEnv
-    from workbench.dataset import load_dataset
+    from workbench.ingest import load_dataset
     from workbench.models.cache import text_key
     from workbench.models.embed import Embedder
     from workbench.retrieval.index import embed_texts
@@ -198,8 +198,9 @@ def write_throughput(out: Path) -> None:
 
 def loop_recall(data: Path, retrieved: Path) -> dict[str, float]:
     """Mean recall@5 of each loop variant, scored by the workbench's metric from the retrieved spans."""
-    from workbench.dataset import Hit, Span, load_dataset
+    from workbench.dataset import Hit, Span
     from workbench.evaluation.metrics import score_rankings
+    from workbench.ingest import load_dataset
 
     questions = load_dataset(data).questions
     untokenized = {"cl100k_base": 0, "o200k_base": 0}

@@ -36,7 +36,8 @@ from scipy.stats import spearmanr
 
 import workbench.retrieval.preview
 from workbench.chunkers import ChunkEnv
-from workbench.dataset import Dataset, load_dataset
+from workbench.dataset import Dataset
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant, grid

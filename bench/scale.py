@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 import psutil
 
-from workbench.dataset import Dataset, load_dataset
+from workbench.dataset import Dataset
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep, sweep_steps

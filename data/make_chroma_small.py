@@ -7,7 +7,7 @@ while still mixing prose (a speech), encyclopaedic text and chat logs.
 import sys
 from pathlib import Path
 
-from workbench.dataset import load_dataset
+from workbench.ingest import load_dataset
 from workbench.io import write_jsonl
 
 KEEP = ["state_of_the_union", "wikitexts", "chatlogs"]

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.chunkers import STRATEGIES
-from workbench.dataset import Dataset, Document, Question, Span, load_dataset
+from workbench.chunkers import registry
+from workbench.dataset import Dataset, Document, Question, Span
+from workbench.ingest import READERS, load_dataset
 from workbench.models.embed import Embedder
+from workbench.retrieval.stages import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -71,9 +73,12 @@ def chroma_small() -> Dataset:
 
 
 @pytest.fixture(autouse=True)
-def restore_strategies() -> Iterator[None]:
-    """Strategies a test registers (or unregisters) are undone after it, so none leaks into another."""
-    saved = dict(STRATEGIES)
+def restore_registries() -> Iterator[None]:
+    """What a test registers (or unregisters) is undone after it, so none leaks into another:
+    chunking strategies (with which may be replaced), retrieval stages and document readers."""
+    saved, tables = registry.snapshot(), [(STAGES, dict(STAGES)), (READERS, dict(READERS))]
     yield
-    STRATEGIES.clear()
-    STRATEGIES.update(saved)
+    registry.restore(saved)
+    for table, copy in tables:
+        table.clear()
+        table.update(copy)

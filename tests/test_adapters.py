@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from itertools import pairwise
 
+import cloudpickle
 import pytest
 from conftest import REPO
 from hypothesis import given, settings
@@ -12,8 +16,9 @@ from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, T
 from llama_index.core.schema import MetadataMode
 from textgen import documents
 
-from workbench.chunkers import STRATEGIES, ChunkEnv, run_strategy, unregister
-from workbench.chunkers.adapters import locate, register_function, register_node_parser
+from workbench.chunkers import STRATEGIES, ChunkEnv, Param, registry, run_strategy, unregister
+from workbench.chunkers.adapters import locate, register_factory, register_function, register_node_parser
+from workbench.chunkers.registry import strategy
 from workbench.dataset import Document
 from workbench.variant import Variant
 
@@ -104,7 +109,7 @@ def test_llamaindex_splitters_give_exact_spans_and_the_parser_texts(parser, spee
     assert spans(chunks) == [(n.start_char_idx, n.end_char_idx) for n in nodes]
     assert all(c.text == speech.text[c.start : c.end] for c in chunks)
     assert len(chunks) > 5 and chunks[0].start == 0
-    assert any(b.start < a.end for a, b in zip(chunks, chunks[1:]))  # the overlap survives
+    assert any(b.start < a.end for a, b in pairwise(chunks))  # the overlap survives
 
 
 def test_markdown_node_parser_sections_with_a_repeated_section():
@@ -179,3 +184,57 @@ def test_a_registration_is_undone_after_its_test():
 
 def test_the_previous_test_left_no_trace():
     assert "test_leak" not in STRATEGIES and "fixed" in STRATEGIES
+    # nor its right to be replaced: a built-in strategy registered under that name now stays built in
+    strategy("test_leak", "built in", {})(lambda doc, env: [])
+    with pytest.raises(ValueError, match="'test_leak' is built in and cannot be replaced"):
+        register_function("test_leak", str.split)
+
+
+def test_a_registry_restored_from_a_copy_of_its_table_forgets_adapted_names():
+    """What may be replaced is part of the one registry table, so even restoring a plain copy of
+    it (as conftest did before `snapshot`) undoes a registration completely."""
+    saved = dict(STRATEGIES)
+    register_function("test_once_adapted", str.split)
+    STRATEGIES.clear()
+    STRATEGIES.update(saved)
+    strategy("test_once_adapted", "built in", {})(lambda doc, env: [])
+    with pytest.raises(ValueError, match="'test_once_adapted' is built in"):
+        register_function("test_once_adapted", str.split)
+
+
+CHILD = """
+import json, sys
+import cloudpickle
+saved = cloudpickle.loads(open(sys.argv[1], "rb").read())  # before any workbench import, as in a Ray worker
+from workbench.chunkers import ChunkEnv, registry, register_function, run_strategy
+from workbench.dataset import Document
+registry.restore(saved)
+doc = Document("d", "D", sys.argv[2])
+out = {"names": list(registry.STRATEGIES)}
+for name in ("test_remote_lines", "test_remote_li", "fixed"):
+    out[name] = [[c.start, c.end] for c in run_strategy(name, {}, doc, ChunkEnv())]
+register_function("test_remote_lines", str.split)  # still an adapter there: may be replaced
+try:
+    register_function("fixed", str.split)
+except ValueError as e:
+    out["refused"] = str(e)
+open(sys.argv[3], "w").write(json.dumps(out))
+"""
+
+
+def test_a_snapshot_rebuilds_the_registry_in_another_process(tmp_path, speech):
+    """A worker process (Ray pickles with cloudpickle) gets the user's strategies, built-ins
+    removed stay removed, and adapters stay replaceable while built-ins do not."""
+    register_function("test_remote_lines", lambda t: [line for line in t.splitlines() if line.strip()])
+    register_factory("test_remote_li", lambda chunk_size: SentenceSplitter(chunk_size=chunk_size, chunk_overlap=0),
+                     {"chunk_size": Param(96, "maximum chunk length", lo=1, unit="tokens")})
+    unregister("sentence")
+    here = {name: [[c.start, c.end] for c in run_strategy(name, {}, speech, ChunkEnv())]
+            for name in ("test_remote_lines", "test_remote_li", "fixed")}
+    (tmp_path / "registry.pkl").write_bytes(cloudpickle.dumps(registry.snapshot()))
+    subprocess.run([sys.executable, "-c", CHILD, tmp_path / "registry.pkl", speech.text, tmp_path / "out.json"],
+                   capture_output=True, check=True)
+    there = json.loads((tmp_path / "out.json").read_text())
+    assert there["names"] == list(STRATEGIES) and "sentence" not in there["names"]
+    assert {name: there[name] for name in here} == here and len(here["test_remote_li"]) > 5
+    assert "'fixed' is built in and cannot be replaced" in there["refused"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workbench.dataset import load_dataset
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.sweep import sweep
 from workbench.variant import Variant, parse_variant

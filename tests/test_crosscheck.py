@@ -17,8 +17,9 @@ from ranx import Qrels, Run, evaluate
 
 from bench.chroma_metrics import chroma_locate, chroma_omega, chroma_split
 from workbench.chunkers import Chunk, ChunkEnv, run_strategy
-from workbench.dataset import Dataset, Hit, Span, load_dataset
+from workbench.dataset import Dataset, Hit, Span
 from workbench.evaluation.metrics import score_omega, score_question
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search

@@ -11,7 +11,8 @@ import pytest
 from conftest import REPO, SHARED
 
 from workbench.chunkers import STRATEGIES, ChunkEnv, run_strategy
-from workbench.dataset import DatasetError, DatasetWarning, Document, Span, load_dataset
+from workbench.dataset import DatasetError, DatasetWarning, Document, Span
+from workbench.ingest import load_dataset
 
 SHIPPED = REPO / "tests" / "data"
 SHARED_NAMES = ["chroma_general", "qmsum_val", "squad_v11_dev"]
@@ -122,7 +123,7 @@ def test_not_utf8_and_missing_files(tmp_path: Path) -> None:
 def sampled(folder: Path, seed: int) -> list[str]:
     """The qids `select(max_questions=10, seed=seed)` picks, computed in a fresh interpreter
     (another hash seed), so that reproducible means reproducible across runs."""
-    code = (f"from workbench.dataset import load_dataset; ds = load_dataset({str(folder)!r}); "
+    code = (f"from workbench.ingest import load_dataset; ds = load_dataset({str(folder)!r}); "
             f"print(' '.join(q.qid for q in ds.select(max_questions=10, seed={seed}).questions))")
     return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.dataset import load_dataset
+from workbench.ingest import load_dataset
 from workbench.models.base import from_spec, model_fingerprint
 from workbench.models.cache import VectorCache, text_key
 from workbench.models.embed import Embedder, default_model_path

@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 
 from workbench import plots
-from workbench.dataset import MIXED, Dataset, DatasetError, Document, Question, Span, doc_group, load_dataset
+from workbench.dataset import MIXED, Dataset, DatasetError, Document, Question, Span, doc_group
 from workbench.evaluation import stats
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.report import write_report
 from workbench.sweep import SweepResult, sweep

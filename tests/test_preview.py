@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO
 
 from workbench.chunkers import make_chunk
-from workbench.dataset import Dataset, load_dataset
+from workbench.dataset import Dataset
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
 from workbench.retrieval.preview import token_cache

@@ -19,8 +19,8 @@ from workbench.dataset import (
     Hit,
     Question,
     Span,
-    load_dataset,
 )
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, build_index
 from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps

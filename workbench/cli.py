@@ -11,11 +11,12 @@ import warnings
 from pathlib import Path
 
 from workbench.chunkers import STRATEGIES
-from workbench.dataset import DatasetError, DatasetWarning, load_dataset
+from workbench.dataset import DatasetError, DatasetWarning
 from workbench.errors import describe
 from workbench.evaluation import metrics
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.evaluation.settings import MODES, Settings
+from workbench.ingest import load_dataset
 from workbench.io import CACHE_DIR
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.embed import BACKENDS, Embedder

@@ -1,4 +1,4 @@
-"""Documents, questions and their answer spans: loading, validation and fingerprints.
+"""Documents, questions and their answer spans: validation and fingerprints (workbench.ingest reads them).
 
 Answers are character spans into the source text, never chunk ids, so one set of labels scores
 every chunking variant. Everything is validated up front, and every error names the file, the
@@ -7,17 +7,19 @@ line and the field, so a bad label never surfaces as a wrong number later.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import random
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 EMPTY_DOCS = ("skip", "error")  # what load_dataset does with empty or whitespace-only documents
 _NAMED_EMPTY = 5  # how many skipped ids a warning lists
 
@@ -60,10 +62,28 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Document:
+    """One source text. Provenance (kind, path, pages) says where it came from, for people and
+    viewers; like `group` it changes no chunk, so no fingerprint includes it."""
+
     doc_id: str
     title: str
     text: str
     group: str | None = None  # the kind of text (e.g. one corpus of several): for per-group summaries
+    kind: str | None = None  # the format it was read as ("markdown", "text", "jsonl"); None when made in memory
+    path: str | None = None  # the file it was read from, relative to the dataset folder; None when made in memory
+    pages: tuple[int, ...] = ()  # start offset of each page (PDF), from 0, ascending; () when the format has none
+
+    def __post_init__(self) -> None:
+        p = self.pages
+        if p and (p[0] != 0 or p[-1] > len(self.text) or any(a > b for a, b in pairwise(p))):
+            raise ValueError(f"document {self.doc_id!r}: field 'pages' must ascend from 0 to at most "
+                             f"len(text) = {len(self.text)}, got {p[:5]}{'...' if len(p) > 5 else ''}")
+
+    def page_of(self, offset: int) -> int | None:
+        """The page (from 1, as viewers count) holding text[offset]; None when the document has no pages."""
+        if not 0 <= offset < len(self.text):
+            raise ValueError(f"document {self.doc_id!r}: offset {offset} out of range [0, {len(self.text)})")
+        return bisect.bisect_right(self.pages, offset) if self.pages else None
 
 
 GROUPINGS = ("group", "prefix")  # how Dataset.groups_of_questions names a document's group
@@ -160,92 +180,24 @@ class Dataset:
         return Dataset(self.name, docs, tuple(qs))
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line, with a precise error on bad JSON."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as e:
-        raise DatasetError(path, None, None, f"cannot open: {e.strerror}") from e
-    with handle:
-        try:
-            for n, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DatasetError(path, n, None, f"invalid JSON ({e.msg} at column {e.colno})") from e
-                if not isinstance(obj, dict):
-                    raise DatasetError(path, n, None, f"expected a JSON object, got {type(obj).__name__}")
-                yield n, obj
-        except UnicodeDecodeError as e:
-            raise DatasetError(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from e
-
-
-def _field(obj: dict, key: str, kind: type, path: Path, line: int, optional: bool = False) -> Any:
-    if key not in obj:
-        if optional:
-            return None
-        raise DatasetError(path, line, key, "is missing")
-    value = obj[key]
-    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        raise DatasetError(path, line, key, f"must be {kind.__name__}, got {type(value).__name__} {value!r:.40}")
-    return value
-
-
 @dataclass(frozen=True, slots=True)
-class _Located:
-    """A document and where it was read, so that a later rule can still name file and line."""
+class Loaded:
+    """A document and where a reader found it, so that a later rule can still name file and line."""
 
     doc: Document
     path: Path
     line: int | None
 
 
-def _load_corpus_jsonl(path: Path) -> list[_Located]:
-    docs: list[_Located] = []
-    seen: dict[str, int] = {}
-    for n, obj in _read_jsonl(path):
-        doc_id = _field(obj, "doc_id", str, path, n)
-        text = _field(obj, "text", str, path, n)
-        title = _field(obj, "title", str, path, n, optional=True) or doc_id
-        group = _field(obj, "group", str, path, n, optional=True)
-        if group is not None and not group.strip():
-            raise DatasetError(path, n, "group", f"document {doc_id!r} has an empty group (leave the field out instead)")
-        if doc_id in seen:
-            raise DatasetError(path, n, "doc_id", f"duplicate id {doc_id!r} (first on line {seen[doc_id]})")
-        seen[doc_id] = n
-        docs.append(_Located(Document(doc_id, title, text, group), path, n))
-    if not docs:
-        raise DatasetError(path, None, None, "no documents")
-    return docs
-
-
-def _load_text_folder(folder: Path) -> list[_Located]:
-    """Every .md/.txt file below `folder`; doc_id is its relative path, title its first heading."""
-    docs = []
-    for f in sorted(p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file()):
-        try:
-            text = f.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise DatasetError(f, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from e
-        first = (text.lstrip().splitlines() or [""])[0]
-        title = first.lstrip("#").strip() if first.startswith("#") else f.stem
-        docs.append(_Located(Document(f.relative_to(folder).as_posix(), title, text), f, None))
-    if not docs:
-        raise DatasetError(folder, None, None, f"no {'/'.join(TEXT_SUFFIXES)} files found")
-    return docs
-
-
-def _drop_empty(located: list[_Located], empty_docs: str, where: Path) -> list[Document]:
+def drop_empty(loaded: list[Loaded], empty_docs: str, where: Path) -> list[Document]:
     """Documents with text, warning (DatasetWarning) about the empty ones or, with
     empty_docs="error", raising on the first, naming its file, line and field."""
-    empty = [x for x in located if not x.doc.text.strip()]
+    empty = [x for x in loaded if not x.doc.text.strip()]
     if empty and empty_docs == "error":
         x = empty[0]
         raise DatasetError(x.path, x.line, "text", f"document {x.doc.doc_id!r} is empty or whitespace-only "
                            f"({len(empty)} such documents; load_dataset(..., empty_docs='skip') skips them)")
-    docs = [x.doc for x in located if x.doc.text.strip()]
+    docs = [x.doc for x in loaded if x.doc.text.strip()]
     if not docs:
         raise DatasetError(where, None, None, f"all {len(empty)} documents are empty or whitespace-only")
     if empty:
@@ -256,71 +208,20 @@ def _drop_empty(located: list[_Located], empty_docs: str, where: Path) -> list[D
     return docs
 
 
-def _load_questions(path: Path, docs: dict[str, Document], skipped: set[str]) -> list[Question]:
-    questions: list[Question] = []
-    seen: dict[str, int] = {}
-    for n, obj in _read_jsonl(path):
-        qid = _field(obj, "qid", str, path, n)
-        text = _field(obj, "question", str, path, n)
-        answers = _field(obj, "answers", list, path, n)
-        if qid in seen:
-            raise DatasetError(path, n, "qid", f"duplicate id {qid!r} (first on line {seen[qid]})")
-        if not text.strip():
-            raise DatasetError(path, n, "question", f"question {qid!r} is empty")
-        if not answers:
-            raise DatasetError(path, n, "answers", f"question {qid!r} has no answer spans")
-        spans = []
-        for i, a in enumerate(answers):
-            f = f"answers[{i}]"
-            if not isinstance(a, dict):
-                raise DatasetError(path, n, f, f"must be an object with doc_id, start, end; got {a!r:.40}")
-            doc_id = _field(a, "doc_id", str, path, n)
-            start, end = _field(a, "start", int, path, n), _field(a, "end", int, path, n)
-            if doc_id in skipped:
-                raise DatasetError(path, n, f + ".doc_id", f"document {doc_id!r} is empty or whitespace-only "
-                                   "and was skipped: no answer can point into it")
-            if doc_id not in docs:
-                raise DatasetError(path, n, f + ".doc_id", f"unknown document {doc_id!r}")
-            size = len(docs[doc_id].text)
-            if not 0 <= start < end <= size:
-                raise DatasetError(
-                    path, n, f, f"span [{start}, {end}) out of range for {doc_id!r} (0 <= start < end <= {size})"
-                )
-            quote = a.get("text")
-            if isinstance(quote, str) and docs[doc_id].text[start:end] != quote:
-                raise DatasetError(path, n, f + ".text", f"does not match the document text at [{start}, {end})")
-            spans.append(Span(doc_id, start, end))
-        seen[qid] = n
-        questions.append(Question(qid, text, tuple(spans)))
-    if not questions:
-        raise DatasetError(path, None, None, "no questions")
-    return questions
-
-
-def load_dataset(
-    path: str | Path,
-    questions: str | Path | None = None,
-    name: str | None = None,
-    empty_docs: Literal["skip", "error"] = "skip",
-) -> Dataset:
-    """Load a dataset folder.
-
-    Two layouts: `corpus.jsonl` + `questions.jsonl` (the shared format), or a folder of
-    .md/.txt files (doc_id = relative path) with a `questions.jsonl` beside or given explicitly.
-    Empty or whitespace-only documents have nothing to chunk: `empty_docs="skip"` leaves them
-    out with a DatasetWarning naming them, `"error"` raises a DatasetError naming the first.
-    """
-    if empty_docs not in EMPTY_DOCS:
-        raise ValueError(f"load_dataset: parameter 'empty_docs' must be one of {list(EMPTY_DOCS)}, got {empty_docs!r}")
-    root = Path(path)
-    if not root.is_dir():
-        raise DatasetError(root, None, None, "is not a folder (expected corpus.jsonl + questions.jsonl, or .md/.txt files)")
-    corpus = root / "corpus.jsonl"
-    located = _load_corpus_jsonl(corpus) if corpus.exists() else _load_text_folder(root)
-    doc_list = _drop_empty(located, empty_docs, corpus if corpus.exists() else root)
-    qpath = Path(questions) if questions is not None else root / "questions.jsonl"
-    if not qpath.exists():
-        raise DatasetError(qpath, None, None, "questions file not found")
-    docs = {d.doc_id: d for d in doc_list}
-    skipped = {x.doc.doc_id for x in located} - set(docs)
-    return Dataset(name or root.name, tuple(doc_list), tuple(_load_questions(qpath, docs, skipped)))
+def answer_problem(
+    docs: Mapping[str, Document], skipped: AbstractSet[str], doc_id: str, start: int, end: int, quote: object = None
+) -> tuple[str, str] | None:
+    """The first rule an answer span breaks, as (its field: ".doc_id", "" for the span itself or
+    ".text" for the quote; the problem), or None. Whatever reads labels checks them here, so a bad
+    label is refused where it is written, never surfacing later as a wrong number."""
+    if doc_id in skipped:
+        return ".doc_id", (f"document {doc_id!r} is empty or whitespace-only and was skipped: "
+                           "no answer can point into it")
+    if doc_id not in docs:
+        return ".doc_id", f"unknown document {doc_id!r}"
+    size = len(docs[doc_id].text)
+    if not 0 <= start < end <= size:
+        return "", f"span [{start}, {end}) out of range for {doc_id!r} (0 <= start < end <= {size})"
+    if isinstance(quote, str) and docs[doc_id].text[start:end] != quote:
+        return ".text", f"does not match the document text at [{start}, {end})"
+    return None

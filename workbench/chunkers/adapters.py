@@ -1,73 +1,43 @@
-"""Bring your own chunker: wrap a plain `str -> list[str]` function or any LlamaIndex NodeParser
-as a registered strategy, so it is compared, cached and scored like the built-in ones. A factory
-of LangChain splitters or LlamaIndex parsers plus a parameter schema (`register_langchain`,
-`register_llamaindex`) makes a *sweepable* strategy: its sizes appear in grids, the CLI and the
-widgets like ours.
+"""Bring your own chunker: wrap a plain `str -> list[str]` function (`register_function`) or any
+LlamaIndex NodeParser (`register_node_parser`) as a registered strategy, so it is compared,
+cached and scored like the built-in ones. A factory of LangChain splitters or LlamaIndex parsers
+plus a parameter schema (`register_factory`) makes a *sweepable* strategy: its sizes appear in
+grids and the widgets like ours (not in the CLI, which cannot import user code).
 
-Such chunkers return texts, not offsets, so each piece is located in the source (searching
-forward, first exactly, then modulo whitespace) and turned into an exact-span Chunk; a piece
-that cannot be found is an error, never a silently misplaced span. Adapted strategies may be
-re-registered under the same name (notebook cells are re-run); built-in ones are never replaced.
+Such chunkers return texts, not offsets, so each piece is located in the source
+(`labels.locate`: searching forward, first exactly, then modulo whitespace) and turned into an
+exact-span Chunk; a piece that cannot be found is an error, never a silently misplaced span.
+Adapted strategies may be re-registered under the same name (notebook cells are re-run);
+built-in ones are never replaced.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, ChunkFn, strategy, unregister
 from workbench.dataset import Document
+from workbench.labels.locate import NotFound, find_in_order
 from workbench.params import Param
 
-_ADAPTED: set[str] = set()  # names registered here, which may be replaced deliberately
-
-
-def _find(text: str, body: str, cursor: int, after: int) -> tuple[int, int] | None:
-    """First occurrence of `body` starting at or after `cursor` and ending after `after`:
-    exactly, else with any run of whitespace matching any other. A match ending inside the
-    previous piece would add nothing, so it is taken for an earlier copy of the text and skipped
-    ("the the\nthe" split into lines must place the second "the" on the second line)."""
-    start = text.find(body, cursor)
-    while start >= 0:
-        if start + len(body) > after:
-            return start, start + len(body)
-        start = text.find(body, start + 1)
-    pattern = re.compile(r"\s+".join(map(re.escape, body.split())))
-    return next((m.span() for m in pattern.finditer(text, cursor) if m.end() > after), None)
-
-
-def locate(name: str, doc: Document, pieces: Iterable[tuple[str, int | None]]) -> list[Chunk]:
-    """Exact chunks for `(piece text, start hint)` pairs given in document order.
-
-    Each piece must start after the previous one's start (overlaps are fine) and end after its
-    end. A hint is used when the source really holds the piece there; else the piece is searched
-    from the previous start, exactly, then with any run of whitespace matching any other (pieces
-    that were stripped or had their whitespace collapsed). Whitespace-only pieces are dropped."""
-    text = doc.text
-    chunks: list[Chunk] = []
-    cursor, after = 0, 0  # the next piece starts at or after `cursor` and ends after `after`
-    for i, (body, hint) in enumerate(pieces):
-        if not body.strip():
-            continue
-        if hint is not None and hint >= cursor and text.startswith(body, hint):
-            span: tuple[int, int] | None = (hint, hint + len(body))
-        else:
-            span = _find(text, body, cursor, after)
-        if span is None:
-            raise ValueError(
-                f"strategy {name!r}: chunk {i} of document {doc.doc_id!r} is not in the source text "
-                f"(searched from offset {cursor}, exactly and modulo whitespace): {body[:60]!r}"
-            )
-        chunks.append(make_chunk(doc, *span))
-        cursor, after = span[0] + 1, span[1]
-    return chunks
-
-
 Pieces = Iterable[tuple[str, int | None]]  # (piece text, start hint) in document order
+
+
+def locate(name: str, doc: Document, pieces: Pieces) -> list[Chunk]:
+    """Exact chunks for `(piece text, start hint)` pairs given in document order, each placed by
+    `labels.locate.find_in_order` (a confirmed hint, else exactly, else modulo whitespace; blank
+    pieces dropped). A piece not in the source is an error naming the strategy and document."""
+    try:
+        return [make_chunk(doc, f.start, f.end) for f in find_in_order(doc.text, pieces)]
+    except NotFound as e:
+        raise ValueError(
+            f"strategy {name!r}: chunk {e.index} of document {doc.doc_id!r} is not in the source text "
+            f"(searched from offset {e.cursor}, exactly and modulo whitespace): {e.piece[:60]!r}"
+        ) from None
 
 
 def _register(
@@ -80,11 +50,10 @@ def _register(
 ) -> None:
     """Register `fn`, replacing an earlier adapter of the same name."""
     if name in STRATEGIES:
-        if name not in _ADAPTED:
+        if not STRATEGIES[name].replaceable:
             raise ValueError(f"strategy {name!r} is built in and cannot be replaced; choose another name")
         unregister(name)
-    strategy(name, help, params or {}, check=check, version=version)(fn)
-    _ADAPTED.add(name)
+    strategy(name, help, params or {}, check=check, version=version, replaceable=True)(fn)
 
 
 def register_function(name: str, fn: Callable[[str], list[str]], version: int = 1, help: str = "") -> None:
@@ -109,8 +78,10 @@ def parser_version(parser: Any) -> int:
 
 def register_node_parser(name: str, parser: Any, help: str = "") -> None:
     """Register a LlamaIndex NodeParser (SentenceSplitter, TokenTextSplitter, MarkdownNodeParser,
-    ...) as strategy `name`. Node offsets are used when the source confirms them (LlamaIndex
-    finds them with `str.find` from 0, which is wrong for repeated text), else located."""
+    ...) as strategy `name`. LlamaIndex gives a node offsets when it finds the node's exact text
+    searching forward from the previous node's start; they are used when the source confirms
+    them, and a node without them (its text not verbatim in the source, e.g. whitespace changed)
+    is located modulo whitespace."""
 
     def chunk(doc: Document, env: ChunkEnv) -> list[Chunk]:
         return locate(name, doc, node_pieces(parser, doc.text))

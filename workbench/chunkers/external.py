@@ -56,7 +56,8 @@ if importlib.util.find_spec("langchain_text_splitters") is not None:
     _register(
         "langchain_recursive",
         langchain_recursive,
-        "LangChain's RecursiveCharacterTextSplitter (paragraphs, lines, words, characters), offsets located in the source.",
+        "LangChain's RecursiveCharacterTextSplitter (paragraphs, lines, words, characters), "
+        "offsets located in the source.",
         {
             "chunk_size": Param(256, "maximum chunk length in `unit`", lo=1, label=True, unit=UNIT_PARAM),
             "chunk_overlap": Param(0, "length repeated between neighbours, in [0, chunk_size)", lo=0, label=True,

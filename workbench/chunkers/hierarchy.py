@@ -15,14 +15,16 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
-from workbench.chunkers.fixed import TOKENIZER, fixed, unit_boundaries
+from workbench.chunkers.fixed import fixed
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import covered, cut_windows, pack, sentence_spans
+from workbench.chunkers.units import TOKENIZER, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import Param
 
-MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0, unit="tokens")
+MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0,
+                          unit="tokens")
 
 
 def cap_parent(
@@ -65,7 +67,8 @@ def _check_parent_child(p: dict[str, Any]) -> None:
         raise ValueError(f"parameter 'child_size' must be <= parent_size = {p['parent_size']}, got {p['child_size']}")
     if p["max_parent_tokens"] and p["max_parent_tokens"] < p["child_size"]:
         raise ValueError(
-            f"parameter 'max_parent_tokens' must be 0 or >= child_size = {p['child_size']}, got {p['max_parent_tokens']}"
+            f"parameter 'max_parent_tokens' must be 0 or >= child_size = {p['child_size']}, "
+            f"got {p['max_parent_tokens']}"
         )
 
 

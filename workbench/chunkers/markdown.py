@@ -16,9 +16,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import check_overlap, strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import UNIT_PARAM, Param
 
@@ -63,7 +63,7 @@ def _sections(text: str, tokens: list[Token], lines: list[int], max_level: int) 
     out: list[tuple[int, int, str]] = []
     # Backwards, so a heading directly followed by its subheading joins that subsection (no
     # chunk is a bare title; the deeper path is the true one for the whole span).
-    for (start, body, path), end in reversed(list(zip(heads, ends))):
+    for (start, body, path), end in reversed(list(zip(heads, ends, strict=True))):
         if out and not text[body:end].strip() and out[-1][2].startswith(path + PATH_SEP):
             end, path = out.pop()[1:]
         out.append((start, end, path))

@@ -18,8 +18,8 @@ from itertools import pairwise
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
-from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.chunkers.registry import check_overlap, strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import UNIT_PARAM, Param
 
@@ -64,7 +64,8 @@ class Units:
 
     def inside(self, start: int, end: int) -> list[int]:
         """Distinct unit boundaries strictly inside (start, end): where a run may be cut."""
-        return np.unique(self.b[np.searchsorted(self.b, start, "right") : np.searchsorted(self.b, end, "left")]).tolist()
+        lo, hi = np.searchsorted(self.b, start, "right"), np.searchsorted(self.b, end, "left")
+        return np.unique(self.b[lo:hi]).tolist()
 
 
 @cache
@@ -106,7 +107,7 @@ def split_pieces(
                 uncut.append((s, e))
         big = uncut
         lo, hi = units.edges(parts)
-        for part, first, after in zip(parts, lo, hi):
+        for part, first, after in zip(parts, lo, hi, strict=True):
             if after - first <= size:
                 pieces.append(part)
             else:

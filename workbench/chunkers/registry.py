@@ -26,13 +26,16 @@ class Strategy:
     help: str
     check: Callable[[dict[str, Any]], None] | None = None  # cross-parameter rules
     version: int = 1  # bump when the output for the same parameters changes: invalidates caches
+    replaceable: bool = False  # registered by an adapter: registering the name again replaces it
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
         return resolve(self.name, self.params, params, self.check)
 
 
-STRATEGIES: dict[str, Strategy] = {}
+STRATEGIES: dict[str, Strategy] = {}  # the one registry table: what may be replaced is a field of its entries
+
+Snapshot = tuple[Strategy, ...]  # the registry's contents, in registration order
 
 
 def strategy(
@@ -41,14 +44,28 @@ def strategy(
     params: Mapping[str, Param],
     check: Callable[[dict[str, Any]], None] | None = None,
     version: int = 1,
+    replaceable: bool = False,
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
         if name in STRATEGIES:
             raise ValueError(f"strategy {name!r} registered twice")
-        STRATEGIES[name] = Strategy(name, fn, dict(params), help, check, version)
+        STRATEGIES[name] = Strategy(name, fn, dict(params), help, check, version, replaceable)
         return fn
 
     return register
+
+
+def snapshot() -> Snapshot:
+    """Every registered strategy, to `restore` later: in tests, undoing what one registered; in
+    another process (a Ray worker), the user's strategies too. It pickles with cloudpickle, as
+    Ray does (user functions and adapter closures go by value, module functions by reference)."""
+    return tuple(STRATEGIES.values())
+
+
+def restore(saved: Snapshot) -> None:
+    """Make the registry exactly `saved` again: strategies registered since are gone, removed ones back."""
+    STRATEGIES.clear()
+    STRATEGIES.update((s.name, s) for s in saved)
 
 
 def get_strategy(name: str) -> Strategy:

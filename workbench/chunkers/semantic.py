@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.fixed import TOKENIZER
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import SENTENCE_SPLITTERS, pack, sentence_splitter
+from workbench.chunkers.units import TOKENIZER
 from workbench.dataset import Document
 from workbench.params import Param
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
-from workbench.chunkers.fixed import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.chunkers.registry import strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
 from workbench.dataset import Document
 from workbench.offline import use_bundled_nltk_data
 from workbench.params import Param
@@ -66,7 +66,7 @@ def sentence_spans(text: str) -> list[Bounds]:
         for a, b in line_spans[line.group()]:
             a, b = a + line.start(), b + line.start()
             cuts = [m.end() for m in _CJK_END.finditer(text, a, b)] if cjk else []
-            for lo, hi in zip([a, *cuts], [*cuts, b]):
+            for lo, hi in zip([a, *cuts], [*cuts, b], strict=True):
                 span = strip_span(text, lo, hi)
                 if span is not None:
                     out.append(span)
@@ -186,8 +186,8 @@ def pack(
     "`overlap` sentences repeated between neighbours; longer sentences cut like `fixed`.",
     {
         "size": SIZE,
-        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True, slider_hi=10,
-                         unit="sentences"),
+        "overlap": Param(0, "sentences repeated from the previous chunk (when they fit)", lo=0, label=True,
+                         slider_hi=10, unit="sentences"),
         "unit": UNIT,
         "tokenizer": TOKENIZER,
     },

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from workbench.chunkers.fixed import windows
+from workbench.chunkers.units import windows
 from workbench.io import CACHE_DIR
 from workbench.models.base import Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key

@@ -1,0 +1,1 @@
+"""Labels: answer spans from what people and libraries write (quotes located in the source text)."""
