@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from workbench.chunkers import registry
+from workbench import registries
 from workbench.dataset import Dataset, Document, Question, Span
-from workbench.ingest import READERS, load_dataset
+from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
-from workbench.retrieval.stages import STAGES
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -76,9 +75,6 @@ def chroma_small() -> Dataset:
 def restore_registries() -> Iterator[None]:
     """What a test registers (or unregisters) is undone after it, so none leaks into another:
     chunking strategies (with which may be replaced), retrieval stages and document readers."""
-    saved, tables = registry.snapshot(), [(STAGES, dict(STAGES)), (READERS, dict(READERS))]
+    saved = registries.snapshot()
     yield
-    registry.restore(saved)
-    for table, copy in tables:
-        table.clear()
-        table.update(copy)
+    registries.restore(saved)

@@ -16,7 +16,8 @@ from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, T
 from llama_index.core.schema import MetadataMode
 from textgen import documents
 
-from workbench.chunkers import STRATEGIES, ChunkEnv, Param, registry, run_strategy, unregister
+from workbench import registries
+from workbench.chunkers import STRATEGIES, ChunkEnv, Param, run_strategy, unregister
 from workbench.chunkers.adapters import locate, register_factory, register_function, register_node_parser
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Document
@@ -192,7 +193,7 @@ def test_the_previous_test_left_no_trace():
 
 def test_a_registry_restored_from_a_copy_of_its_table_forgets_adapted_names():
     """What may be replaced is part of the one registry table, so even restoring a plain copy of
-    it (as conftest did before `snapshot`) undoes a registration completely."""
+    it (as conftest did before `registries.snapshot`) undoes a registration completely."""
     saved = dict(STRATEGIES)
     register_function("test_once_adapted", str.split)
     STRATEGIES.clear()
@@ -206,11 +207,12 @@ CHILD = """
 import json, sys
 import cloudpickle
 saved = cloudpickle.loads(open(sys.argv[1], "rb").read())  # before any workbench import, as in a Ray worker
-from workbench.chunkers import ChunkEnv, registry, register_function, run_strategy
+from workbench import registries
+from workbench.chunkers import STRATEGIES, ChunkEnv, register_function, run_strategy
 from workbench.dataset import Document
-registry.restore(saved)
+registries.restore(saved)
 doc = Document("d", "D", sys.argv[2])
-out = {"names": list(registry.STRATEGIES)}
+out = {"names": list(STRATEGIES)}
 for name in ("test_remote_lines", "test_remote_li", "fixed"):
     out[name] = [[c.start, c.end] for c in run_strategy(name, {}, doc, ChunkEnv())]
 register_function("test_remote_lines", str.split)  # still an adapter there: may be replaced
@@ -231,9 +233,10 @@ def test_a_snapshot_rebuilds_the_registry_in_another_process(tmp_path, speech):
     unregister("sentence")
     here = {name: [[c.start, c.end] for c in run_strategy(name, {}, speech, ChunkEnv())]
             for name in ("test_remote_lines", "test_remote_li", "fixed")}
-    (tmp_path / "registry.pkl").write_bytes(cloudpickle.dumps(registry.snapshot()))
-    subprocess.run([sys.executable, "-c", CHILD, tmp_path / "registry.pkl", speech.text, tmp_path / "out.json"],
-                   capture_output=True, check=True)
+    (tmp_path / "registry.pkl").write_bytes(cloudpickle.dumps(registries.snapshot()))
+    child = subprocess.run([sys.executable, "-c", CHILD, tmp_path / "registry.pkl", speech.text,
+                            tmp_path / "out.json"], capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr
     there = json.loads((tmp_path / "out.json").read_text())
     assert there["names"] == list(STRATEGIES) and "sentence" not in there["names"]
     assert {name: there[name] for name in here} == here and len(here["test_remote_li"]) > 5

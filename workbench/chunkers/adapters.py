@@ -106,6 +106,15 @@ def splitter_pieces(splitter: Any, text: str) -> Pieces:
     return [(piece, None) for piece in splitter.split_text(text)]
 
 
+class _Built(dict):
+    """Splitters built per parameter set. Pickled empty: another process (a Ray worker restoring the
+    registries) builds its own, since a built splitter may hold a tokenizer that, unpickled, fetches
+    its encoding from the network."""
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (_Built, ())
+
+
 def factory_strategy(
     name: str, factory: Callable[..., Any], check: Callable[[dict[str, Any]], None] | None = None
 ) -> tuple[ChunkFn, Callable[[dict[str, Any]], None]]:
@@ -114,7 +123,7 @@ def factory_strategy(
     The check builds the splitter, so the library's own refusals (overlap > size, a bad option)
     are raised when a Variant is made, not in the middle of a sweep; the splitter built for each
     parameter set is kept for the chunking that follows."""
-    made: dict[tuple[tuple[str, Any], ...], Any] = {}
+    made = _Built()  # parameters -> splitter
 
     def build(params: Mapping[str, Any]) -> Any:
         key = tuple(sorted(params.items()))

@@ -35,7 +35,6 @@ class Strategy:
 
 STRATEGIES: dict[str, Strategy] = {}  # the one registry table: what may be replaced is a field of its entries
 
-Snapshot = tuple[Strategy, ...]  # the registry's contents, in registration order
 
 
 def strategy(
@@ -53,19 +52,6 @@ def strategy(
         return fn
 
     return register
-
-
-def snapshot() -> Snapshot:
-    """Every registered strategy, to `restore` later: in tests, undoing what one registered; in
-    another process (a Ray worker), the user's strategies too. It pickles with cloudpickle, as
-    Ray does (user functions and adapter closures go by value, module functions by reference)."""
-    return tuple(STRATEGIES.values())
-
-
-def restore(saved: Snapshot) -> None:
-    """Make the registry exactly `saved` again: strategies registered since are gone, removed ones back."""
-    STRATEGIES.clear()
-    STRATEGIES.update((s.name, s) for s in saved)
 
 
 def get_strategy(name: str) -> Strategy:

@@ -33,6 +33,11 @@ DEFAULT_BATCH = 32
 BACKENDS = ("torch", *ONNX_BACKENDS)
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 OVERLAP = 0.25  # share of a token window repeated from the previous one, as context for its first tokens
+# Bump when a text's vector changes for the same model files and backend (the encode path: pooling,
+# normalisation, windows): it enters the fingerprint, which names the vector cache and index entries.
+# Version 1 adds nothing, so fingerprints stay as they always were; tests/test_code_versions.py fails
+# when this module's code changes and this stays.
+ENCODE_VERSION = 1
 GROUP_WINDOWS = 256  # token windows run before their texts are handed out: bounds memory on big corpora
 
 
@@ -131,7 +136,8 @@ class Embedder(Model):
         self.backend = backend
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.model_fingerprint = model_fingerprint(path)
-        self.fingerprint = self.model_fingerprint if backend == "torch" else f"{self.model_fingerprint}-{backend}"
+        self.fingerprint = "-".join([self.model_fingerprint, *([backend] if backend != "torch" else []),
+                                     *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
 
