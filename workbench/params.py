@@ -7,9 +7,11 @@ defaults and names what is wrong (scikit-learn's rule: validate up front, before
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 UNIT_PARAM = "<unit>"  # Param.unit of sizes counted in whatever the strategy's `unit` parameter says
 
@@ -66,3 +68,18 @@ def resolve(owner: str, schema: Mapping[str, Param], params: Mapping[str, Any],
         except ValueError as e:
             raise IncompatibleParams(f"{owner}: {e}") from None
     return out
+
+
+def add_entry(table: MutableMapping[str, T], kind: str, name: str, entry: T) -> None:
+    """Put a component in its registry table; a name is registered once (an adapter replaces
+    its own entry by unregistering it first)."""
+    if name in table:
+        raise ValueError(f"{kind} {name!r} registered twice")
+    table[name] = entry
+
+
+def get_entry(table: Mapping[str, T], kind: str, name: str) -> T:
+    """A registered component, or a ValueError listing the known names."""
+    if name not in table:
+        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(table)}")
+    return table[name]

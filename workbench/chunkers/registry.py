@@ -13,7 +13,7 @@ from typing import Any
 
 from workbench.chunkers.base import Chunk, ChunkEnv
 from workbench.dataset import Document
-from workbench.params import Param, resolve
+from workbench.params import Param, add_entry, get_entry, resolve
 
 ChunkFn = Callable[..., list[Chunk]]  # fn(doc, env, **params) -> chunks
 
@@ -36,7 +36,6 @@ class Strategy:
 STRATEGIES: dict[str, Strategy] = {}  # the one registry table: what may be replaced is a field of its entries
 
 
-
 def strategy(
     name: str,
     help: str,
@@ -46,18 +45,14 @@ def strategy(
     replaceable: bool = False,
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
-        if name in STRATEGIES:
-            raise ValueError(f"strategy {name!r} registered twice")
-        STRATEGIES[name] = Strategy(name, fn, dict(params), help, check, version, replaceable)
+        add_entry(STRATEGIES, "strategy", name, Strategy(name, fn, dict(params), help, check, version, replaceable))
         return fn
 
     return register
 
 
 def get_strategy(name: str) -> Strategy:
-    if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; choose one of {sorted(STRATEGIES)}")
-    return STRATEGIES[name]
+    return get_entry(STRATEGIES, "strategy", name)
 
 
 def unregister(name: str) -> Strategy:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from workbench.params import Param, resolve
+from workbench.params import Param, add_entry, get_entry, resolve
 from workbench.retrieval.bm25 import rrf
 
 if TYPE_CHECKING:
@@ -74,18 +74,14 @@ def stage(name: str, help: str, params: Mapping[str, Param] | None = None,
           **options: Any) -> Callable[[StageFn], StageFn]:
     """Register `fn` as the retrieval stage `name` (options: first, needs, wants, version)."""
     def register(fn: StageFn) -> StageFn:
-        if name in STAGES:
-            raise ValueError(f"retrieval stage {name!r} registered twice")
-        STAGES[name] = Stage(name, fn, dict(params or {}), help, **options)
+        add_entry(STAGES, "retrieval stage", name, Stage(name, fn, dict(params or {}), help, **options))
         return fn
 
     return register
 
 
 def get_stage(name: str) -> Stage:
-    if name not in STAGES:
-        raise ValueError(f"unknown retrieval stage {name!r}; choose one of {sorted(STAGES)}")
-    return STAGES[name]
+    return get_entry(STAGES, "retrieval stage", name)
 
 
 def first_stages() -> tuple[str, ...]:
