@@ -52,7 +52,7 @@ def components() -> dict[str, dict[str, Any]]:
     from workbench.chunkers import STRATEGIES
     from workbench.models import embed
     from workbench.retrieval import index
-    from workbench.retrieval.stages import STAGES
+    from workbench.retrievers import STAGES
 
     out = {f"strategy {name}": (s.version, closure(s.fn.__module__)) for name, s in STRATEGIES.items()}
     out |= {f"stage {name}": (s.version, [s.fn.__module__]) for name, s in STAGES.items()}

@@ -11,7 +11,7 @@ from conftest import REPO
 
 from workbench.dataset import Dataset, DatasetError, Document
 from workbench.ingest import READERS, load_dataset
-from workbench.retrieval.stages import STAGES, stage
+from workbench.retrievers import STAGES, stage
 
 SHIPPED = REPO / "tests" / "data"
 

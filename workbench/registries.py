@@ -12,7 +12,7 @@ from typing import Any
 
 from workbench.chunkers.registry import STRATEGIES
 from workbench.ingest.folder import READERS
-from workbench.retrieval.stages import STAGES
+from workbench.retrievers import STAGES
 
 Snapshot = tuple[dict[str, Any], ...]  # a copy of each table, in TABLES order
 TABLES = (STRATEGIES, STAGES, READERS)

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Document
 from workbench.params import IncompatibleParams
-from workbench.retrieval.stages import DENSE, STAGES, first_stages, get_stage
+from workbench.retrievers import DENSE, STAGES, first_stages, get_stage
 
 StageSpec = tuple[str, tuple[tuple[str, Any], ...], int]  # (stage name, sorted resolved params, stage version)
 MODIFIERS = ("header", "late")  # the +modifiers that are not retrieval stages

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench import retrievers
 from workbench.dataset import Dataset
 from workbench.evaluation import metrics, scoring
 from workbench.evaluation.settings import Settings
@@ -27,7 +28,7 @@ from workbench.retrieval import bm25, index, search, stages
 from workbench.variant import Variant
 
 # what turns an index into rankings (the stages and the depth rule) and rankings into scores
-_CODE = (metrics, scoring, index, bm25, stages, search)
+_CODE = (metrics, scoring, index, bm25, retrievers, stages, search)
 
 
 @cache

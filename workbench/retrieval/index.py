@@ -26,7 +26,7 @@ from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.embed import Embedder
 from workbench.retrieval.bm25 import LexicalIndex
-from workbench.retrieval.stages import get_stage
+from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 

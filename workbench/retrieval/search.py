@@ -13,7 +13,7 @@ import numpy as np
 
 from workbench.dataset import Hit, Question
 from workbench.retrieval.index import ChunkIndex
-from workbench.retrieval.stages import Queries, Ranking, get_stage
+from workbench.retrievers import Queries, Ranking, get_stage
 from workbench.variant import DENSE_ONLY, StageSpec
 
 

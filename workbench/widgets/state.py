@@ -24,7 +24,7 @@ from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.retrieval.index import IndexStore
-from workbench.retrieval.stages import first_stages
+from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, combine, sweep_steps
 from workbench.variant import Variant, expand
 

@@ -32,7 +32,7 @@ from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
 from workbench.retrieval.index import IndexStore
-from workbench.retrieval.stages import first_stages
+from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, rankings
 from workbench.variant import Variant
 from workbench.viewer import around, chunk_html
