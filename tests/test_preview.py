@@ -98,6 +98,8 @@ def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_pa
     recall = first.summary.query("metric == 'recall' and k == 5").set_index("key")["mean"]
     assert len(best) == 2 and all(isinstance(v, Variant) for v in best)
     assert recall[best[0].key] >= recall[best[1].key] >= recall.drop([v.key for v in best]).max()
+    tokens = first.summary.query("metric == 'context_tokens' and k == 5").set_index("key")["mean"]
+    assert first.top(1, metric="context_tokens", k=5)[0].key == tokens.idxmin() != tokens.idxmax()  # a cost: lowest
 
 
 def test_bad_arguments_are_refused(tiny, tmp_path: Path):

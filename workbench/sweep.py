@@ -115,8 +115,8 @@ class SweepResult:
         raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
 
     def top(self, n: int, metric: str = "recall", k: int = 5) -> list[Variant]:
-        """The n variants of highest mean `metric` at cut-off k (ties in grid order), e.g. the
-        best of a preview sweep, to confirm with a real one."""
+        """The n variants of best mean `metric` at cut-off k (highest, or lowest for a cost such as
+        context tokens; ties in grid order), e.g. the best of a preview sweep, to confirm with a real one."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         table = self.summary
@@ -124,8 +124,9 @@ class SweepResult:
         if rows.empty:
             raise ValueError(f"no {metric!r} at k={k} in the result; metrics: {sorted(table['metric'].unique())}, "
                              f"ks: {self.ks}")
+        sign = 1 if stats.lower_is_better(metric) else -1
         mean = dict(zip(rows["key"], rows["mean"], strict=True))
-        return [self.variant(key) for key in sorted(mean, key=lambda key: -mean[key])[:n]]
+        return [self.variant(key) for key in sorted(mean, key=lambda key: sign * mean[key])[:n]]
 
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
