@@ -404,7 +404,7 @@ class Sweeper(PanelBase):
                  "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}"}
         shown = {names[n]: fig for n, fig in self._figures().items()}
         paths = report.export(self.result, self.folder.value, report.default_figures(self.result) | shown,
-                              dataset=self.dataset, store=self.store, embedder=self.embedder)
+                              dataset=self.dataset, store=self.store)
         folder = Path(self.folder.value).resolve()
         self.message.value = (f"wrote <b>{html.escape(str(paths['report'].resolve()))}</b> and "
                               f"{len(paths) - 1} tables and figures to {html.escape(str(folder))}")
