@@ -21,7 +21,8 @@ setup: $(STAMP)
 demo: setup  ## sweep the default grid on data/chroma_small -> results/demo/
 	$(BIN)/python -m workbench sweep --data data/chroma_small --out results/demo
 
-test: setup  ## the test suite (real model, real FAISS, small corpora)
+test: setup  ## lint (ruff: E, F, B905, I), then the test suite (real model, real FAISS, small corpora)
+	$(BIN)/ruff check --select E,F,B905,I workbench tests bench
 	$(BIN)/python -m pytest
 
 lab: setup  ## JupyterLab on notebooks/

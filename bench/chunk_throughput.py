@@ -83,7 +83,8 @@ def measure(repeats: int = 5, datasets: list[Dataset] | None = None) -> pd.DataF
     """One row per (corpus, workbench variant): seconds of both and ratio = llamaindex / workbench."""
     rows = []
     for data in datasets or corpora():
-        contenders = {"llamaindex": llamaindex_chunker(data)} | {v.strategy: workbench_chunker(v, data) for v in VARIANTS}
+        contenders = ({"llamaindex": llamaindex_chunker(data)}
+                      | {v.strategy: workbench_chunker(v, data) for v in VARIANTS})
         best = best_interleaved(contenders, repeats)
         for v in VARIANTS:
             rows.append({
@@ -113,7 +114,8 @@ def main() -> None:
     df = measure(args.repeats)
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor() or "unknown CPU")
-    md = (f"`python bench/chunk_throughput.py --repeats {args.repeats}`, run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    md = (f"`python bench/chunk_throughput.py --repeats {args.repeats}`, "
+          f"run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
           f" on {os.cpu_count()} cores ({cpu}, {platform.system()}), shared with other jobs: ratios, not seconds.\n\n"
           f"{table(df)}\n")
     print(md)

@@ -131,7 +131,8 @@ def measure(variant: Variant, dataset: Dataset, subset: Dataset, embedder: Embed
     embed_seconds, vectors = fastest(embed, 2)
     embedded = late_windows(dataset, embedder) if variant.late else len(set(texts))
 
-    hits = search(ChunkIndex(mine, flat_index(vectors), returned_token_counts(mine, subset), {}), subset.questions, qvecs, K)
+    index = ChunkIndex(mine, flat_index(vectors), returned_token_counts(mine, subset), {})
+    hits = search(index, subset.questions, qvecs, K)
     per_hit = [h.tokens["cl100k_base"] for hs in hits for h in hs]
     units = [make_chunk(dataset.docs[s.doc_id], s.start, s.end) for s in dict.fromkeys(c.returned for c in chunks)]
     return {

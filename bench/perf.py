@@ -259,7 +259,8 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
         save(m)
         for report in (False, True):
             for s in measured:
-                s.sweep("warm + report" if report else "warm", data, s.work / "cache", s.work / "warm", wb_specs, report)
+                s.sweep("warm + report" if report else "warm", data, s.work / "cache", s.work / "warm", wb_specs,
+                        report)
             save(m)
         floors: dict[str, Timed] = {}  # one floor per distinct set of texts
         for s in measured:
@@ -356,7 +357,8 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
     processes = list(dict.fromkeys(what for s in m.sides for what in s.runs))
     out += ["", "## Every process", "", "| process | " + " | ".join(f"{n}: wall s / CPU s / load" for n in names)
             + " |", "|---|" + "---|" * len(m.sides),
-            "| LlamaIndex loop (one run, shared by every column) | " + " | ".join(seconds(m.loop) for _ in m.sides) + " |"]
+            "| LlamaIndex loop (one run, shared by every column) | "
+            + " | ".join(seconds(m.loop) for _ in m.sides) + " |"]
     out += [f"| {what} | " + " | ".join(seconds(s.runs.get(what)) for s in m.sides) + " |" for what in processes]
     out += ["", "Distinct texts the cold sweep embedded (the floor embeds exactly these): "
             + ", ".join(f"{n}: {s.distinct_texts:,}" for n, s in zip(names, m.sides, strict=True)) + ". "
@@ -392,7 +394,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rev", action="append", default=[], help="git revision to measure (repeatable), e.g. 7737326")
     p.add_argument("--out", type=Path, default=BENCH / "perf.md", help="markdown to write (default: bench/perf.md)")
-    p.add_argument("--data", type=Path, default=REPO / "data" / "chroma_small", help="dataset folder (default: %(default)s)")
+    p.add_argument("--data", type=Path, default=REPO / "data" / "chroma_small",
+                   help="dataset folder (default: %(default)s)")
     p.add_argument("--texts", nargs=2, type=Path, metavar=("CACHE", "OUT"), help=argparse.SUPPRESS)
     p.add_argument("--floor", nargs=2, type=Path, metavar=("TEXTS", "MODEL"), help=argparse.SUPPRESS)
     p.add_argument("--throughput", type=Path, metavar="OUT", help=argparse.SUPPRESS)

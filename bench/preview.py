@@ -100,7 +100,8 @@ def measure(data: Dataset, tmp: Path) -> tuple[dict, pd.DataFrame]:
     workbench.retrieval.preview.DTYPE = np.float16
 
     pooled_env = workbench.retrieval.preview.TokenCache.env  # semantic cuts from the real (cached) group vectors
-    workbench.retrieval.preview.TokenCache.env = lambda self, doc, emb: ChunkEnv(embed=emb.encode, model_tokenizer=emb.tokenizer)
+    workbench.retrieval.preview.TokenCache.env = lambda self, doc, emb: ChunkEnv(embed=emb.encode,
+                                                                                 model_tokenizer=emb.tokenizer)
     sem_real = run(data, GRID, tmp / "preview", cache=tmp / "real", preview=True)  # groups cached by `real`
     workbench.retrieval.preview.TokenCache.env = pooled_env
 

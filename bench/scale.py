@@ -217,7 +217,8 @@ def md_table(rows: pd.DataFrame, columns: list[str]) -> str:
 def growth(cold: pd.DataFrame) -> str:
     """Per dataset: exponents of time and peak RSS in characters and questions, and the linear
     slopes; over both datasets, the least-squares fit in characters and questions together."""
-    lines = ["| dataset | time ~ chars^ | time ~ questions^ | RSS ~ chars^ | RSS ~ questions^ | s per 1k chars | MB per 1k chars |",
+    lines = ["| dataset | time ~ chars^ | time ~ questions^ | RSS ~ chars^ | RSS ~ questions^ | s per 1k chars "
+             "| MB per 1k chars |",
              "|---|---|---|---|---|---|---|"]
     for name, g in cold.groupby("dataset", sort=False):
         if len(g) < 2:
@@ -241,7 +242,8 @@ def per_variant(variants: pd.DataFrame) -> str:
     return "Peak RSS per added variant (slope over the variant counts): " + ", ".join(parts) + "." if parts else ""
 
 
-def markdown(rows: pd.DataFrame, held: pd.DataFrame | None, trim: pd.DataFrame, args: argparse.Namespace, minutes: float) -> str:
+def markdown(rows: pd.DataFrame, held: pd.DataFrame | None, trim: pd.DataFrame, args: argparse.Namespace,
+             minutes: float) -> str:
     done = rows[rows["wall_s"].notna()] if "wall_s" in rows else rows.iloc[:0]
     done = done.astype({c: int for c in INT_COLUMNS if c in done})  # NaN of unmeasured runs made them floats
     sizes, variants = (done[done["section"] == s] for s in ("sizes", "variants"))
@@ -296,15 +298,20 @@ Cold runs have their own empty cache each; warm runs use the 6-variant cache.
 """]
     if held is not None:
         pq_row = held["bytes_per_row"].sum()
+        per_q = held['rows_per_question'].iloc[0]
+        swept_mb = 10_570 * per_q * pq_row / 2**20
+        compact_mb = 10_570 * per_q * held['compact_bytes_per_row'].sum() / 2**20
+        columns = ["column", "dtype", "bytes_per_row", "compact_dtype", "compact_bytes_per_row"]
         out.append(f"""What a variant's result holds, per row of `per_question` (in this process, `wb.sweep` of the 6
 variants on the warm cache; {held['rows_per_question'].iloc[0]:.0f} rows per question per variant, so
 {pq_row:.0f} bytes per row is {pq_row * held['rows_per_question'].iloc[0] / 1024:.1f} KiB per question per variant;
 compact = the same values in the dtypes beside them). At squad_v11_dev's 10,570 questions that is
-{10_570 * held['rows_per_question'].iloc[0] * pq_row / 2**20:.0f} MB per variant as swept, {10_570 * held['rows_per_question'].iloc[0] * held['compact_bytes_per_row'].sum() / 2**20:.0f} MB compact:
+{swept_mb:.0f} MB per variant as swept, {compact_mb:.0f} MB compact:
 
-{md_table(held.drop(columns="rows_per_question"), ["column", "dtype", "bytes_per_row", "compact_dtype", "compact_bytes_per_row"])}
+{md_table(held.drop(columns="rows_per_question"), columns)}
 """)
-    out.append(f"""In this process, a cold `sweep_steps` of the 6 variants on the smallest {args.study.partition("=")[0]} document, steps
+    study = args.study.partition("=")[0]
+    out.append(f"""In this process, a cold `sweep_steps` of the 6 variants on the smallest {study} document, steps
 kept: RSS after each step, and after glibc's `malloc_trim(0)` returns the freed heap to the system
 (live memory grows {np.polyfit(trim.variants, trim.rss_after_trim_mb, 1)[0]:.1f} MB per variant after trimming,
 {np.polyfit(trim.variants, trim.rss_mb, 1)[0]:.1f} MB before):
@@ -313,8 +320,9 @@ kept: RSS after each step, and after glibc's `malloc_trim(0)` returns the freed 
 """)
     if len(missing):
         out.append("## Not measured (the run's --until was reached)\n\n"
-                   + md_table(missing.astype(object).fillna(""), [c for c in ("section", "dataset", "cache", "variants", "n_docs",
-                                                                "killed_after_s", "skipped") if c in missing]) + "\n")
+                   + md_table(missing.astype(object).fillna(""),
+                              [c for c in ("section", "dataset", "cache", "variants", "n_docs", "killed_after_s",
+                                           "skipped") if c in missing]) + "\n")
     return "\n".join(out)
 
 
@@ -336,10 +344,12 @@ def main() -> None:
     p.add_argument("--sizes", action="append", metavar="NAME=N,N,...",
                    help="documents kept at each size, smallest first (repeatable; default: "
                    + " ".join(f"{k}={','.join(map(str, v))}" for k, v in SIZES.items()) + ")")
-    p.add_argument("--study", default=STUDY, metavar="NAME=N", help="subset of the variant-count study (default: %(default)s)")
+    p.add_argument("--study", default=STUDY, metavar="NAME=N",
+                   help="subset of the variant-count study (default: %(default)s)")
     p.add_argument("--until", default="23:59", metavar="HH:MM",
                    help="UTC time after which runs are killed or skipped (default: %(default)s)")
-    p.add_argument("--md", type=Path, default=REPO / "bench" / "scale.md", help="write the tables here (default: %(default)s)")
+    p.add_argument("--md", type=Path, default=REPO / "bench" / "scale.md",
+                   help="write the tables here (default: %(default)s)")
     args = p.parse_args()
     args.sizes = parse_sizes(args.sizes) if args.sizes else SIZES
     name, _, n = args.study.partition("=")

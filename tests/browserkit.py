@@ -179,7 +179,8 @@ def serve(command: list[str], port: int, cwd: Path, log: Path) -> Iterator[Serve
             if proc.poll() is not None:
                 raise RuntimeError(f"{command[0]} exited with {proc.returncode}:\n{server.log_tail()}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{command[0]} not listening on {port} after {SERVER_START_S} s:\n{server.log_tail()}")
+                raise RuntimeError(f"{command[0]} not listening on {port} after {SERVER_START_S} s:\n"
+                                   f"{server.log_tail()}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break

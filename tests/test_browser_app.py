@@ -41,7 +41,8 @@ def app(tab: Tab, voila_app: Server, workspace: Path, tiny: Dataset) -> Tab:
 def explorer_of(app: Tab) -> Locator:
     """The semantic explorer's cell output: the one holding the breakpoint percentile slider."""
     page = app.page
-    percentile = page.locator(".widget-hslider").filter(has=page.locator(".widget-label", has_text="breakpoint percentile"))
+    label = page.locator(".widget-label", has_text="breakpoint percentile")
+    percentile = page.locator(".widget-hslider").filter(has=label)
     return page.locator(".jp-OutputArea-output").filter(has=percentile)
 
 
@@ -52,7 +53,8 @@ def test_app_page_renders_the_sweeper_and_the_explorer_without_errors(app: Tab) 
     for error in ("Error displaying widget", "Traceback", "Error"):
         assert error not in text
     assert "import workbench" not in text and "wb.widgets" not in text, "code cells are shown"
-    sweeper = page.locator(".jp-OutputArea-output").filter(has=page.locator(".widget-select-multiple", has_text="strategies"))
+    strategies = page.locator(".widget-select-multiple", has_text="strategies")
+    sweeper = page.locator(".jp-OutputArea-output").filter(has=strategies)
     assert sweeper.count() == 1, "no sweeper"
     assert sweeper.locator("button", has_text="Run").count() == 1
     assert sweeper.locator(".widget-text").filter(has_text="size").locator("input").input_value() != ""
@@ -73,7 +75,8 @@ def test_explorer_recuts_when_the_percentile_moves_from_the_keyboard(app: Tab) -
     explorer = explorer_of(app)
     explorer.scroll_into_view_if_needed()
     figure = explorer.locator("img.widget-image")
-    percentile = explorer.locator(".widget-hslider").filter(has=page.locator(".widget-label", has_text="breakpoint percentile"))
+    label = page.locator(".widget-label", has_text="breakpoint percentile")
+    percentile = explorer.locator(".widget-hslider").filter(has=label)
     before, value = figure.get_attribute("src"), int(percentile.locator(".widget-readout").inner_text())
     percentile.locator(".noUi-handle").focus()
     page.keyboard.press("ArrowLeft")
@@ -99,7 +102,8 @@ def test_panel_leaves_no_progress_bar_once_it_measured(tab: Tab, workspace: Path
         write_dataset(tiny, data)
     notebook = workspace / "notebooks" / "panel.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell(
-        f"import workbench as wb\nwb.widgets.panel(wb.load_dataset({str(data)!r}), store='../results/cache')")]), notebook)
+        f"import workbench as wb\nwb.widgets.panel(wb.load_dataset({str(data)!r}), store='../results/cache')")]),
+        notebook)
     port = free_port()
     with serve(voila_command(notebook, port), port, notebook.parent, tmp_path / "voila.log") as server:
         tab.page.goto(server.url, timeout=RENDER_S * 1000)

@@ -24,7 +24,8 @@ RUN_S = 240  # kernel start, model load and the notebook's sweep on the tiny cor
 # Every code cell has run once: a number in each prompt, none queued or running ("[*]").
 ALL_RAN = """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
   return p.length > 0 && p.every(e => /^\\[\\d+\\]:$/.test(e.textContent.trim())); }"""
-STARTED = "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].some(e => /[*\\d]/.test(e.textContent))"
+STARTED = ("() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]"
+           ".some(e => /[*\\d]/.test(e.textContent))")
 
 
 @pytest.fixture
@@ -123,8 +124,8 @@ def test_sweeper_sweeps_a_typed_range_and_scrubs_from_the_keyboard(quickstart: T
     progress = sweeper.locator(".widget-html").filter(has_text=re.compile(r"variants ·"))
     page.wait_for_function(SWEEP_DONE, arg=progress.element_handle(timeout=RUN_S * 1000), timeout=RUN_S * 1000)
     page.wait_for_function("b => !b.disabled", arg=run.element_handle(), timeout=RUN_S * 1000)
-    page.wait_for_function("([img, before]) => img.src && img.src !== before", arg=[overview.element_handle(), before_src],
-                           timeout=RUN_S * 1000)
+    page.wait_for_function("([img, before]) => img.src && img.src !== before",
+                           arg=[overview.element_handle(), before_src], timeout=RUN_S * 1000)
     quickstart.screenshot("sweeper-lab", sweeper)
 
     options = labels(choices.locator("option"))
@@ -137,8 +138,8 @@ def test_sweeper_sweeps_a_typed_range_and_scrubs_from_the_keyboard(quickstart: T
     after_run = overview.get_attribute("src")
     handle.focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_function("([img, before]) => img.src && img.src !== before", arg=[overview.element_handle(), after_run],
-                           timeout=30_000)
+    page.wait_for_function("([img, before]) => img.src && img.src !== before",
+                           arg=[overview.element_handle(), after_run], timeout=30_000)
     assert labels(choices.locator("option:checked")) == [options[-2]], "the slider did not select the variant before"
     assert overview.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
 

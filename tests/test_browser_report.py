@@ -5,6 +5,7 @@ each section on a page of its own."""
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,8 @@ WIDER_THAN_WINDOW = """() => {
 
 @pytest.fixture(scope="module")
 def report_html(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    variants = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8), Variant.make("fixed", size=64)]
+    variants = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8),
+                Variant.make("fixed", size=64)]
     folder = tmp_path_factory.mktemp("browser-report")
     store = folder / "cache"
     result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=store, progress=False)
@@ -88,5 +90,5 @@ def test_the_pdf_starts_every_section_on_a_new_page(tab: Tab, report_html: Path)
     for n in range(1, sections + 1):
         tab.page.evaluate(SHOW_SECTIONS, n)
         pages.append(pdf_pages(tab.page.pdf()))
-    assert all(b > a for a, b in zip(pages, pages[1:])), f"pages with the first 1, 2, ... sections: {pages}"
+    assert all(b > a for a, b in pairwise(pages)), f"pages with the first 1, 2, ... sections: {pages}"
     assert pages[-1] >= sections

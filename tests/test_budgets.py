@@ -140,6 +140,7 @@ def test_overview_fourth_panel_and_budget_curves(result: SweepResult) -> None:
             np.testing.assert_allclose(line.get_xdata(), BUDGETS)
             np.testing.assert_allclose(line.get_ydata(), mine["mean"])
         (ring,) = [a for a in plots.mark(fig, VARIANTS[1].key) if a.axes is ax]
-        np.testing.assert_allclose(ring.get_ydata(), recall[recall["key"] == VARIANTS[1].key].sort_values("budget")["mean"])
+        mine = recall[recall["key"] == VARIANTS[1].key].sort_values("budget")
+        np.testing.assert_allclose(ring.get_ydata(), mine["mean"])
     iou = plots.budget_curves(result, "iou").axes[0]
     assert iou.get_title() == "iou at equal budgets"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -125,7 +126,7 @@ def test_parent_child_properties(
     check_common(doc, chunks, child_size, params["max_parent_tokens"], tokenizer)
     if parent != "window" and not cap:  # children never straddle parents; siblings share one span
         parents = {(c.parent_start, c.parent_end) for c in chunks}
-        assert all(a[1] <= b[0] for a, b in zip(sorted(parents), sorted(parents)[1:]))
+        assert all(a[1] <= b[0] for a, b in pairwise(sorted(parents)))
     if parent == "section":
         sections = {(a, b): h for a, b, h in section_spans(doc.text)}
         for c in chunks:

@@ -3,6 +3,8 @@ kept whole, the chunk contract on random text, and the fallback to recursive spl
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from chunkcheck import ENV, MIXED, PROPS, UNITS, assert_chunk_contract, check_random_doc
 from conftest import BILLING, SPACE
@@ -59,7 +61,7 @@ def test_section_spans_hand_computed() -> None:
         ("# Usage", "Usage"),
     ]
     assert spans[0][0] == 0 and spans[-1][1] == len(GUIDE)
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(a[1] == b[0] for a, b in pairwise(spans))
 
 
 def test_section_spans_edge_cases() -> None:

@@ -130,7 +130,7 @@ def test_breakpoints_equal_llamaindex_given_our_sentences(
     sentences = sentence_spans(text)
     assert len(sentences) > 20
     starts = [0] + [s for s, _ in sentences[1:]]
-    pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])]
+    pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
     for p in percentiles:
         parser = llamaindex_parser(
             embedder, buffer_size=buffer_size, breakpoint_percentile_threshold=p, sentence_splitter=lambda _t: pieces

@@ -19,8 +19,8 @@ def test_help_explains_every_option() -> None:
     out = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--help"], capture_output=True, text=True,
                          check=True).stdout
     for option in ("--data", "--questions", "--out", "--variant", "--grid", "--ks", "--mode", "--model", "--cache",
-                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--quiet", "+header",
-                   "+late"):
+                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--quiet",
+                   "+header", "+late"):
         assert option in out
 
 

@@ -175,7 +175,7 @@ def ranx_scores(dataset: Dataset, variant: Variant, embedder: Embedder, store: I
         single[q.qid] = len(qrels[q.qid]) == 1 and all(units[0].start <= a.start and a.end <= units[0].end
                                                        for a in q.answers)
     run = Run({q.qid: {unit_id(h.span): float(len(r) - i) for i, h in enumerate(r)}
-               for q, r in zip(dataset.questions, ranked)})
+               for q, r in zip(dataset.questions, ranked, strict=True)})
     names = [f"{m}@{k}" for m in ("hit_rate", "mrr", "ndcg", "recall") for k in ks]
     evaluate(Qrels(qrels), run, names)
     return run.scores, single

@@ -129,7 +129,8 @@ def sampled(folder: Path, seed: int) -> list[str]:
 
 
 def test_select_samples_reproducibly_within_the_chosen_documents(tmp_path: Path) -> None:
-    docs = [{"doc_id": f"d{i}", "text": " ".join(f"Sentence {j} of document {i}." for j in range(10))} for i in range(4)]
+    docs = [{"doc_id": f"d{i}", "text": " ".join(f"Sentence {j} of document {i}." for j in range(10))}
+            for i in range(4)]
     questions = [{"qid": f"q{i}-{j}", "question": "Which?", "answers": [{"doc_id": f"d{i}", "start": 0, "end": 8}]}
                  for i in range(4) for j in range(10)]
     questions.append({"qid": "both", "question": "Both?", "answers": [{"doc_id": "d0", "start": 0, "end": 8},

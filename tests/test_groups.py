@@ -68,7 +68,8 @@ def test_group_field_loads_and_leaves_the_fingerprints_alone(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("bad", [3, None, " "])
 def test_bad_group_names_file_line_and_field(tmp_path: Path, bad: object) -> None:
-    write_corpus(tmp_path / "bad", [{"doc_id": "a", "text": "Alpha text."}, {"doc_id": "b", "text": "B.", "group": bad}])
+    write_corpus(tmp_path / "bad",
+                 [{"doc_id": "a", "text": "Alpha text."}, {"doc_id": "b", "text": "B.", "group": bad}])
     with pytest.raises(DatasetError) as e:
         load_dataset(tmp_path / "bad")
     assert (e.value.path, e.value.line, e.value.field) == (str(tmp_path / "bad" / "corpus.jsonl"), 2, "group")
@@ -79,12 +80,14 @@ def test_prefix_rule_splits_the_chroma_corpora(chroma: Dataset) -> None:
     groups = chroma.groups_of_questions()
     assert groups == {q.qid: q.answers[0].doc_id for q in chroma.questions}
     assert set(groups.values()) == {"state_of_the_union", "wikitexts", "chatlogs"}
-    folder = Dataset("f", (Document("law/a.md", "a", "x"), Document("law/b.md", "b", "y"), Document("c.md", "c", "z")), ())
+    folder = Dataset("f", (Document("law/a.md", "a", "x"), Document("law/b.md", "b", "y"), Document("c.md", "c", "z")),
+                     ())
     assert [doc_group(d, "prefix") for d in folder.documents] == ["law", "law", "c.md"]
 
 
 def test_evidence_in_two_groups_is_mixed() -> None:
-    docs = (Document("law/a", "a", "Alpha text."), Document("law/b", "b", "Beta text."), Document("news/c", "c", "Gamma."))
+    docs = (Document("law/a", "a", "Alpha text."), Document("law/b", "b", "Beta text."),
+            Document("news/c", "c", "Gamma."))
     qs = (Question("one", "?", (Span("law/a", 0, 5), Span("law/b", 0, 4))),
           Question("two", "?", (Span("law/a", 0, 5), Span("news/c", 0, 5))))
     assert Dataset("d", docs, qs).groups_of_questions() == {"one": "law", "two": MIXED}

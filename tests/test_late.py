@@ -89,7 +89,7 @@ def test_short_document_matches_the_pooled_document_pass(embedder):
     enc = embedder.tokenizer(SHORT.text, return_offsets_mapping=True, return_special_tokens_mask=True)
     pairs = zip(enc["offset_mapping"], enc["special_tokens_mask"], strict=True)
     offsets = [(-1, -1) if special else span for span, special in pairs]  # [CLS]/[SEP] are never pooled
-    for chunk, vec in zip(chunks, vecs):
+    for chunk, vec in zip(chunks, vecs, strict=True):
         picked = overlapping(offsets, chunk.start, chunk.end)
         assert picked
         assert np.abs(unit(tokens[picked].mean(axis=0)) - vec).max() < 1e-5, chunk.text
@@ -134,7 +134,7 @@ def test_long_document_pools_each_token_from_its_owning_window(embedder, long_do
         owned[o1:o2] = hidden[1 + o1 - s : 1 + o2 - s]
     cuts = [o1 for _, _, o1, _ in plan[1:]]
     straddling = 0
-    for chunk, vec in zip(chunks, vecs):
+    for chunk, vec in zip(chunks, vecs, strict=True):
         picked = overlapping(offsets, chunk.start, chunk.end)
         straddling += any(picked[0] < cut <= picked[-1] for cut in cuts)
         assert np.abs(unit(owned[picked].mean(axis=0)) - vec).max() < 1e-4, chunk.start

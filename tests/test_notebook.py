@@ -31,7 +31,8 @@ def execute(name: str, params: str) -> list:
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1, f"{name} needs exactly one cell tagged 'parameters'"
     cells[0].source = params
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    resources = {"metadata": {"path": str(REPO / "notebooks")}}
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources=resources).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     return outputs

@@ -78,7 +78,8 @@ def test_variant_retriever_fields() -> None:
     spec = hybrid.spec()  # rebuilt from its spec the way reports and widgets do it
     assert Variant.make(spec["strategy"], contextual_header=spec["contextual_header"], late=spec["late"],
                         **spec["params"]) == hybrid
-    assert [v.retriever for v in grid("fixed", size=24, retriever=["dense", "bm25"], rrf_k=[60, 30])] == ["dense", "bm25"]
+    variants = grid("fixed", size=24, retriever=["dense", "bm25"], rrf_k=[60, 30])
+    assert [v.retriever for v in variants] == ["dense", "bm25"]
     for kwargs, message in [({"retriever": "splade"}, "parameter 'retriever' must be one of"),
                             ({"retriever": "hybrid", "rrf_k": 0}, r"parameter 'rrf_k' must be in \[1, inf\]"),
                             ({"retriever": "bm25", "rrf_k": 30}, "applies to retriever='hybrid' only")]:
@@ -97,7 +98,8 @@ def test_retrievers_share_the_chunking_entry(tiny: Dataset, embedder: Embedder, 
     qvecs = embedder.encode([q.question for q in tiny.questions])
     d = store.get(dense, tiny, embedder)
     b = store.get(bm25, tiny, embedder)
-    assert b.cost["built"] and [p.name for p in (tmp_path / "index").iterdir()] == [store.path(dense, tiny, embedder).name]
+    assert b.cost["built"]
+    assert [p.name for p in (tmp_path / "index").iterdir()] == [store.path(dense, tiny, embedder).name]
     assert (store.path(dense, tiny, embedder) / "bm25").is_dir()
     assert [c.text for c in d.chunks] == [c.text for c in b.chunks]
     by_dense = [[h.chunk_id for h in r] for r in search(d, tiny.questions, qvecs, 5, dense.stages)]

@@ -96,7 +96,8 @@ def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_p
     for q, hits in zip(tiny.questions, own, strict=True):
         assert {h.span.doc_id for h in hits} == {a.doc_id for a in q.answers}
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert any({h.span.doc_id for h in hits} != {q.answers[0].doc_id} for q, hits in zip(tiny.questions, corpus))
+    assert any({h.span.doc_id for h in hits} != {q.answers[0].doc_id}
+               for q, hits in zip(tiny.questions, corpus, strict=True))
 
     result = sweep(tiny, [v], ks=(1, 3), embedder=embedder, store=store, progress=False)
     cost = result.per_question.query("metric == 'context_tokens' and k == 3").set_index("qid")["value"]
@@ -201,7 +202,8 @@ def test_variants_are_identified_by_key_not_label(tiny: Dataset, embedder: Embed
 
 
 def test_floats_that_print_alike_get_different_labels() -> None:
-    a, b = Variant.make("semantic", breakpoint_percentile=95), Variant.make("semantic", breakpoint_percentile=95.0000001)
+    a = Variant.make("semantic", breakpoint_percentile=95)
+    b = Variant.make("semantic", breakpoint_percentile=95.0000001)
     assert a.key != b.key and a.label != b.label and "95.0000001" in b.label and "=95," in a.label
 
 

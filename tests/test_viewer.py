@@ -26,7 +26,8 @@ def test_passage_is_shown_whole_with_boundaries_overlap_and_evidence(tiny: Datas
     text = tiny.docs[doc_id].text
     assert visible_text(markup) == text[start:min(end, len(text))]
     assert COLORS[0] in markup and COLORS[1] in markup and f"background:{OVERLAP}" in markup
-    marked = "".join(html.unescape(m) for m in re.findall(rf'style="[^"]*{re.escape(EVIDENCE)}" title="[^"]*">([^<]*)<', markup))
+    pattern = rf'style="[^"]*{re.escape(EVIDENCE)}" title="[^"]*">([^<]*)<'
+    marked = "".join(html.unescape(m) for m in re.findall(pattern, markup))
     a = q.answers[0]
     assert marked == text[a.start:a.end]
     first = next(i for i, c in enumerate(chunks) if c.doc_id == doc_id and c.end > start)

@@ -144,7 +144,8 @@ def test_modifiers_make_their_variants_and_refuse_to_combine(tiny: Dataset, embe
     assert "contextual_header and late cannot be combined" in p.message.value
     assert (p.selected, p.plot.value) == (selected, picture)
     p.header.value = False
-    assert p.selected == Variant.make("fixed", size=48, late=True).key and p.result.label_of(p.selected).endswith("+late")
+    assert p.selected == Variant.make("fixed", size=48, late=True).key
+    assert p.result.label_of(p.selected).endswith("+late")
     assert shows(p, 3, [p.selected], p.selected)
 
 

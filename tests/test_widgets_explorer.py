@@ -24,7 +24,8 @@ DATA = Path(__file__).parent / "data" / "semantic"  # real documents, see tests/
 def docs() -> Dataset:
     httpx = Document("httpx", "HTTPX README", (DATA / "httpx_readme.md").read_text(encoding="utf-8"))
     sotu = Document("sotu", "State of the Union 2024", (DATA / "sotu_2024.txt").read_text(encoding="utf-8"))
-    q = Question("q-http2", "Does HTTPX support HTTP/2?", (span_of(httpx, "has support for both **HTTP/1.1 and HTTP/2**"),))
+    q = Question("q-http2", "Does HTTPX support HTTP/2?",
+                 (span_of(httpx, "has support for both **HTTP/1.1 and HTTP/2**"),))
     return Dataset("semantic-docs", (httpx, sotu), (q,))
 
 
@@ -108,7 +109,8 @@ def test_a_bad_setting_is_shown_and_the_last_view_kept(docs: Dataset, embedder: 
     good = (ex.state.last, ex.plot.value, ex.text.value)
     ex.min_size.value = 128
     # IncompatibleParams is the strategy's ValueError for two parameters that clash
-    assert "IncompatibleParams: semantic: parameter &#x27;min_size&#x27; must be &lt;= max_size = 64" in ex.message.value
+    assert ("IncompatibleParams: semantic: parameter &#x27;min_size&#x27; must be &lt;= max_size = 64"
+            in ex.message.value)
     assert ex.state.last is good[0] and (ex.plot.value, ex.text.value) == good[1:]
     ex.min_size.value = 32
     assert "IncompatibleParams" not in ex.message.value and ex.state.variant().kwargs["min_size"] == 32

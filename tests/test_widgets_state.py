@@ -92,10 +92,10 @@ def test_retrievers_and_modifiers_are_grid_dimensions_and_header_with_late_is_sk
     assert [v.label for v in both.variants[1::2]] == [v.label + "+bm25" for v in dense]
 
     mods = GridSpec(["fixed", "semantic"], sizes, contextual_header=(False, True), late=(False, True)).variants()
-    per_size = [(h, l) for h in (False, True) for l in (False, True) if not (h and l)]
-    assert mods.variants == [*(Variant.make("fixed", size=s, contextual_header=h, late=l) for s in (16, 32)
-                               for h, l in per_size),
-                             *(Variant.make("semantic", contextual_header=h, late=l) for h, l in per_size)]
+    per_size = [(h, lt) for h in (False, True) for lt in (False, True) if not (h and lt)]
+    assert mods.variants == [*(Variant.make("fixed", size=s, contextual_header=h, late=lt) for s in (16, 32)
+                               for h, lt in per_size),
+                             *(Variant.make("semantic", contextual_header=h, late=lt) for h, lt in per_size)]
     assert len(mods.skipped) == 3  # one per fixed size, one for semantic
     assert all("contextual_header and late cannot be combined" in reason for reason in mods.skipped)
     assert mods.skipped[0].startswith("fixed: ") and mods.skipped[-1].startswith("semantic: ")

@@ -71,7 +71,8 @@ def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
     assert sw.budget.spent > 0 and sw.selected == sw.result.keys[-1]
 
 
-def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper, list[int]], embedder: Embedder) -> None:
+def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper, list[int]],
+                                                            embedder: Embedder) -> None:
     sw, _ = swept
     pictures, images, viewer = dict(sw.pictures), {n: i.value for n, i in sw.images.items()}, sw.viewer.value
     embedded = embedder.stats.embedded
@@ -161,11 +162,13 @@ def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embe
     for question in table.question:
         assert question.replace("?", "") in sw.cmp_table.value
     assert sw.cmp_question.value == table.qid.iloc[0]
-    assert sw.cmp_chunks.value.count(EVIDENCE) >= 2 and a.label in sw.cmp_chunks.value and b.label in sw.cmp_chunks.value
+    assert sw.cmp_chunks.value.count(EVIDENCE) >= 2
+    assert a.label in sw.cmp_chunks.value and b.label in sw.cmp_chunks.value
     sw.cmp_b.value = a.key  # the same variant twice: said, not raised
     assert "pick two different" in sw.cmp_summary.value and "#b00020" not in sw.message.value
 
-    other = SweepResult(result.per_question, result.summary, result.variants, result.config | {"model_fingerprint": "x"})
+    other = SweepResult(result.per_question, result.summary, result.variants,
+                        result.config | {"model_fingerprint": "x"})
     with pytest.raises(ValueError, match="result has model_fingerprint 'x'"):
         sweeper(tiny, embedder, store, result=other)
 

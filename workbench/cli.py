@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--ks", type=int, nargs="+", default=list(DEFAULT_KS),
                    help=f"cut-offs k (default: {' '.join(map(str, DEFAULT_KS))})")
     s.add_argument("--budgets", type=int, nargs="*", default=list(DEFAULT_BUDGETS),
-                   help=f"context budgets in tokens, none for no budget rows (default: {' '.join(map(str, DEFAULT_BUDGETS))})")
+                   help="context budgets in tokens, none for no budget rows "
+                   f"(default: {' '.join(map(str, DEFAULT_BUDGETS))})")
     s.add_argument("--budget-encoding", choices=BUDGET_ENCODINGS, default="cl100k_base",
                    help="tokenizer the budgets count in (default: %(default)s)")
     s.add_argument("--mode", choices=MODES, default="corpus",
@@ -103,16 +104,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="embedding and index cache folder, shared by runs (default: %(default)s)")
     s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
-    s.add_argument("--threads", type=int, help="torch and onnxruntime threads (1 is faster when another process is busy)")
+    s.add_argument("--threads", type=int,
+                   help="torch and onnxruntime threads (1 is faster when another process is busy)")
     s.add_argument("--backend", choices=BACKENDS, default="torch",
                    help="how the model runs: onnx and onnx-int8 are faster on a CPU, from a copy exported once "
-                   "into --cache; their vectors (and so their cache entries) differ from torch's (default: %(default)s)")
+                   "into --cache; their vectors (and so their cache entries) differ from torch's "
+                   "(default: %(default)s)")
     s.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
     s.add_argument("--preview", action="store_true",
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
-                   "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then confirm the "
-                   "best with the command it prints")
+                   "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
+                   "confirm the best with the command it prints")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
     s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
     sub.add_parser("strategies", help="list chunking strategies and their parameters")

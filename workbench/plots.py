@@ -66,7 +66,8 @@ _SPOTS: weakref.WeakKeyDictionary[Figure, dict[str, list[_Spot]]] = weakref.Weak
 
 
 def _record(ax: Axes, key: str, x: Any, y: Any, box: tuple[float, float] | None = None) -> None:
-    spot = _Spot(weakref.ref(ax), np.atleast_1d(np.asarray(x, dtype=float)), np.atleast_1d(np.asarray(y, dtype=float)), box)
+    xs, ys = np.atleast_1d(np.asarray(x, dtype=float)), np.atleast_1d(np.asarray(y, dtype=float))
+    spot = _Spot(weakref.ref(ax), xs, ys, box)
     _SPOTS.setdefault(ax.figure, {}).setdefault(key, []).append(spot)
 
 
@@ -225,7 +226,8 @@ def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xla
     for key, bar in zip(keys, bars.patches, strict=True):
         _record(ax, key, bar.get_x(), bar.get_y(), (bar.get_width(), bar.get_height()))
     wrap = textwrap.TextWrapper(_WRAP, break_long_words=False, break_on_hyphens=False)
-    ticks = [str(number[k]) if short_ids else wrap.fill(f"{number[k]}  {v}") for k, v in zip(keys, rows["variant"], strict=True)]
+    ticks = [str(number[k]) if short_ids else wrap.fill(f"{number[k]}  {v}")
+             for k, v in zip(keys, rows["variant"], strict=True)]
     ax.set_yticks(y, ticks, fontsize=8)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)

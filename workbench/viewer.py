@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from workbench.chunkers import Chunk
@@ -41,7 +42,7 @@ def chunk_html(
                    *(x for e in marks for x in (e.start, e.end) if start < x < end)})
     rank = {i: n for n, (i, _) in enumerate(mine)}  # colour by order within the passage
     out = []
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in pairwise(cuts):
         holders = [i for i, c in mine if c.start <= a and b <= c.end]
         if len(holders) > 1:
             style = f"background:{OVERLAP};"

@@ -259,10 +259,10 @@ def score_rankings(
         raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
     rows = [
         (q.qid, k, m, v)
-        for q, ranked in zip(questions, rankings)
+        for q, ranked in zip(questions, rankings, strict=True)
         for m, k, v in score_question(q.answers, ranked, ks, frac_threshold=frac_threshold, token_bounds=token_bounds)
     ]
-    qids, kk, names, values = zip(*rows) if rows else ((), (), (), ())
+    qids, kk, names, values = zip(*rows, strict=True) if rows else ((), (), (), ())
     return pd.DataFrame(
         {
             "qid": list(qids),
@@ -313,7 +313,7 @@ def score_budgets(
     sent = "context_tokens" if encoding == "cl100k_base" else "context_tokens_o200k"
     wanted = (*BUDGET_METRICS, sent)
     rows = []
-    for q, ranked in zip(questions, rankings):
+    for q, ranked in zip(questions, rankings, strict=True):
         # every packed context is a prefix of the ranking: one pass scores them all at k = its length
         lengths = [len(pack(ranked, b, encoding)) for b in budgets]
         at = {k: {} for k in lengths}
@@ -323,8 +323,8 @@ def score_budgets(
                 at[k][m] = v
         if 0 in at:  # nothing fits: scored as an empty ranking
             at[0] = {m: v for m, _, v in score_question(q.answers, [], [1], token_bounds=token_bounds)}
-        rows += [(q.qid, b, m, at[n][m]) for b, n in zip(budgets, lengths) for m in wanted if m in at[n]]
-    qids, bb, names, values = zip(*rows) if rows else ((), (), (), ())
+        rows += [(q.qid, b, m, at[n][m]) for b, n in zip(budgets, lengths, strict=True) for m in wanted if m in at[n]]
+    qids, bb, names, values = zip(*rows, strict=True) if rows else ((), (), (), ())
     return pd.DataFrame(
         {
             "qid": list(qids),

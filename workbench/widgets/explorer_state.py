@@ -107,7 +107,8 @@ class ExplorerState:
         spans, p = self.sentences(sentences), variant.kwargs  # canonical values, as the strategy gets them
         if spans:
             result = cut_from_vectors(self.doc.text, spans, self.vectors(buffer_size, sentences),
-                                      p["breakpoint_percentile"], p["min_size"], p["max_size"], p["tokenizer"], self.env)
+                                      p["breakpoint_percentile"], p["min_size"], p["max_size"], p["tokenizer"],
+                                      self.env)
         else:  # nothing but whitespace: the strategy gives no chunk either
             result = SemanticCut([], [], None, [])
         chunks = [make_chunk(self.doc, a, b) for a, b in result.spans]

@@ -374,7 +374,8 @@ def disagreements(result: SweepResult, a: str, b: str, k: int, metric: str = "hi
     pq = result.per_question
     sel = pq[(pq["metric"] == metric) & (pq["k"] == k) & pq["key"].isin([a, b])]
     if sel.empty:
-        raise ValueError(f"no {metric}@{k} in the result; metrics: {sorted(set(pq['metric']))}, ks: {sorted(set(pq['k']))}")
+        raise ValueError(f"no {metric}@{k} in the result; metrics: {sorted(set(pq['metric']))}, "
+                         f"ks: {sorted(set(pq['k']))}")
     wide = sel.pivot(index="qid", columns="key", values="value").reindex(columns=[a, b]).dropna()
     got_a, got_b = wide[a].map(retrieves), wide[b].map(retrieves)
     rows = [{"qid": qid, "retrieved_by": winner, "missed_by": loser, "metric": metric, "k": k,
