@@ -35,7 +35,7 @@ from workbench.models.embed import Embedder
 from workbench.params import IncompatibleParams, Param
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.retrieval.stages import STAGES
+from workbench.retrievers import STAGES
 from workbench.variant import Variant
 
 DATA = REPO / "tests" / "data"
