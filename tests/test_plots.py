@@ -44,7 +44,7 @@ def errorbars(ax: matplotlib.axes.Axes) -> list[ErrorbarContainer]:
 
 def test_overview_has_three_panels_with_one_errorbar_line_per_variant(result: SweepResult) -> None:
     fig = plots.overview(result)
-    assert len(fig.axes) == 4  # the fourth, recall at equal context budgets: tests/test_budgets.py
+    assert len(fig.axes) == 4  # the fourth, recall at equal context budgets: tests/evaluation/test_budgets.py
     curves, mrr, cost, _ = fig.axes
     lines = errorbars(curves)
     assert [c.get_label() for c in lines] == LABELS

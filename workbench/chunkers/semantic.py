@@ -10,7 +10,7 @@ those of `SemanticSplitterNodeParser(embed_model, buffer_size, breakpoint_percen
 with its default sentence splitter and the same embedding model: the same count, and each of
 our chunk texts is its node text with the leading and trailing whitespace removed (LlamaIndex's
 nodes tile the whole document, so they carry the whitespace between chunks; only the first can
-have leading whitespace). tests/test_chunk_semantic.py checks it on real documents. With the
+have leading whitespace). tests/chunkers/test_chunk_semantic.py checks it on real documents. With the
 default `sentences="lines+punkt"` every line break also ends a sentence, so headings, list
 items and table rows are sentences of their own: the breakpoint rule is LlamaIndex's, the
 sentences are not. Exception: an empty or whitespace-only document gives no chunk here and one

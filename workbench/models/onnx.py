@@ -68,7 +68,7 @@ def export_onnx(transformer: Any, file: Path) -> None:
     sample = transformer.tokenizer(["a b", "a longer sample text"], padding=True, return_tensors="pt")
     with warnings.catch_warnings():
         # the tracer's notes on Python branches it froze, and a caution about negative indices:
-        # tests/test_backends.py checks the exported model against torch on texts of every length
+        # tests/models/test_backends.py checks the exported model against torch on texts of every length
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", "Exporting aten::index operator", UserWarning)
         torch.onnx.export(LastHidden().eval(), tuple(sample[n] for n in names), file, input_names=names,

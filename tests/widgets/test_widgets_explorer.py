@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import span_of
+from conftest import REPO, span_of
 
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset, Document, Question
@@ -17,7 +17,7 @@ from workbench.widgets import Explorer, explorer
 from workbench.widgets.explorer import cut_figure
 from workbench.widgets.explorer_state import ExplorerState
 
-DATA = Path(__file__).parent / "data" / "semantic"  # real documents, see tests/data/README.md
+DATA = REPO / "tests" / "data" / "semantic"  # real documents, see tests/data/README.md
 
 
 @pytest.fixture(scope="module")

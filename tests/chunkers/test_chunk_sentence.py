@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textgen import documents, texts
@@ -96,7 +97,7 @@ def test_llamaindex_sentences_are_llamaindex_strings_trimmed(text: str) -> None:
     assert [text[a:b] for a, b in spans] == [s.strip() for s in theirs]
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "data" / "semantic").iterdir()), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((REPO / "tests" / "data" / "semantic").iterdir()), ids=lambda p: p.name)
 def test_llamaindex_sentences_on_real_documents(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     theirs = llamaindex_strings(text)

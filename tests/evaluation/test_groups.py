@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from workbench import plots
 from workbench.dataset import MIXED, Dataset, DatasetError, Document, Question, Span, doc_group
@@ -23,7 +24,7 @@ from workbench.report import write_report
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 
-CHROMA = Path(__file__).parent / "data" / "chroma_general"
+CHROMA = REPO / "tests" / "data" / "chroma_general"
 VARIANTS = [Variant.make("fixed", size=64), Variant.make("fixed", size=400)]
 
 

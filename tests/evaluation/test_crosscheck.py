@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llama_index.core.evaluation.retrieval.metrics import MRR, NDCG, HitRate
@@ -26,7 +27,7 @@ from workbench.retrieval.search import search
 from workbench.sweep import sweep
 from workbench.variant import Variant, parse_variant
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "chroma_small"
+DATA = REPO / "data" / "chroma_small"
 KS = (1, 3, 5, 10)
 
 

@@ -3,11 +3,11 @@ re-runs across percentiles, size limits and properties, all with the real bundle
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from textgen import documents
@@ -19,7 +19,7 @@ from workbench.dataset import Document
 from workbench.models.embed import Embedder
 from workbench.variant import Variant
 
-DATA = Path(__file__).parent / "data" / "semantic"  # real documents, see tests/data/semantic/README.md
+DATA = REPO / "tests" / "data" / "semantic"  # real documents, see tests/data/semantic/README.md
 DOCS = ("sotu_2024.txt", "pubmed_pmc212319.txt", "wikitext_valkyria.txt", "httpx_readme.md")
 
 
