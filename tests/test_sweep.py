@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import span_of
 
 from workbench.chunkers import ChunkEnv, make_chunk
 from workbench.chunkers.registry import strategy
-from workbench.dataset import Dataset, Document
+from workbench.dataset import Dataset, Document, Question
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.plots import overview
@@ -162,6 +163,10 @@ def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, e
     base = sweep(tiny, [a, b], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
     extra = sweep(tiny, [b, new], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
     both = combine([base, extra])
+    pair = combine(base, extra)  # both forms, as a user types them
+    assert pair.labels == both.labels and pair.summary.equals(both.summary)
+    with pytest.raises(TypeError, match="combine takes SweepResults \\(or lists of them\\), got \\['str'\\]"):
+        combine(base, "results/demo")
     assert both.labels == [a.label, b.label, new.label]
     assert len(both.summary) == len(base.summary) + len(extra.summary) // 2
     assert len(both.config["grid"]) == 3
@@ -214,3 +219,22 @@ def test_progress_false_draws_no_bar_at_all(tiny: Dataset, tmp_path: Path, capsy
     assert capsys.readouterr().err == "" and loud.progress  # and the embedder's own setting is kept
     sweep(tiny, [Variant.make("fixed", size=10)], ks=(1,), embedder=loud, store=tmp_path / "a", progress=True)
     assert "chunks" in capsys.readouterr().err  # the bars it hid are real
+
+
+def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embedder, tmp_path: Path) -> None:
+    """A variant measured from the caches reports this run's seconds, with its original build time
+    kept apart; `truncated_chunks` follows `chunks`, and BM25 alone, which reads whole chunks, has none."""
+    text = " ".join(f"Station{i} logs reading{i * 7} at dusk." for i in range(400))
+    doc = Document("log.txt", "Log", text)
+    data = Dataset("log", (doc,), (Question("q", "What does Station12 log?", (span_of(doc, "Station12 logs"),)),))
+    dense, lexical = Variant.make("fixed", size=300), Variant.make("fixed", size=300, retriever="bm25")
+    first = sweep(data, [dense, lexical], ks=(1,), embedder=embedder, store=tmp_path, progress=False).variants
+    again = sweep(data, [dense, lexical], ks=(1,), embedder=embedder, store=tmp_path, progress=False).variants
+    columns = list(first.columns)
+    assert columns[columns.index("chunks") + 1] == "truncated_chunks"
+    rows = first.set_index("retriever")
+    # every full chunk: 300 tokens > 256 word pieces (the document's last chunk may be shorter)
+    assert rows.loc["dense", "truncated_chunks"] >= rows.loc["dense", "chunks"] - 1 > 1
+    assert rows.loc["bm25", "truncated_chunks"] == 0
+    assert (again["build_seconds"] == first["build_seconds"]).all()  # the build, as recorded then
+    assert (again["seconds"] < 0.5 * first["build_seconds"].max()).all()  # this run's: read from the caches

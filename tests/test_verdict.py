@@ -9,7 +9,7 @@ import pytest
 from workbench.evaluation import stats
 from workbench.report import write_report
 from workbench.sweep import SweepResult
-from workbench.verdict import verdict
+from workbench.verdict import truncation_warning, verdict
 
 N = 120  # questions
 
@@ -33,14 +33,13 @@ def test_a_clear_winner_is_named_and_not_called_tied() -> None:
     result = constructed({"small": rng.binomial(1, 0.45, N), "big": rng.binomial(1, 0.9, N),
                           "mid": rng.binomial(1, 0.55, N)}, {"small": 300, "big": 1200, "mid": 600})
     v = verdict(result)
-    assert (v.metric, v.k, v.best, v.tied, v.cheapest) == ("recall", 5, "key-big", (), "key-big")
+    assert (v.metric, v.k, v.best, v.top, v.tied) == ("recall", 5, "key-big", "key-big", ())
     means = result.per_question.query("metric == 'recall'").groupby("key")["value"].mean()
     assert v.runner_up == means.drop("key-big").idxmax()
-    first, second, third = v.sentences()
+    first, second = v.sentences()  # no sentence about ties: there are none
     assert first.startswith(f"big has the highest recall@5: {means['key-big']:.3f}")
     assert "beats every other variant" in second and "tied" not in second
     assert f"{means['key-big'] - means[v.runner_up]:+.3f}" in second
-    assert "cheapest" in third
     assert means["key-small"] < means["key-mid"] < means["key-big"]  # so every variant buys recall with tokens
     assert v.pareto == ("key-small", "key-mid", "key-big")
 
@@ -54,17 +53,65 @@ def test_a_tie_is_called_a_tie_and_the_cheaper_twin_is_named() -> None:
     result = constructed({"a": base, "b": twin, "worse": rng.binomial(1, 0.3, N)},
                          {"a": 1000, "b": 400, "worse": 100})
     v = verdict(result)
-    assert v.best == "key-a" and v.runner_up == "key-b" and v.tied == ("key-b",)
-    assert v.cheapest == "key-b"
-    sentences = v.sentences()
-    assert sentences[1].startswith("It is tied with b: +0.008 over the runner-up b") and "holds 0" in sentences[1]
+    # b ties with a for 40% of its tokens and nothing dominates it: b is the headline, a the one it ties with
+    assert (v.best, v.top, v.runner_up, v.tied) == ("key-b", "key-a", "key-a", ())
+    means = result.per_question.query("metric == 'recall'").groupby("key")["value"].mean()
+    first, second = v.sentences()
+    assert first.startswith(f"b reaches recall@5 {means['key-b']:.3f} [") and "with 403 context tokens@5" in first
+    assert first.endswith(f"tied with a ({means['key-a']:.3f} with 1,003), this one reaches a tied recall with "
+                          "60% fewer tokens.")
+    assert second.startswith("It is tied with a: +0.008 for a over it") and "holds 0" in second
+    assert "these 120 questions cannot tell them apart" in second
     # b - a is -1 on 4 questions, +1 on 3, 0 on the rest: mean -1/120, sd sqrt((7 - 1/120) / 119);
     # n = ((1.959964 + 0.841621) * sd / (1/120))^2 = 6640.3 -> 6641
     sd = np.sqrt((7 - 1 / 120) / 119)
     assert np.ceil((2.801585 * sd * 120) ** 2) == 6641 == v.row("key-b")["questions_needed"]
-    assert "About 6,641 questions would separate them at this difference" in sentences[1]
-    assert sentences[2].startswith("b, tied with it, sends 403 context tokens@5 instead of 1,003 (40%)")
+    assert "About 6,641 would separate them at this difference" in second
     assert v.pareto == ("key-worse", "key-b", "key-a")  # cheapest first; each buys recall with tokens
+
+
+def test_a_dominated_variant_is_never_the_headline() -> None:
+    """c ties with the top and is the cheapest of the tied, but d, which the questions can tell from
+    the top, scores higher for fewer tokens: c is dominated, so the headline is the top itself."""
+    rng = np.random.default_rng(7)
+    base = rng.binomial(1, 0.8, N).astype(float)
+    close = base.copy()
+    close[np.flatnonzero(base == 1)[:10]] = 0  # d: 10 fewer found, never one more: significantly worse
+    loose = rng.permutation(base)  # c: the same mean, unpaired: a wide interval holds 0
+    loose[np.flatnonzero(loose == 1)[:11]] = 0  # just below d
+    result = constructed({"a": base, "c": loose, "d": close}, {"a": 1000, "c": 400, "d": 300})
+    v = verdict(result)
+    t = v.table.set_index("key")
+    assert bool(t.loc["key-c", "tied"]) and not t.loc["key-d", "tied"]  # the premise
+    assert t.loc["key-d", "mean"] > t.loc["key-c", "mean"] and not t.loc["key-c", "pareto"]
+    assert v.best == v.top == "key-a" and v.tied == ("key-c",)
+    assert v.sentences()[-1] == ("c, tied with it, sends fewer context tokens@5 (403 against 1,003), but another "
+                                 "variant does as well for as few, so it is not named.")
+
+
+def test_a_saving_under_five_percent_does_not_move_the_headline() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.binomial(1, 0.8, N).astype(float)
+    twin = base.copy()
+    ones, zeros = np.flatnonzero(base == 1), np.flatnonzero(base == 0)
+    twin[ones[:3]], twin[zeros[:2]] = 0, 1
+    v = verdict(constructed({"a": base, "b": twin}, {"a": 1000, "b": 990}))
+    assert v.best == v.top == "key-a" and v.tied == ("key-b",)
+    assert v.sentences()[-1].startswith("The variants it ties with cost about the same: 993 context tokens@5")
+
+
+def test_truncated_chunks_get_a_warning_in_the_verdict() -> None:
+    rng = np.random.default_rng(8)
+    result = constructed({"small": rng.binomial(1, 0.45, N), "big": rng.binomial(1, 0.9, N)},
+                         {"small": 300, "big": 1200})
+    assert not any("truncated" in s for s in verdict(result).sentences())  # no column, no claim
+    variants = result.variants.assign(truncated_chunks=[0, 110], retriever=["dense", "dense"])  # big: 120 chunks
+    warned = SweepResult(result.per_question, result.summary, variants, result.config | {"model_window": 256})
+    warning = verdict(warned).sentences()[-1]
+    assert warning.startswith("Warning: 1 of 2 variants embed truncated chunks (big 92% of their chunks exceed the "
+                              "model's 256-word-piece window)") and "tokenizer=model" in warning
+    under = variants.assign(truncated_chunks=[0, 12])  # 10% of 120: not more than the threshold
+    assert truncation_warning(under, 256) is None
 
 
 def test_the_table_says_how_sure_the_winner_is() -> None:
@@ -73,10 +120,9 @@ def test_the_table_says_how_sure_the_winner_is() -> None:
                           "d": rng.binomial(1, 0.58, N)}, {"a": 100, "b": 200, "c": 300, "d": 400})
     v = verdict(result)
     t = v.table.set_index("key")
-    assert t["p_best"].sum() == pytest.approx(1.0, abs=1e-12) and t["p_best"].idxmax() == v.best
+    assert t["p_best"].sum() == pytest.approx(1.0, abs=1e-12) and t["p_best"].idxmax() == v.top
     assert t.loc["key-c", "p_best"] == 0.0
-    assert f"best in {t.loc[v.best, 'p_best']:.0%} of bootstrap resamples" in v.sentences()[0]
-    others = t.drop(v.best)
+    others = t.drop(v.top)
     np.testing.assert_allclose(others["p_holm"], stats.holm(others["p_value"]), rtol=1e-12)
     assert (others["p_holm"] >= others["p_value"]).all() and others["questions_needed"].gt(0).all()
 
@@ -95,8 +141,7 @@ def test_on_context_tokens_the_best_is_the_cheapest() -> None:
     result = constructed({"small": rng.binomial(1, 0.45, N), "big": rng.binomial(1, 0.9, N),
                           "mid": rng.binomial(1, 0.55, N)}, {"small": 300, "big": 1200, "mid": 600})
     v = verdict(result, metric="context_tokens")
-    assert (v.best, v.runner_up, v.tied, v.cheapest, v.pareto) == ("key-small", "key-mid", (), "key-small",
-                                                                     ("key-small",))
+    assert (v.best, v.runner_up, v.tied, v.pareto) == ("key-small", "key-mid", (), ("key-small",))
     t = v.table.set_index("key")
     assert list(t.index) == ["key-small", "key-mid", "key-big"]
     assert t["diff"].round(9).tolist() == [0.0, 300.0, 900.0] and t.loc["key-small", "p_best"] == 1.0
@@ -111,7 +156,7 @@ def test_the_report_opens_with_the_verdict(tmp_path) -> None:
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     assert text.index('id="verdict"') < text.index('id="scores"') < text.index('id="against-best"')
     assert "y&lt;script&gt; has the highest recall@5" in text and "<script>" not in text
-    assert text.count('href="#') == 3
+    assert text.count('href="#') == len(verdict(result).sentences()) == 2  # each sentence links its evidence
 
 
 def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
@@ -126,14 +171,3 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     section = text[text.index('id="verdict"'):text.index("</section>")]
     assert "It is tied with" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
     assert "<td>0.50</td>" in section  # P(best) of each twin
-
-
-def test_a_tied_variant_of_the_same_cost_is_not_offered_as_cheaper() -> None:
-    rng = np.random.default_rng(5)
-    base = rng.binomial(1, 0.8, N).astype(float)
-    twin = base.copy()
-    ones, zeros = np.flatnonzero(base == 1), np.flatnonzero(base == 0)
-    twin[ones[:3]], twin[zeros[:2]] = 0, 1
-    v = verdict(constructed({"a": base, "b": twin}, {"a": 1000, "b": 990}))
-    assert v.best == "key-a" and v.tied == ("key-b",) and v.cheapest == "key-b"
-    assert v.sentences()[-1].startswith("The variants it ties with cost about the same: 993 context tokens@5")

@@ -68,6 +68,7 @@ class Stage:
     help: str
     first: bool = True  # ranks the chunks itself (else it reorders the rankings of the stage before)
     needs: tuple[str, ...] = ()  # index resources beside the FAISS index: "bm25"
+    embeds: bool = True  # ranks by the chunks' vectors (so a chunk longer than the model's window ranks by its head)
     wants: Callable[[dict[str, Any], int | None], int | None] | None = None  # candidates asked of the stage before
     version: int = 1  # bump when its rankings for the same parameters change: re-keys its variants
 
@@ -81,7 +82,7 @@ DENSE = "dense"  # the stage of a variant that names none
 
 def stage(name: str, help: str, params: Mapping[str, Param] | None = None,
           **options: Any) -> Callable[[StageFn], StageFn]:
-    """Register `fn` as the retrieval stage `name` (options: first, needs, wants, version)."""
+    """Register `fn` as the retrieval stage `name` (options: first, needs, embeds, wants, version)."""
     def register(fn: StageFn) -> StageFn:
         add_entry(STAGES, "retrieval stage", name, Stage(name, fn, dict(params or {}), help, **options))
         return fn

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +48,10 @@ class SweepResult:
     summary:      one row per variant x metric x cut-off: [key, variant, metric, k, budget, mean, ci_low, ci_high, n]
     variants:     one row per variant: key, variant (its label), strategy, modifiers, retriever
                   (its stages' names) and their parameters (rrf_k for hybrid), one column per
-                  parameter, index cost (chunks, chars, tokens embedded, overlap chars, seconds,
-                  ...) and preview (True: scored from pooled vectors, see workbench.retrieval.preview)
+                  parameter, index cost (chunks, truncated_chunks: those longer than the model's
+                  window, 0 for BM25 alone; chars, tokens embedded, overlap chars, build_seconds:
+                  when its index was built, perhaps in an earlier run), seconds (this run's) and
+                  preview (True: scored from pooled vectors, see workbench.retrieval.preview)
     hits:         each variant's top max(ks) returned units per question, what the report draws:
                   [key, variant, qid, rank, doc_id, start, end, score, chunk_id]
     config:       provenance: dataset and model (names, fingerprints), the Settings (ks, budgets,
@@ -241,6 +244,7 @@ class Context:
         return {"dataset": d.name, "dataset_fingerprint": d.fingerprint, "corpus_fingerprint": d.corpus_fingerprint,
                 "documents": len(d.documents), "questions": len(d.questions), "characters": d.n_chars,
                 "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
+                "model_window": e.max_tokens,
                 **self.settings.config(), "versions": versions()}
 
 
@@ -300,6 +304,7 @@ def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResul
     for v in bar:
         bar.set_postfix_str(labels[v.key])
         before = (embedder.stats.embedded, embedder.stats.cached)
+        t0 = time.perf_counter()
         try:
             measured = measure_variant(v, context)
         except Exception as e:
@@ -307,8 +312,14 @@ def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResul
             raise
         named = {"key": v.key, "variant": labels[v.key]}
         scores, hits = (t.assign(**named)[[*named, *t.columns]] for t in (measured.scores, measured.hits))
+        cost = dict(measured.cost)
+        # `chunks` and `truncated_chunks` side by side; BM25 reads the whole chunk, so only a stage
+        # that ranks by vectors loses a truncated tail
+        first = {"chunks": cost.pop("chunks"), "truncated_chunks": cost.pop("truncated_chunks") * v.embeds}
+        build_seconds = cost.pop("seconds")  # when the index was built, perhaps runs ago
         row = {**named, "strategy": v.strategy, "contextual_header": v.contextual_header, "late": v.late,
-               "retriever": v.retriever, **v.stage_params, **v.kwargs, **measured.cost,
+               "retriever": v.retriever, **v.stage_params, **v.kwargs, **first, **cost,
+               "build_seconds": build_seconds, "seconds": round(time.perf_counter() - t0, 3),  # this run's
                "preview": context.settings.preview}
         summary = stats.summarize(scores, confidence=context.settings.confidence)
         yield SweepResult(scores, summary, pd.DataFrame([row]), config | {
@@ -362,11 +373,16 @@ def unique_labels(keys: Sequence[str], labels: Sequence[str]) -> list[str]:
     return [f"{label} #{key[:6]}" if counts[label] > 1 else label for key, label in zip(keys, labels, strict=True)]
 
 
-def combine(results: Sequence[SweepResult]) -> SweepResult:
-    """Stack sweeps of the same data, model, ks and mode; a variant measured twice keeps its first
-    measurement. Raises ValueError naming the config field that differs."""
+def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
+    """Stack sweeps of the same data, model, ks and mode: combine(r1, r2) or combine([r1, r2]); a
+    variant measured twice keeps its first measurement. Raises ValueError naming the config field
+    that differs."""
+    results = tuple(r for item in results for r in (item if isinstance(item, list | tuple) else [item]))
     if not results:
         raise ValueError("combine: no results")
+    if not all(isinstance(r, SweepResult) for r in results):
+        wrong = sorted({type(r).__name__ for r in results if not isinstance(r, SweepResult)})
+        raise TypeError(f"combine takes SweepResults (or lists of them), got {wrong}")
     first = results[0].config
     for r in results[1:]:
         for name in MUST_MATCH:

@@ -113,6 +113,11 @@ class Variant:
         return "+".join(name for name, _, _ in self.stages)
 
     @property
+    def embeds(self) -> bool:
+        """Whether retrieval reads the chunks' vectors (dense, hybrid), so truncation matters."""
+        return any(get_stage(name).embeds for name, _, _ in self.stages)
+
+    @property
     def stage_params(self) -> dict[str, Any]:
         """Every stage parameter by name ({"rrf_k": 60} for hybrid): columns of the variants table."""
         return {k: v for _, params, _ in self.stages for k, v in params}

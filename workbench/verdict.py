@@ -1,11 +1,12 @@
-"""What a sweep says, in two or three sentences a team lead can act on, computed, never written.
+"""What a sweep says, in two to four sentences a team lead can act on, computed, never written.
 
-The verdict names the best variant on a primary metric (recall@k by default; for a cost the
-lowest mean is best, see stats.lower_is_better), how much better it is than the runner-up and
-whether the data can tell them apart (a paired bootstrap interval of the difference that holds 0
-means "tied"), what it costs in context tokens and index size next to the cheapest variant the
-data cannot tell from it, and the Pareto set of quality against context cost. It reads only the
-tidy tables of a SweepResult, like plots and the report.
+The verdict names a variant on a primary metric (recall@k by default; for a cost the lowest mean
+is best, see stats.lower_is_better): the highest mean, or, when the questions cannot tell it from
+others (a paired bootstrap interval of the difference that holds 0 means "tied"), the cheapest in
+context tokens of the tied that nothing dominates. It says how it compares with the runner-up,
+how many questions would separate a tie, what it saves, the Pareto set of quality against context
+cost, and warns when dense variants were embedded from truncated chunks. It reads only the tidy
+tables of a SweepResult, like plots and the report.
 """
 
 from __future__ import annotations
@@ -22,15 +23,21 @@ if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
 COST = "context_tokens"
-SAME_COST = 0.95  # a tied variant within 5% of the best's context tokens is no cheaper alternative
+SAME_COST = 0.95  # a tied variant within 5% of the top's context tokens is no cheaper headline
+TRUNCATED_SHARE = 0.10  # a dense variant with more of its chunks cut by the model's window gets a warning
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The computed verdict. Variants are keys; `table` has one row per variant, best first:
-    [key, variant, mean, ci_low, ci_high, p_best, diff, diff_low, diff_high, p_value, p_holm,
-    questions_needed, tied, context_tokens, chunks, tokens_embedded, pareto]; diff* compare each
-    variant with the best (paired, see stats.against_best), p_best is stats.prob_best.
+    """The computed verdict. Variants are keys; `table` has one row per variant, highest mean
+    first: [key, variant, mean, ci_low, ci_high, p_best, diff, diff_low, diff_high, p_value, p_holm,
+    questions_needed, tied, context_tokens, chunks, truncated_chunks, tokens_embedded, pareto];
+    diff* compare each variant with `top` (paired, see stats.against_best), p_best is stats.prob_best.
+
+    `top` has the highest mean (lowest, for a cost). `best`, the headline, is `top` unless the
+    questions cannot tell `top` from others: then it is the cheapest in context tokens of those
+    tied with it that no variant dominates (as good or better on the metric for as few tokens or
+    fewer), so a dominated variant is never the headline.
 
     `tied` means the paired interval of the difference holds 0, one comparison on its own, like
     p_value. Holm's p_holm corrects for the m - 1 comparisons together and is never below
@@ -39,55 +46,96 @@ class Verdict:
 
     metric: str
     k: int
-    best: str
-    runner_up: str | None
-    tied: tuple[str, ...]  # variants whose paired difference to the best holds 0 (best excluded)
-    cheapest: str  # the fewest context tokens among the best and those tied with it
+    best: str  # the headline
+    top: str  # the highest mean (lowest for a cost): what the paired differences compare with
+    runner_up: str | None  # `top` when the headline is a cheaper tied variant, else the second mean
+    tied: tuple[str, ...]  # variants whose paired difference to `top` holds 0 (`top` and `best` excluded)
     pareto: tuple[str, ...]  # undominated on (context tokens, metric), cheapest first
+    questions: int  # how many questions each variant was scored on
+    window: int | None  # the model's input window in word pieces (None: not recorded)
     table: pd.DataFrame
 
     def row(self, key: str) -> pd.Series:
         return self.table.set_index("key").loc[key]
 
     def sentences(self) -> list[str]:
-        """Two or three sentences, plain text (the report adds links and markup)."""
+        """Two to four sentences, plain text (the report adds links and markup): the headline, how
+        it compares, what it saves, and a warning when chunks were embedded truncated."""
         at = f"{self.metric}@{self.k}"
         b = self.row(self.best)
-        most = "lowest" if stats.lower_is_better(self.metric) else "highest"
-        first = (f"{b['variant']} has the {most} {at}: {b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}], "
-                 f"best in {b['p_best']:.0%} of bootstrap resamples of the questions.")
-        out = [first]
+        score = f"{b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}]"
+        if self.best == self.top:
+            most = "lowest" if stats.lower_is_better(self.metric) else "highest"
+            out = [f"{b['variant']} has the {most} {at}: {score}, "
+                   f"best in {b['p_best']:.0%} of bootstrap resamples of the questions."]
+        else:
+            t = self.row(self.top)
+            same = "the same" if b["mean"] == t["mean"] else "a tied"
+            out = [f"{b['variant']} reaches {at} {score} with {b[COST]:,.0f} context tokens@{self.k}: tied with "
+                   f"{t['variant']} ({t['mean']:.3f} with {t[COST]:,.0f}), this one reaches {same} {self.metric} "
+                   f"with {1 - b[COST] / t[COST]:.0%} fewer tokens."]
         if self.runner_up is None:
-            return [*out, "It is the only variant measured, so nothing is compared."]
+            return [*out, "It is the only variant measured, so nothing is compared.", *self._truncation()]
         r = self.row(self.runner_up)
-        lead, low, high = (0.0 - r[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
-        gap = (f"{lead:+.3f} over the runner-up {r['variant']} (paired interval "
-               f"[{low:+.3f}, {high:+.3f}], p = {r['p_value']:.3g})")
-        if self.tied:
-            n = len(self.tied)
-            others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
-            out.append(f"It is tied with {r['variant']}{others}: {gap}, an interval that holds 0, so these "
-                       f"questions cannot tell them apart. {_separate(r['questions_needed'])}")
-        else:
-            out.append(f"It beats every other variant: {gap}.")
-        c = self.row(self.cheapest)
-        if self.cheapest != self.best and c[COST] > SAME_COST * b[COST]:
-            out.append(f"The variants it ties with cost about the same: {c[COST]:,.0f} context tokens@{self.k} at "
-                       f"the least against its {b[COST]:,.0f}.")
-        elif self.cheapest != self.best:
-            out.append(f"{c['variant']}, tied with it, sends {c[COST]:,.0f} context tokens@{self.k} instead of "
-                       f"{b[COST]:,.0f} ({c[COST] / b[COST]:.0%}) and indexes {c['chunks']:,.0f} chunks instead of "
-                       f"{b['chunks']:,.0f}.")
-        else:
-            out.append(f"It is also the cheapest of the variants it ties with: {b[COST]:,.0f} context tokens@{self.k}.")
-        return out
+        o = r if self.best == self.top else b  # the variant `top` is compared with
+        lead, low, high = (0.0 - o[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
+        over = f"over the runner-up {r['variant']}" if self.best == self.top else f"for {r['variant']} over it"
+        gap = f"{lead:+.3f} {over} (paired interval [{low:+.3f}, {high:+.3f}], p = {o['p_value']:.3g})"
+        if not (self.tied or self.best != self.top):
+            return [*out, f"It beats every other variant: {gap}.", *self._truncation()]
+        tied_with = [self.top] * (self.best != self.top) + list(self.tied)
+        n = len(tied_with)
+        others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
+        first = self.row(tied_with[0])["variant"]
+        out.append(f"It is tied with {first}{others}: {gap}, an interval that holds 0, so these {self.questions:,} "
+                   f"questions cannot tell them apart. {self._separate(o['questions_needed'])}")
+        return [*out, *self._cheaper(), *self._truncation()]
+
+    def _separate(self, n: float) -> str:
+        """How many questions would tell the tied variants apart, in words."""
+        if n == float("inf"):
+            return "Their means are equal, so no number of questions would separate them."
+        return f"About {n:,.0f} would separate them at this difference (paired test at 0.05, power 0.8)."
+
+    def _cheaper(self) -> list[str]:
+        """When the headline is `top` and ties: what it saves against the others tied, or why a
+        cheaper tied variant is not named. (A cheaper headline says what it saves itself.)"""
+        if self.best != self.top:
+            return []
+        b = self.row(self.best)
+        others = self.table[self.table["key"].isin(self.tied)].sort_values(COST, kind="stable")
+        c = others.iloc[0]
+        if c[COST] < SAME_COST * b[COST]:  # dominated, or it would be the headline
+            return [f"{c['variant']}, tied with it, sends fewer context tokens@{self.k} ({c[COST]:,.0f} against "
+                    f"{b[COST]:,.0f}), but another variant does as well for as few, so it is not named."]
+        if c[COST] * SAME_COST < b[COST]:
+            return [f"The variants it ties with cost about the same: {c[COST]:,.0f} context tokens@{self.k} at the "
+                    f"least against its {b[COST]:,.0f}."]
+        return [f"Of the variants it ties with it sends the fewest context tokens@{self.k}: {b[COST]:,.0f}, "
+                f"{1 - b[COST] / c[COST]:.0%} fewer than {c['variant']} ({c[COST]:,.0f})."]
+
+    def _truncation(self) -> list[str]:
+        warning = truncation_warning(self.table, self.window)
+        return [warning] if warning else []
 
 
-def _separate(n: float) -> str:
-    """How many questions would tell the best from the runner-up, in words."""
-    if n == float("inf"):
-        return "Their means are equal, so no number of questions would separate them."
-    return f"About {n:,.0f} questions would separate them at this difference (paired test at 0.05, power 0.8)."
+def truncation_warning(variants: pd.DataFrame, window: int | None = None) -> str | None:
+    """One sentence when more than TRUNCATED_SHARE of some dense variant's chunks are longer than
+    the model's window (their tails are never embedded, so the variant is judged on chunk heads),
+    naming them worst first and what to do; None when none is. `variants` is a result's variants
+    table (or a verdict's), with chunks and truncated_chunks; BM25-only rows count 0."""
+    if not {"chunks", "truncated_chunks"} <= set(variants.columns):
+        return None
+    share = variants["truncated_chunks"].fillna(0) / variants["chunks"].where(variants["chunks"] > 0)
+    over = variants.assign(share=share)[share > TRUNCATED_SHARE].sort_values("share", ascending=False, kind="stable")
+    if over.empty:
+        return None
+    named = ", ".join(f"{r.variant} {r.share:.0%}" for r in over.head(3).itertuples(index=False))
+    more = f" and {len(over) - 3} more" if len(over) > 3 else ""
+    limit = f"{window}-word-piece window" if window else "window"
+    return (f"Warning: {len(over)} of {len(variants)} variants embed truncated chunks ({named}{more} of their chunks "
+            f"exceed the model's {limit}), so they are scored on the head of each chunk only; size them in the "
+            "model's tokens (tokenizer=model), choose a smaller size, or use +late.")
 
 
 def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000) -> Verdict:
@@ -103,22 +151,31 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     table = means[["key", "variant", "mean", "ci_low", "ci_high"]].sort_values("mean", ascending=lower, kind="stable")
     p_best = stats.prob_best(pq, metric, k, n_resamples, higher_is_better=not lower)
     table = table.assign(p_best=table["key"].map(p_best))
-    best = str(table["key"].iloc[0])
     compared = ["key", "diff", "ci_low", "ci_high", "p_value", "p_holm", "questions_needed"]
     pairs = (stats.against_best(pq, metric, k, n_resamples=n_resamples) if len(table) > 1
              else pd.DataFrame(columns=compared))
     pairs = pairs[compared].rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})
     cost = result.summary[(result.summary["metric"] == COST) & (result.summary["k"] == k)].set_index("key")["mean"]
-    index = result.variants.set_index("key")[["chunks", "tokens_embedded"]]
+    columns = [c for c in ("chunks", "truncated_chunks", "tokens_embedded") if c in result.variants.columns]
+    index = result.variants.set_index("key")[columns]
     table = table.merge(pairs, on="key", how="left").assign(
         tied=lambda t: (t["diff_low"] <= 0) & (t["diff_high"] >= 0),
         context_tokens=lambda t: t["key"].map(cost),
     ).join(index, on="key")
-    table.loc[table["key"] == best, ["diff", "diff_low", "diff_high"]] = 0.0
+    top = str(table["key"].iloc[0])
+    table.loc[table["key"] == top, ["diff", "diff_low", "diff_high"]] = 0.0
     front = pareto_front(list(table[COST]), list(table["mean"] * (-1 if lower else 1)))
     table["pareto"] = [i in front for i in range(len(table))]
-    tied = tuple(table.loc[table["tied"] & (table["key"] != best), "key"])
-    near = table[table["key"].isin({best, *tied})]
-    cheapest = str(near.sort_values([COST, "mean"], ascending=[True, False], kind="stable")["key"].iloc[0])
-    return Verdict(metric, k, best, str(table["key"].iloc[1]) if len(table) > 1 else None, tied, cheapest,
-                   tuple(table["key"].iloc[front]), table.reset_index(drop=True))
+    near = table[(table["key"] == top) | table["tied"]]
+    # never empty: a variant dominating `top` ties with it; a saving under 5% does not move the headline
+    undominated = near[near["pareto"]].sort_values([COST, "mean"], ascending=[True, lower], kind="stable")
+    best = str(undominated["key"].iloc[0])
+    top_cost = table.loc[table["key"] == top, COST].iloc[0]
+    if top in set(undominated["key"]) and undominated[COST].iloc[0] >= SAME_COST * top_cost:
+        best = top
+    tied = tuple(k for k in table.loc[table["tied"], "key"] if k not in (top, best))
+    runner_up = top if best != top else (str(table["key"].iloc[1]) if len(table) > 1 else None)
+    window = result.config.get("model_window")
+    return Verdict(metric, k, best, top, runner_up, tied, tuple(table["key"].iloc[front]),
+                   int(pq[(pq["metric"] == metric) & (pq["k"] == k)]["qid"].nunique()),
+                   int(window) if window else None, table.reset_index(drop=True))

@@ -159,11 +159,11 @@ def _verdict(v: Verdict) -> str:
     links = ("#scores", "#against-best", "#variants")
     text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>'
                     for s, link in zip(v.sentences(), links, strict=False))
-    shown = v.table[(v.table["key"] == v.best) | v.table["tied"] | v.table["pareto"]]
+    shown = v.table[v.table["key"].isin({v.best, v.top}) | v.table["tied"] | v.table["pareto"]]
     rows = "".join(
         f"<tr><td>{html.escape(str(r.variant))}</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
         f"<td>{r.p_best:.2f}</td>"
-        f"<td>{'best' if r.key == v.best else 'tied' if r.tied else 'worse'}</td>"
+        f"<td>{'best' if r.key == v.best else 'tied' if r.tied or r.key == v.top else 'worse'}</td>"
         f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td><td>{'yes' if r.pareto else ''}</td></tr>\n"
         for r in shown.itertuples(index=False))
     at = f"{v.metric}@{v.k}"
@@ -178,13 +178,14 @@ def _against_best(v: Verdict) -> str:
         return ""
     at = f"{v.metric}@{v.k}"
     columns = ["variant", "mean", "diff", "diff_low", "diff_high", "p_value", "p_holm", "questions_needed"]
-    shown = v.table[v.table["key"] != v.best][columns].rename(
+    shown = v.table[v.table["key"] != v.top][columns].rename(
         columns={"mean": at, "diff": "difference", "diff_low": "low", "diff_high": "high", "p_value": "p",
                  "p_holm": "p (Holm)", "questions_needed": "questions needed"})
     shown["questions needed"] = [DASH if math.isinf(n) else f"{n:,.0f}" for n in shown["questions needed"]]
     return (f'<section id="against-best"><h2>Against the best variant</h2>\n<p>Each variant minus '
-            f"<b>{html.escape(str(v.row(v.best)['variant']))}</b> on {at}, paired over the same questions: BCa "
-            "bootstrap interval of the difference and the p-value of a sign-flip permutation test. p (Holm) applies "
+            f"<b>{html.escape(str(v.row(v.top)['variant']))}</b> (the best mean) on {at}, paired over the same "
+            "questions: BCa bootstrap interval of the difference and the p-value of a sign-flip permutation test. "
+            "p (Holm) applies "
             f"Holm's correction for the {len(shown)} comparisons with the best: a difference is significant at 0.05 "
             "counting every comparison when it is at most 0.05. Questions needed: about how many questions would make "
             f"the difference significant at 0.05 with 80% power, from the spread of its per-question differences "

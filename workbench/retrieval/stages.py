@@ -19,7 +19,7 @@ def _bm25(queries: Queries, index: Index) -> list[Ranking]:
 
 
 @stage("bm25", "BM25 over the same chunks (bm25s: lowercase words, English stopwords, no stemming); "
-       "a chunk sharing no word with the question is not retrieved", needs=("bm25",))
+       "a chunk sharing no word with the question is not retrieved", needs=("bm25",), embeds=False)
 def bm25(queries: Queries, rankings: list[Ranking] | None, index: Index, depth: int | None) -> list[Ranking]:
     return _bm25(queries, index)  # the whole ranking: it costs the same as its head
 
