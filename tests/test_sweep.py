@@ -237,4 +237,10 @@ def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embe
     assert rows.loc["dense", "truncated_chunks"] >= rows.loc["dense", "chunks"] - 1 > 1
     assert rows.loc["bm25", "truncated_chunks"] == 0
     assert (again["build_seconds"] == first["build_seconds"]).all()  # the build, as recorded then
+    # the window the warning names is what truncation counts: model-token chunks of that size fit, one more do not
+    window = embedder.window_tokens
+    fit, over = (Variant.make("fixed", size=n, tokenizer="model") for n in (window, window + 1))
+    sized = sweep(data, [fit, over], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
+    assert sized.config["model_window"] == embedder.window_tokens == 254
+    assert sized.variants["truncated_chunks"].tolist()[0] == 0 < sized.variants["truncated_chunks"].tolist()[1]
     assert (again["seconds"] < 0.5 * first["build_seconds"].max()).all()  # this run's: read from the caches

@@ -106,12 +106,13 @@ def test_truncated_chunks_get_a_warning_in_the_verdict() -> None:
                          {"small": 300, "big": 1200})
     assert not any("truncated" in s for s in verdict(result).sentences())  # no column, no claim
     variants = result.variants.assign(truncated_chunks=[0, 110], retriever=["dense", "dense"])  # big: 120 chunks
-    warned = SweepResult(result.per_question, result.summary, variants, result.config | {"model_window": 256})
+    warned = SweepResult(result.per_question, result.summary, variants, result.config | {"model_window": 254})
     warning = verdict(warned).sentences()[-1]
-    assert warning.startswith("Warning: 1 of 2 variants embed truncated chunks (big 92% of their chunks exceed the "
-                              "model's 256-word-piece window)") and "tokenizer=model" in warning
+    assert warning.startswith("Warning: 1 of 2 variants embed truncated chunks (big 92% of their chunks are longer "
+                              "than the 254 word pieces the model reads)")
+    assert "(tokenizer=model, size <= 254)" in warning
     under = variants.assign(truncated_chunks=[0, 12])  # 10% of 120: not more than the threshold
-    assert truncation_warning(under, 256) is None
+    assert truncation_warning(under, 254) is None
 
 
 def test_the_table_says_how_sure_the_winner_is() -> None:

@@ -244,7 +244,7 @@ class Context:
         return {"dataset": d.name, "dataset_fingerprint": d.fingerprint, "corpus_fingerprint": d.corpus_fingerprint,
                 "documents": len(d.documents), "questions": len(d.questions), "characters": d.n_chars,
                 "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
-                "model_window": e.max_tokens,
+                "model_window": e.window_tokens,  # the word pieces of a text the model reads (specials aside)
                 **self.settings.config(), "versions": versions()}
 
 

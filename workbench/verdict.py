@@ -132,10 +132,11 @@ def truncation_warning(variants: pd.DataFrame, window: int | None = None) -> str
         return None
     named = ", ".join(f"{r.variant} {r.share:.0%}" for r in over.head(3).itertuples(index=False))
     more = f" and {len(over) - 3} more" if len(over) > 3 else ""
-    limit = f"{window}-word-piece window" if window else "window"
+    reads = f"the {window} word pieces the model reads" if window else "the model's window"
+    fits = f", size <= {window}" if window else ""
     return (f"Warning: {len(over)} of {len(variants)} variants embed truncated chunks ({named}{more} of their chunks "
-            f"exceed the model's {limit}), so they are scored on the head of each chunk only; size them in the "
-            "model's tokens (tokenizer=model), choose a smaller size, or use +late.")
+            f"are longer than {reads}), so they are ranked by the head of each chunk only; size them in the model's "
+            f"tokens (tokenizer=model{fits}), choose a smaller size, or use +late.")
 
 
 def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000) -> Verdict:
