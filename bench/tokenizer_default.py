@@ -5,9 +5,10 @@ in, the default so far) or "model" (the embedding model's own word pieces, whose
 special tokens included, is what the model sees; longer chunks are embedded from their head).
 Each strategy at each size is swept twice on the same questions, once per tokenizer, and the
 table shows recall@5 with its interval, the share of chunks the model truncates, the cl100k
-context tokens a top 5 hands the LLM, and recall at equal context budgets (the fair comparison:
-model-token chunks are shorter in cl100k, so they hand over less at the same k). The paired
-difference model - cl100k per pair says whether the questions can tell the two apart.
+context tokens a top 5 hands the LLM, and recall at equal context budgets (the fair comparison
+when the two tokenizers cut chunks of different cl100k lengths: word pieces per cl100k token,
+shown per corpus, is what decides how different). The paired difference model - cl100k per pair
+says whether the questions can tell the two apart.
 
 Run from the repo root: python bench/tokenizer_default.py [--data DIR] [--out FILE]
 (about 10 minutes cold on 2 cores for data/chroma_small; vectors are cached in --cache).
@@ -27,6 +28,7 @@ from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep
+from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,8 +60,11 @@ def measure(data: Path, cache: Path) -> tuple[pd.DataFrame, dict]:
                          **{k: round(x, 3) for k, x in budgets.items()},
                          "model - cl100k": "" if tokenizer != "model" else
                          f"{diff['diff']:+.3f} [{diff['ci_low']:+.3f}, {diff['ci_high']:+.3f}]"})
+    texts = [d.text for d in dataset.documents]
+    pieces = sum(len(ids) for ids in embedder.tokenizer(texts, add_special_tokens=False)["input_ids"])
     info = {"dataset": dataset.name, "questions": len(dataset.questions), "documents": len(dataset.documents),
-            "model": embedder.name, "window": embedder.max_tokens}
+            "model": embedder.name, "window": embedder.max_tokens,
+            "ratio": pieces / sum(TiktokenTokenizer("cl100k_base").count_many(texts))}
     return pd.DataFrame(rows).astype(object).fillna(""), info
 
 
@@ -75,7 +80,8 @@ def main() -> None:
     for data in args.data or [REPO / "data" / "chroma_small"]:
         table, info = measure(data, args.cache)
         parts.append(f"\n## {info['dataset']}: {info['documents']} documents, {info['questions']} questions, "
-                     f"{info['model']} (window {info['window']} word pieces)\n\n{table.to_markdown(index=False)}\n")
+                     f"{info['model']} (window {info['window']} word pieces); {info['ratio']:.2f} word pieces per "
+                     f"cl100k token\n\n{table.to_markdown(index=False)}\n")
         print(parts[-1], flush=True)
     args.out.write_text("".join(parts), encoding="utf-8")
 
