@@ -62,8 +62,9 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One source text. Provenance (kind, path, pages) says where it came from, for people and
-    viewers; like `group` it changes no chunk, so no fingerprint includes it."""
+    """One source text. Provenance (kind, path, pages, language) says where it came from, for people and
+    viewers; like `group` it changes no chunk, so no fingerprint includes it, except `language`,
+    which a code chunker reads."""
 
     doc_id: str
     title: str
@@ -72,6 +73,7 @@ class Document:
     kind: str | None = None  # the format it was read as ("markdown", "text", "jsonl"); None when made in memory
     path: str | None = None  # the file it was read from, relative to the dataset folder; None when made in memory
     pages: tuple[int, ...] = ()  # start offset of each page (PDF), from 0, ascending; () when the format has none
+    language: str | None = None  # the programming language of source code ("python", "go"), else None
 
     def __post_init__(self) -> None:
         p = self.pages
@@ -120,11 +122,13 @@ class Dataset:
     @cached_property
     def corpus_fingerprint(self) -> str:
         """Hash of the documents only: names chunk and index caches (questions may change freely).
-        Groups are left out, here and in `fingerprint`: they change no chunk and no per-question
-        score, so labelling groups after a sweep keeps its caches and still matches its result."""
+        Groups and provenance are left out (a set language is in), here and in `fingerprint`: they
+        change no chunk and no per-question score, so labelling groups after a sweep keeps its
+        caches and still matches its result."""
         h = hashlib.sha256()
         for d in self.documents:
-            for part in (d.doc_id, d.title, d.text):
+            # a code chunker reads the language; hashed only when set, so prose corpora keep their keys
+            for part in (d.doc_id, d.title, d.text, *([f"language={d.language}"] if d.language else [])):
                 b = part.encode("utf-8")
                 h.update(len(b).to_bytes(8, "little") + b)
         return h.hexdigest()[:16]
