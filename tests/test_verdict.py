@@ -108,8 +108,8 @@ def test_truncated_chunks_get_a_warning_in_the_verdict() -> None:
     variants = result.variants.assign(truncated_chunks=[0, 110], retriever=["dense", "dense"])  # big: 120 chunks
     warned = SweepResult(result.per_question, result.summary, variants, result.config | {"model_window": 254})
     warning = verdict(warned).sentences()[-1]
-    assert warning.startswith("Warning: 1 of 2 variants embed truncated chunks (big 92% of their chunks are longer "
-                              "than the 254 word pieces the model reads)")
+    assert warning.startswith("Warning: 1 of 2 variants embed chunks longer than the 254 word pieces the model reads "
+                              "(big 92% of their chunks), so they are ranked by the head of each chunk only")
     assert "(tokenizer=model, size <= 254)" in warning
     under = variants.assign(truncated_chunks=[0, 12])  # 10% of 120: not more than the threshold
     assert truncation_warning(under, 254) is None
@@ -165,7 +165,7 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     result = constructed({"one": same, "two": same.copy()}, {"one": 500, "two": 700})
     v = verdict(result)
     assert v.tied == (v.runner_up,) and "-0.000" not in " ".join(v.sentences())
-    assert "+0.000 over the runner-up" in v.sentences()[1]
+    assert v.sentences()[1].startswith("It is tied with two: +0.000 over it (paired interval")  # named once
     assert "no number of questions would separate them" in v.sentences()[1]
     assert v.table["p_best"].tolist() == [0.5, 0.5]
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")

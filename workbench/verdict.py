@@ -80,10 +80,12 @@ class Verdict:
         o = r if self.best == self.top else b  # the variant `top` is compared with
         lead, low, high = (0.0 - o[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
         over = f"over the runner-up {r['variant']}" if self.best == self.top else f"for {r['variant']} over it"
+        if self.best == self.top and self.runner_up in self.tied:  # named as the first it ties with
+            over = "over it"
         gap = f"{lead:+.3f} {over} (paired interval [{low:+.3f}, {high:+.3f}], p = {o['p_value']:.3g})"
         if not (self.tied or self.best != self.top):
             return [*out, f"It beats every other variant: {gap}.", *self._truncation()]
-        tied_with = [self.top] * (self.best != self.top) + list(self.tied)
+        tied_with = [self.top] * (self.best != self.top) + sorted(self.tied, key=lambda k: k != self.runner_up)
         n = len(tied_with)
         others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
         first = self.row(tied_with[0])["variant"]
@@ -134,8 +136,8 @@ def truncation_warning(variants: pd.DataFrame, window: int | None = None) -> str
     more = f" and {len(over) - 3} more" if len(over) > 3 else ""
     reads = f"the {window} word pieces the model reads" if window else "the model's window"
     fits = f", size <= {window}" if window else ""
-    return (f"Warning: {len(over)} of {len(variants)} variants embed truncated chunks ({named}{more} of their chunks "
-            f"are longer than {reads}), so they are ranked by the head of each chunk only; size them in the model's "
+    return (f"Warning: {len(over)} of {len(variants)} variants embed chunks longer than {reads} ({named} of "
+            f"their chunks{more}), so they are ranked by the head of each chunk only; size them in the model's "
             f"tokens (tokenizer=model{fits}), choose a smaller size, or use +late.")
 
 
