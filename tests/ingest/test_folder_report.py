@@ -160,3 +160,12 @@ def test_names_with_spaces_quotes_and_non_ascii_characters_load_as_their_ids(tmp
         warnings.simplefilter("error")  # nothing skipped, nothing to warn about
         ds = load_dataset(folder)
     assert sorted(d.doc_id for d in ds.documents) == sorted(names)
+
+
+def test_sweep_strict_stops_on_a_skipped_file_before_any_work(tmp_path: Path) -> None:
+    from workbench.cli import main
+
+    folder = mixed(tmp_path)
+    with pytest.raises(SystemExit, match=r"(?s)^error: .*files were skipped \(strict\).*\.txt: 1 binary"):
+        main(["sweep", "--data", str(folder), "--strict", "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
