@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="dataset folder: corpus.jsonl + questions.jsonl, or .md/.txt files + questions.jsonl "
                    "(default: %(default)s)")
     s.add_argument("--questions", type=Path, help="questions file, if not <data>/questions.jsonl")
+    s.add_argument("--strict", action="store_true",
+                   help="stop with an error when any file of --data is skipped (unknown type, binary, unreadable, "
+                   "empty) instead of warning")
     s.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder (default: %(default)s)")
     s.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
                    help="a variant to sweep (repeatable); see below. Default: the demo grid")
@@ -147,7 +150,7 @@ def _sweep(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
-            dataset = load_dataset(args.data, args.questions)
+            dataset = load_dataset(args.data, args.questions, strict=args.strict)
     except DatasetError as e:
         raise SystemExit(f"error: {e}") from e
     for w in caught:  # one line each, not Python's source-line format

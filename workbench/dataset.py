@@ -13,11 +13,10 @@ import json
 import random
 import warnings
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 EMPTY_DOCS = ("skip", "error")  # what load_dataset does with empty or whitespace-only documents
@@ -212,17 +211,29 @@ def drop_empty(loaded: list[Loaded], empty_docs: str, where: Path) -> list[Docum
     return docs
 
 
+def _loose(doc_id: str) -> str:
+    """A doc id without its extension, in lower case: what two ids differing only so share."""
+    return str(PurePosixPath(doc_id).with_suffix("")).lower() if PurePosixPath(doc_id).suffix else doc_id.lower()
+
+
+def did_you_mean(doc_id: str, docs: Mapping[str, Document], skipped: Mapping[str, str]) -> str:
+    """' (did you mean 'a.py'?)' for the ids that differ from `doc_id` only by extension or case, else ''."""
+    near = sorted(d for d in [*docs, *skipped] if _loose(d) == _loose(doc_id))
+    named = ", ".join(repr(d) + (f", skipped ({skipped[d]})" if d in skipped else "") for d in near)
+    return f" (did you mean {named}?)" if near else ""
+
+
 def answer_problem(
-    docs: Mapping[str, Document], skipped: AbstractSet[str], doc_id: str, start: int, end: int, quote: object = None
+    docs: Mapping[str, Document], skipped: Mapping[str, str], doc_id: str, start: int, end: int, quote: object = None
 ) -> tuple[str, str] | None:
-    """The first rule an answer span breaks, as (its field: ".doc_id", "" for the span itself or
-    ".text" for the quote; the problem), or None. Whatever reads labels checks them here, so a bad
-    label is refused where it is written, never surfacing later as a wrong number."""
+    """The first rule an answer span breaks (`skipped`: doc id -> why it was left out), as (its field:
+    ".doc_id", "" for the span itself or ".text" for the quote; the problem), or None. Whatever reads
+    labels checks them here, so a bad label is refused where it is written, never surfacing later as a
+    wrong number."""
     if doc_id in skipped:
-        return ".doc_id", (f"document {doc_id!r} is empty or whitespace-only and was skipped: "
-                           "no answer can point into it")
+        return ".doc_id", f"document {doc_id!r} was skipped ({skipped[doc_id]}): no answer can point into it"
     if doc_id not in docs:
-        return ".doc_id", f"unknown document {doc_id!r}"
+        return ".doc_id", f"unknown document {doc_id!r}" + did_you_mean(doc_id, docs, skipped)
     size = len(docs[doc_id].text)
     if not 0 <= start < end <= size:
         return "", f"span [{start}, {end}) out of range for {doc_id!r} (0 <= start < end <= {size})"

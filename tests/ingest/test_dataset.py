@@ -116,7 +116,7 @@ def test_not_utf8_and_missing_files(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="is not a folder"):
         load_dataset(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DatasetError, match="no .md/.markdown/.txt files"):
+    with pytest.raises(DatasetError, match="no readable documents: read 0 file"):
         load_dataset(tmp_path / "empty")
 
 
@@ -228,7 +228,7 @@ def test_a_question_into_a_skipped_document_names_it(tmp_path: Path) -> None:
         load_dataset(write(tmp_path / "ds", [*DOCS, *EMPTY], questions))
     e = err.value
     assert (Path(e.path).name, e.line, e.field) == ("questions.jsonl", 2, "answers[0].doc_id")
-    assert "'spaces' is empty or whitespace-only and was skipped" in str(e)
+    assert "document 'spaces' was skipped (empty): no answer can point into it" in str(e)
     with pytest.raises(DatasetError, match="all 2 documents are empty or whitespace-only"):
         load_dataset(write(tmp_path / "none", EMPTY))
 

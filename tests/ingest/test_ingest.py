@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from workbench.dataset import Dataset, DatasetError, Document
+from workbench.dataset import Dataset, DatasetError, DatasetWarning, Document
 from workbench.ingest import READERS, load_dataset
 from workbench.retrievers import STAGES, stage
 
@@ -65,7 +65,8 @@ def test_a_new_format_is_one_reader_in_the_table(tmp_path: Path, monkeypatch: py
     (tmp_path / "notes.md").write_text("# Notes\n\nText.\n", encoding="utf-8")
     q = {"qid": "q", "question": "?", "answers": [{"doc_id": "t/rows.CSV", "start": 0, "end": 3, "text": "a b"}]}
     (tmp_path / "questions.jsonl").write_text(json.dumps(q) + "\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match="unknown document 't/rows.CSV'"):
+    with pytest.warns(DatasetWarning, match=r"\.csv: 1 unknown type \('t/rows.CSV'\)"), \
+            pytest.raises(DatasetError, match=r"'t/rows.CSV' was skipped \(unknown type\)"):
         load_dataset(tmp_path)
     monkeypatch.setitem(READERS, ".csv", read_csv)
     ds = load_dataset(tmp_path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +66,9 @@ def read_corpus(path: Path) -> list[Loaded]:
     return docs
 
 
-def read_questions(path: Path, docs: Mapping[str, Document], skipped: AbstractSet[str]) -> list[Question]:
-    """Every question of a questions.jsonl, its answer spans checked against `docs` (`skipped`:
-    the ids of documents left out as empty, which an answer is told it cannot point into)."""
+def read_questions(path: Path, docs: Mapping[str, Document], skipped: Mapping[str, str]) -> list[Question]:
+    """Every question of a questions.jsonl, its answer spans checked against `docs` (`skipped`: the ids
+    of documents left out -> why, which an answer is told when it points into one)."""
     questions: list[Question] = []
     seen: dict[str, int] = {}
     for n, obj in read_jsonl(path):
