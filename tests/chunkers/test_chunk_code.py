@@ -164,9 +164,11 @@ def test_small_siblings_merge_and_a_big_unit_splits_by_its_children() -> None:
     assert all(units_of(PY, c.start, c.end) <= 25 for c in inside)
 
 
-def test_go_and_javascript_cuts_fall_on_function_boundaries() -> None:
-    for text, language, names in ((GO, "go", ("// Norm", "func Add", "func Scale")),
-                                  (JS, "javascript", ("class Counter", "function twice", "function greet"))):
+@pytest.mark.parametrize("blank", ["\n\n", "\n"])  # with and without blank lines between functions
+def test_go_and_javascript_cuts_fall_on_function_boundaries(blank: str) -> None:
+    for text, language, names in ((GO.replace("\n\n", blank), "go", ("// Norm", "func Add", "func Scale")),
+                                  (JS.replace("\n\n", blank), "javascript", ("class Counter", "function twice",
+                                                                               "function greet"))):
         starts = [text.index(n) for n in names]
         ends = [text.index("\n}\n", s) + 2 for s in starts]
         chunks = chunk(text, language, size=30)
