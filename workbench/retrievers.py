@@ -34,6 +34,7 @@ class Index(Protocol):
     and the resources its `needs` attached."""
 
     lexical: Any  # retrieval.bm25.LexicalIndex, for stages that need "bm25"
+    chunks: Sequence[Any]  # chunkers.Chunk per row, for stages that read the spans (auto_merge)
 
     def dense(self, vectors: np.ndarray, depth: int | None,
               rows: Sequence[np.ndarray | None]) -> list[Ranking]: ...

@@ -2,8 +2,10 @@
 
 # isort: off
 from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
+from workbench.chunkers import code, pages, tables  # noqa: F401  (register)
 # after the built-in families, so they come first in every list of strategies
 from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
+from workbench.chunkers import automerge  # noqa: F401  (registers auto_merging: LlamaIndex's hierarchy)
 # isort: on
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk

@@ -37,15 +37,16 @@ def _line_starts(text: str) -> list[int]:
     return [0, *(m.end() for m in _NEWLINE.finditer(text)), len(text)]
 
 
-def _offset(lines: list[int], line: int) -> int:
+def line_offset(lines: list[int], line: int) -> int:
     return lines[min(line, len(lines) - 1)]
 
 
-def _parse(text: str) -> tuple[list[Token], list[int]]:
+def parse_blocks(text: str) -> tuple[list[Token], list[int]]:
+    """markdown-it's block tokens of `text` and its line starts (token.map lines -> offsets)."""
     return _parser().parse(text), _line_starts(text)
 
 
-def _sections(text: str, tokens: list[Token], lines: list[int], max_level: int) -> list[tuple[int, int, str]]:
+def sections(text: str, tokens: list[Token], lines: list[int], max_level: int) -> list[tuple[int, int, str]]:
     """Sections from top-level headings up to `max_level`; see `section_spans`."""
     heads: list[tuple[int, int, str]] = []  # (start, body start, path)
     stack: list[tuple[int, str]] = []  # (level, title) of the enclosing headings
@@ -56,7 +57,8 @@ def _sections(text: str, tokens: list[Token], lines: list[int], max_level: int) 
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, " ".join(tokens[i + 1].content.split())))  # setext titles may span lines
-        heads.append((_offset(lines, tok.map[0]), _offset(lines, tok.map[1]), PATH_SEP.join(t for _, t in stack)))
+        path = PATH_SEP.join(t for _, t in stack)
+        heads.append((line_offset(lines, tok.map[0]), line_offset(lines, tok.map[1]), path))
     if not heads:
         return [(0, len(text), "")] if text else []
     ends = [h[0] for h in heads[1:]] + [len(text)]
@@ -83,8 +85,8 @@ def section_spans(text: str, max_level: int = 6) -> list[tuple[int, int, str]]:
     text without headings is one section. Headings inside code fences, lists or quotes do not
     count.
     """
-    tokens, lines = _parse(text)
-    return _sections(text, tokens, lines, max_level)
+    tokens, lines = parse_blocks(text)
+    return sections(text, tokens, lines, max_level)
 
 
 def _atomic_blocks(tokens: list[Token], lines: list[int]) -> list[tuple[int, int]]:
@@ -92,7 +94,7 @@ def _atomic_blocks(tokens: list[Token], lines: list[int]) -> list[tuple[int, int
     out: list[tuple[int, int]] = []
     for tok in tokens:
         if tok.type in _ATOMIC and tok.map is not None:
-            s, e = _offset(lines, tok.map[0]), _offset(lines, tok.map[1])
+            s, e = line_offset(lines, tok.map[0]), line_offset(lines, tok.map[1])
             if not out or s >= out[-1][1]:
                 out.append((s, e))
     return out
@@ -133,12 +135,12 @@ def markdown(
     doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str, max_heading_level: int
 ) -> list[Chunk]:
     text = doc.text
-    tokens, lines = _parse(text)
+    tokens, lines = parse_blocks(text)
     blocks = _atomic_blocks(tokens, lines)
     units = Units(unit_boundaries(text, unit, tokenizer, env))
     block_starts = [s for s, _ in blocks]
     chunks = []
-    for start, end, path in _sections(text, tokens, lines, max_heading_level):
+    for start, end, path in sections(text, tokens, lines, max_heading_level):
         inner = blocks[bisect_left(block_starts, start) : bisect_left(block_starts, end)]
         pieces = _section_pieces(text, start, end, inner, units, size)
         chunks += [make_chunk(doc, s, e, heading=path) for s, e in merge_pieces(text, pieces, units, size, overlap)]

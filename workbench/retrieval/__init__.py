@@ -1,3 +1,6 @@
 """Retrieval: indexes over a variant's chunks (FAISS, BM25) and the stages that rank them."""
 
+# isort: off
 from workbench.retrieval import stages  # noqa: F401  (registers dense, bm25 and hybrid in workbench.retrievers)
+from workbench.retrieval import automerge  # noqa: F401  (registers auto_merge, after the first stages)
+# isort: on

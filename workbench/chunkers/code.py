@@ -1,0 +1,234 @@
+"""Source code chunked along its syntax tree (tree-sitter), so a function is never cut while it fits.
+
+Why a parser and not separators: "\\ndef " misses methods, decorators and every other language, and
+a regex cannot tell a nested function from a string. The tree's nodes are the units: siblings
+that fit merge up to `size` (a run of small functions, a class header with its first method), and a
+node over `size` splits by its children, down to lines for a leaf (a long string or comment).
+Comments directly above a node stay with it. tree-sitter recovers from syntax errors, so broken
+code still chunks. Each chunk's heading is the signatures of the definitions around its first
+line ("class Cache > def get(self, key)"); with `header` the path and that heading are embedded
+above the text, which stays the exact source span.
+
+    >>> doc = Document("m.py", "m", "def f():\\n    return 1\\n\\ndef g():\\n    return 2\\n", language="python")
+    >>> [c.text for c in code(doc, ChunkEnv(), size=8, unit="tokens", tokenizer="cl100k_base",
+    ...                       language="auto", header=True)]
+    ['def f():\\n    return 1', 'def g():\\n    return 2']
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import tree_sitter_language_pack as tslp
+from tree_sitter import Node, Parser
+
+from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.recursive import Units, recursive_spans
+from workbench.chunkers.registry import strategy
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
+from workbench.dataset import Document
+from workbench.params import Param
+
+# The node types whose signature names a chunk's scope, per tree-sitter grammar (the languages offered).
+DEFINITIONS: dict[str, frozenset[str]] = {
+    "python": frozenset({"function_definition", "class_definition", "decorated_definition"}),
+    "javascript": frozenset({"function_declaration", "generator_function_declaration", "class_declaration",
+                             "method_definition"}),
+    "typescript": frozenset({"function_declaration", "generator_function_declaration", "class_declaration",
+                             "abstract_class_declaration", "method_definition", "interface_declaration"}),
+    "go": frozenset({"function_declaration", "method_declaration", "type_declaration"}),
+    "rust": frozenset({"function_item", "impl_item", "trait_item", "struct_item", "enum_item", "mod_item"}),
+    "java": frozenset({"class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
+                       "method_declaration", "constructor_declaration"}),
+    "c": frozenset({"function_definition", "struct_specifier"}),
+    "cpp": frozenset({"function_definition", "class_specifier", "struct_specifier", "namespace_definition"}),
+}
+DEFINITIONS["tsx"] = DEFINITIONS["typescript"]
+AUTO = "auto"  # the document's own `language`
+LINE_SEPARATORS = ("\n\n", "\n", " ")  # a leaf over `size`, and text in no language, split by lines
+SCOPE_SEP = " > "
+
+
+@cache
+def _parser(language: str) -> Parser:
+    return tslp.get_parser(language)  # type: ignore[arg-type]  # a name of DEFINITIONS
+
+
+class _Source:
+    """One parsed text: byte offsets of the tree as character offsets, and sizes in units."""
+
+    def __init__(self, text: str, units: Units, size: int):
+        self.text, self.units, self.size = text, units, size
+        raw = text.encode("utf-8")
+        ascii_only = len(raw) == len(text)
+        # the byte offset where each character starts: a byte offset maps to its character by search
+        self._starts = None if ascii_only else np.flatnonzero((np.frombuffer(raw, np.uint8) & 0xC0) != 0x80)
+
+    def byte(self, char: int) -> int:
+        """The byte offset of a character of the text (not its end)."""
+        return char if self._starts is None else int(self._starts[char])
+
+    def char(self, byte: int) -> int:
+        return byte if self._starts is None else int(np.searchsorted(self._starts, byte))
+
+    def bounds(self, node: Node) -> Bounds:
+        return self.char(node.start_byte), self.char(node.end_byte)
+
+    def fits(self, start: int, end: int) -> bool:
+        return self.units.count(start, end) <= self.size
+
+    def lines(self, start: int, end: int) -> list[Bounds]:
+        return recursive_spans(self.text, start, end, self.units, self.size, 0, LINE_SEPARATORS)
+
+
+def _items(src: _Source, node: Node) -> list[tuple[int, int, Node | None]]:
+    """The node's children as (start, end, child), empty ones left out; comments directly above a
+    child (no blank line between) join it, and other comments stand as items of their own (None)."""
+    out: list[tuple[int, int, Node | None]] = []
+    pending: int | None = None  # start of the comments waiting for the child below them
+    last = pending
+    for child in node.children:
+        s, e = src.bounds(child)
+        if e <= s:
+            continue
+        if pending is not None and "\n\n" in src.text[last:s]:
+            out.append((pending, last, None))  # a blank line parts the comments from what follows
+            pending = None
+        if _is_comment(child):
+            if pending is None and out and "\n" not in src.text[out[-1][1] : s]:  # a comment ending a line
+                out[-1] = (out[-1][0], e, out[-1][2])
+                continue
+            pending, last = (s if pending is None else pending), e
+            continue
+        out.append((s if pending is None else pending, e, child))
+        pending = None
+    if pending is not None:
+        out.append((pending, last, None))
+    return out
+
+
+def _carries(node: Node, child: Node, named: bool) -> bool:
+    """Whether the run before a `child` over `size` rides into its first span instead of standing
+    alone: when it is `node`'s own header ("def f(x):", decorators: what precedes its body or its
+    definition), or a header carried in plus punctuation ("func F() {" before a block's statements)."""
+    return not named or any(child == node.child_by_field_name(f) for f in ("body", "definition"))
+
+
+def _split(src: _Source, node: Node, carry: Bounds | None = None) -> list[Bounds]:
+    """Spans of a node over `size`: consecutive children merged while they fit, and a child over
+    `size` split the same way (its comments, and a header before it, carried into its first span);
+    what follows a split child starts a new span, so no span straddles a split unit's end (but
+    closing punctuation, "}", joins the span before it when it fits)."""
+    out: list[Bounds] = []
+    run: Bounds | None = carry  # the items merged so far, not yet emitted
+    named = False  # whether the run holds a named node besides the carry (else punctuation: "{", "}")
+    for s, e, child in _items(src, node):
+        is_named = child is None or child.is_named
+        start = run[0] if run else s
+        if src.fits(start, e):
+            run, named = (start, e), named or is_named
+            continue
+        if src.fits(s, e):
+            if run:
+                out.append(run)
+            run, named = (s, e), is_named
+            continue
+        own = src.bounds(child)[0] if child is not None else s
+        if run and not (child is not None and _carries(node, child, named)):
+            out.append(run)
+            start = s
+        head = (start, own) if start < own else None
+        if child is not None and child.children:
+            if head and not src.fits(*head):
+                out += src.lines(*head)
+                head = None
+            out += _split(src, child, head)
+            tail = src.bounds(child)[1]  # a comment closing the child's last line is in the item, not the child
+            if tail < e and out and src.fits(out[-1][0], e):
+                out[-1] = (out[-1][0], e)
+            elif tail < e:
+                out += src.lines(tail, e)
+        else:
+            out += src.lines(start, e)
+        run, named = None, False
+    if run and not named and out and src.fits(out[-1][0], run[1]):
+        out[-1], run = (out[-1][0], run[1]), None
+    if run:
+        out.append(run)
+    return out
+
+
+def _signature(src: _Source, node: Node) -> str:
+    """A definition's text up to its body (its first line when it has none), on one line."""
+    node = node.child_by_field_name("definition") or node  # a decorated definition: the one decorated
+    start, end = src.bounds(node)
+    body = node.child_by_field_name("body")
+    if body is None:
+        return " ".join(src.text[start:end].split("\n", 1)[0].split()).rstrip(" :{")
+    before = [c for c in node.children if c.end_byte <= body.start_byte and not _is_comment(c)]
+    return " ".join(src.text[start : src.char(before[-1].end_byte) if before else start].split()).rstrip(" :{")
+
+
+def _is_comment(node: Node) -> bool:
+    return node.type == "comment" or node.type.endswith("_comment")
+
+
+def _scope(src: _Source, root: Node, span: Bounds, kinds: frozenset[str]) -> str:
+    """Signatures of the definitions around the span's first code (past its leading comments),
+    outermost first."""
+    path, byte, end = [], src.byte(span[0]), src.byte(span[1] - 1)
+    node: Node | None = root
+    while node is not None:  # (Node.first_child_for_byte crashes tree-sitter 0.26.1)
+        node = next((c for c in node.children if c.end_byte > byte and not _is_comment(c)), None)
+        if node is None or node.start_byte > end:
+            break
+        byte = max(byte, node.start_byte)
+        if node.type in kinds and (node.parent is None or node.parent.type not in kinds):
+            path.append(_signature(src, node))  # (a decorated definition's inner one is the same)
+    return SCOPE_SEP.join(path)
+
+
+def check_language(doc: Document, language: str) -> str | None:
+    """The grammar to parse `doc` with: `language`, or with "auto" the document's own (None: it has none)."""
+    name = doc.language if language == AUTO else language
+    if name is not None and name not in DEFINITIONS:
+        raise ValueError(f"document {doc.doc_id!r}: field 'language' must be one of {sorted(DEFINITIONS)} for "
+                         f"strategy 'code', got {name!r}")
+    return name
+
+
+@strategy(
+    "code",
+    "Source code along its tree-sitter syntax tree: functions, methods and classes whole while they fit, small "
+    "siblings merged up to `size`, bigger ones split by their children, then lines; path, class and signature "
+    "embedded above each chunk. A document without a language is cut at blank lines, then lines.",
+    {
+        "size": SIZE,
+        "unit": UNIT,
+        "tokenizer": TOKENIZER,
+        "language": Param(AUTO, "tree-sitter grammar; auto: the document's `language`",
+                          choices=(AUTO, *sorted(DEFINITIONS))),
+        "header": Param(True, "embed 'path > class > signature' above each chunk"),
+    },
+)
+def code(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str, language: str,
+         header: bool) -> list[Chunk]:
+    text = doc.text
+    units = Units(unit_boundaries(text, unit, tokenizer, env))
+    src = _Source(text, units, size)
+    name = check_language(doc, language)
+    if name is None:
+        return [make_chunk(doc, s, e) for s, e in src.lines(0, len(text))]
+    root = _parser(name).parse(text.encode("utf-8")).root_node
+    spans = [(0, len(text))] if src.fits(0, len(text)) else _split(src, root)
+    out = []
+    for span in spans:
+        s, e = strip_span(text, *span) or (span[0], span[0])
+        if e <= s:
+            continue
+        heading = _scope(src, root, (s, e), DEFINITIONS[name])
+        path = SCOPE_SEP.join(p for p in (doc.path or doc.doc_id, heading) if p)
+        embed = f"{path}\n\n{text[s:e]}" if header else None
+        out.append(make_chunk(doc, s, e, heading=heading, embed_text=embed))
+    return out
