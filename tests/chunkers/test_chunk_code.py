@@ -15,6 +15,7 @@ from workbench.chunkers import Chunk, run_strategy
 from workbench.chunkers.recursive import Units
 from workbench.chunkers.units import unit_boundaries
 from workbench.dataset import Document
+from workbench.tokens import TiktokenTokenizer
 
 PY = '''"""A module."""
 
@@ -194,10 +195,10 @@ def test_code_with_syntax_errors_still_chunks() -> None:
     assert sum(c.text.count("def ok():\n    return 1") for c in chunks) == 3  # whole, beside broken neighbours
 
 
-def test_language_from_the_document_or_refused_or_lines() -> None:
+def test_language_from_the_document_or_lines() -> None:
     assert chunk(PY, "python", size=40) == chunk(PY, None, size=40, language="python")
-    with pytest.raises(ValueError, match="document 'src/m': field 'language' must be one of .* got 'cobol'"):
-        chunk(PY, "cobol")
+    # a language with no grammar here (guessed for a file without extension) chunks as no language does
+    assert chunk(PY, "cobol", size=40) == chunk(PY, None, size=40) != chunk(PY, "python", size=40)
     plain = chunk("line one\nline two\n\nnext paragraph here", None, size=20, unit="chars")  # no language: lines
     assert [c.text for c in plain] == ["line one\nline two", "next paragraph here"]
 
@@ -220,3 +221,24 @@ def test_contract_on_random_python(parts: list[str], size: int, data: st.DataObj
         assert_chunk_contract(doc, chunks, size, 0, unit, tokenizer, ENV)
     else:
         assert chunks == []
+
+
+# every language the loaders read as code (workbench.ingest.code): two definitions each, one line apart
+OTHERS = {
+    "csharp": ("class A {\n    int F(int x) { return x * 2 + 1; }\n}\n",
+               "class B {\n    void G() { Run(1, 2, 3); }\n}\n"),
+    "ruby": ("def first(x)\n  x * 2 + 1\nend\n", "def second(y)\n  puts(y, 2, 3)\nend\n"),
+    "php": ("<?php\nfunction first($x) { return $x * 2 + 1; }\n", "function second($y) { echo($y + 3); }\n"),
+    "bash": ("first() {\n  echo one two three\n}\n", "second() {\n  echo four five six\n}\n"),
+    "jsx": ("function First() { return <a href='x'>one</a>; }\n", "function Second() { return <b>two</b>; }\n"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(OTHERS))
+def test_every_language_the_loaders_read_cuts_between_definitions(language: str) -> None:
+    one, two = OTHERS[language]
+    text = one + "\n" + two
+    size = max(map(TiktokenTokenizer("cl100k_base").count, (one, two))) + 1  # each fits alone, not both together
+    chunks = chunk(text, language, size=size)
+    assert [c.text.strip() for c in chunks] == [one.strip(), two.strip()]
+    assert all(c.heading for c in chunks)  # each named by its signature

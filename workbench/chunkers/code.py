@@ -43,8 +43,15 @@ DEFINITIONS: dict[str, frozenset[str]] = {
                        "method_declaration", "constructor_declaration"}),
     "c": frozenset({"function_definition", "struct_specifier"}),
     "cpp": frozenset({"function_definition", "class_specifier", "struct_specifier", "namespace_definition"}),
+    "csharp": frozenset({"namespace_declaration", "class_declaration", "interface_declaration", "struct_declaration",
+                         "enum_declaration", "record_declaration", "method_declaration", "constructor_declaration"}),
+    "ruby": frozenset({"module", "class", "method", "singleton_method"}),
+    "php": frozenset({"function_definition", "class_declaration", "interface_declaration", "trait_declaration",
+                      "method_declaration"}),
+    "bash": frozenset({"function_definition"}),
 }
 DEFINITIONS["tsx"] = DEFINITIONS["typescript"]
+GRAMMARS = {"jsx": "javascript"}  # a language read by another's grammar (Pygments names .jsx "jsx")
 AUTO = "auto"  # the document's own `language`
 LINE_SEPARATORS = ("\n\n", "\n", " ")  # a leaf over `size`, and text in no language, split by lines
 SCOPE_SEP = " > "
@@ -171,7 +178,8 @@ def _signature(src: _Source, node: Node) -> str:
 
 
 def _is_comment(node: Node) -> bool:
-    return node.type == "comment" or node.type.endswith("_comment")
+    """A comment, or PHP's opening tag: nothing that names a scope, kept with what follows."""
+    return node.type in ("comment", "php_tag") or node.type.endswith("_comment")
 
 
 def _scope(src: _Source, root: Node, span: Bounds, kinds: frozenset[str]) -> str:
@@ -190,19 +198,21 @@ def _scope(src: _Source, root: Node, span: Bounds, kinds: frozenset[str]) -> str
 
 
 def check_language(doc: Document, language: str) -> str | None:
-    """The grammar to parse `doc` with: `language`, or with "auto" the document's own (None: it has none)."""
-    name = doc.language if language == AUTO else language
-    if name is not None and name not in DEFINITIONS:
-        raise ValueError(f"document {doc.doc_id!r}: field 'language' must be one of {sorted(DEFINITIONS)} for "
-                         f"strategy 'code', got {name!r}")
-    return name
+    """The grammar to parse `doc` with: `language`, or with "auto" the document's own (None: it has
+    none, or one without a grammar here, e.g. a language guessed for a file with no extension, so
+    a mixed corpus still chunks: by blank lines, then lines)."""
+    if language != AUTO:
+        return language
+    name = GRAMMARS.get(doc.language or "", doc.language)
+    return name if name in DEFINITIONS else None
 
 
 @strategy(
     "code",
     "Source code along its tree-sitter syntax tree: functions, methods and classes whole while they fit, small "
     "siblings merged up to `size`, bigger ones split by their children, then lines; path, class and signature "
-    "embedded above each chunk. A document without a language is cut at blank lines, then lines.",
+    "embedded above each chunk. A document without a language (or in one without a grammar here) is cut at blank "
+    "lines, then lines.",
     {
         "size": SIZE,
         "unit": UNIT,
