@@ -174,3 +174,24 @@ def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -
     assert [t.get_text().split("  ", 1)[1] for t in legend.get_texts()] == many
     for ax in fig.axes:
         assert not box.overlaps(ax.get_window_extent(renderer))
+
+
+def cielab(rgb: np.ndarray) -> np.ndarray:
+    """sRGB in [0, 1] to CIELAB (D65), the space where distance approximates perceived difference."""
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = linear @ np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]).T
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1)
+
+
+@pytest.mark.parametrize("n", [14, 20])
+def test_many_variants_get_colours_far_apart(n: int) -> None:
+    """Any two of 14 (or 20) variants differ by a CIE76 delta E of 25 or more (tab20's pale twins: 17),
+    and neighbours in the legend differ in marker too."""
+    keys = [f"v{i}" for i in range(n)]
+    lab = cielab(np.array([to_rgba(c)[:3] for c in plots.variant_colors(keys).values()]))
+    distance = np.linalg.norm(lab[:, None] - lab[None], axis=2)[np.triu_indices(n, 1)]
+    assert distance.min() >= 25
+    markers = list(plots.variant_markers(keys).values())
+    assert all(a != b for a, b in zip(markers, markers[1:], strict=False))

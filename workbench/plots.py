@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 _MODIFIERS = ("contextual_header", "late")
+# tab10, then ten colours picked greedily in CIELAB, each the farthest from all before it (lightness
+# 30-75, chroma < 70: visible on white, not garish): any two of the 20 differ by a CIE76 delta E of 27 or more
+PALETTE = (*matplotlib.colormaps["tab10"].colors, "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00",
+           "#1e87ff", "#870078", "#b4b4e1", "#0f5a4b")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
 @dataclass(frozen=True)
@@ -93,15 +98,16 @@ def mark(fig: Figure, key: str) -> list[Artist]:
 
 
 def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
-    """One distinct colour per variant: tab10, tab20, then an evenly sampled continuous map."""
+    """One distinct colour per variant: PALETTE up to 20 (tab20 would pair each colour with a pale
+    twin), then an evenly sampled continuous map."""
     n = len(keys)
-    if n <= 10:
-        colors = matplotlib.colormaps["tab10"].colors[:n]
-    elif n <= 20:
-        colors = matplotlib.colormaps["tab20"].colors[:n]
-    else:
-        colors = matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n))
+    colors = PALETTE[:n] if n <= len(PALETTE) else matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n))
     return dict(zip(keys, colors, strict=True))
+
+
+def variant_markers(keys: Sequence[str]) -> dict[str, str]:
+    """A marker per variant, cycling, so neighbours in the legend differ in shape as well as colour."""
+    return {key: MARKERS[i % len(MARKERS)] for i, key in enumerate(keys)}
 
 
 def _select(result: SweepResult, variants: Sequence[str] | None) -> tuple[list[str], dict[str, Any]]:
@@ -166,6 +172,7 @@ def _curves(
     """metric against k, one errorbar line per variant (label = variant label)."""
     s = _rows(result, metric, keys)
     s = s[s["k"] > 0]
+    markers = variant_markers(result.keys)
     for key in keys:
         r = s[s["key"] == key].sort_values("k")
         if r.empty:
@@ -175,7 +182,7 @@ def _curves(
         ax.errorbar(
             r["k"].to_numpy(float), r["mean"].to_numpy(float), yerr=_err(r), label=result.label_of(key),
             color=colors[key],
-            marker="o", markersize=4, linewidth=3 if strong else 1.5, capsize=3, elinewidth=1, alpha=0.95,
+            marker=markers[key], markersize=4, linewidth=3 if strong else 1.5, capsize=3, elinewidth=1, alpha=0.95,
             zorder=3 if strong else 2,
         )
     ax.set_xticks(result.ks)
@@ -191,6 +198,7 @@ def _budget_curves(
     """metric against the context budget (log2 axis), one line per variant, its CI as a band."""
     s = _rows(result, metric, keys)
     s = s[_budget(s) > 0]
+    markers = variant_markers(result.keys)
     for key in keys:
         r = s[s["key"] == key].sort_values("budget")
         if r.empty:
@@ -200,7 +208,7 @@ def _budget_curves(
         _record(ax, key, x, r["mean"])
         ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[key],
                         alpha=0.15, linewidth=0)
-        ax.plot(x, r["mean"].to_numpy(float), color=colors[key], marker="o", markersize=4,
+        ax.plot(x, r["mean"].to_numpy(float), color=colors[key], marker=markers[key], markersize=4,
                 linewidth=3 if strong else 1.5, zorder=3 if strong else 2, label=result.label_of(key))
     ax.set_xscale("log", base=2)
     ax.set_xticks(result.budgets)
@@ -257,12 +265,13 @@ def _tradeoff(
         return
     cost, rec = cost.loc[shown], rec.loc[shown]
     number = _numbers(keys)
+    markers = variant_markers(result.keys)
     for v in shown:
         strong = v == highlight
         _record(ax, v, cost.at[v, "mean"], rec.at[v, "mean"])
         ax.errorbar(
             cost.at[v, "mean"], rec.at[v, "mean"], xerr=_err(cost.loc[[v]]), yerr=_err(rec.loc[[v]]),
-            color=colors[v], marker="o", markersize=9 if strong else 6, capsize=3, elinewidth=1,
+            color=colors[v], marker=markers[v], markersize=9 if strong else 6, capsize=3, elinewidth=1,
             markeredgecolor="black" if strong else colors[v], zorder=3 if strong else 2,
         )
         ax.annotate(str(number[v]), (cost.at[v, "mean"], rec.at[v, "mean"]), xytext=(5, 4),
@@ -296,9 +305,10 @@ def _ncol(text: Sequence[str]) -> int:
     return max(1, min(len(text), 170 // (max(map(len, text)) + 8)))
 
 
-def _legend(fig: Figure, keys: Sequence[str], colors: dict, text: Sequence[str]) -> None:
+def _legend(fig: Figure, result: SweepResult, keys: Sequence[str], colors: dict, text: Sequence[str]) -> None:
     """One figure legend below the panels, so it never covers data."""
-    handles = [Line2D([], [], color=colors[v], marker="o", linewidth=2) for v in keys]
+    markers = variant_markers(result.keys)
+    handles = [Line2D([], [], color=colors[v], marker=markers[v], linewidth=2) for v in keys]
     fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text), fontsize=8, frameon=False)
 
 
@@ -328,7 +338,7 @@ def overview(
     _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys), short_ids)
     ax_mrr.set_title(f"{MRR}@{k} (best on top)")
     _tradeoff(ax_cost, result, k, keys, colors, highlight)
-    _legend(fig, keys, colors, text)
+    _legend(fig, result, keys, colors, text)
     return fig
 
 
@@ -346,7 +356,7 @@ def metric_curves(
     ax = fig.subplots()
     if (rows["k"] > 0).any():
         _curves(ax, result, metric, keys, colors, highlight)
-        _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
+        _legend(fig, result, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     else:
         _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(keys), short_ids)
         ax.set_title(f"{metric} (independent of k)")
@@ -365,7 +375,7 @@ def budget_curves(
     keys, colors = _select(result, variants)
     fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
     _budget_curves(fig.subplots(), result, metric, keys, colors, _key(result, highlight))
-    _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
+    _legend(fig, result, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     return fig
 
 
@@ -402,7 +412,7 @@ def by_group(
         ax.set_title(f"{name} ({rows['n'].max()} questions)", fontsize=10)
     for ax in axes[len(names):]:
         ax.set_visible(False)
-    _legend(fig, keys, colors, text)
+    _legend(fig, result, keys, colors, text)
     return fig
 
 
