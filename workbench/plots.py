@@ -214,7 +214,7 @@ def _budget_curves(
     ax.set_xticks(result.budgets)
     ax.xaxis.set_major_formatter(ScalarFormatter())
     encoding = result.config.get("budget_encoding", "cl100k_base")
-    ax.set_xlabel(f"context budget ({encoding} tokens)")
+    ax.set_xlabel(f"context budget\n({encoding} tokens)")  # two lines: a quarter of the report's width
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(f"{metric} at equal budgets")
     ax.grid(alpha=0.3)
@@ -281,9 +281,8 @@ def _tradeoff(
         ax.plot(cost["mean"].iloc[front], rec["mean"].iloc[front], "--", color="0.4", linewidth=1, marker="o",
                 markersize=15, markerfacecolor="none", label="Pareto front", zorder=1)
         ax.legend(loc="lower right", fontsize=8)
-    ax.set_xlabel(f"mean {COST}@{k} (cl100k tokens to the LLM)")
+    ax.set_xlabel(f"mean {COST}@{k}\n(cl100k tokens to the LLM)")
     ax.set_ylabel(f"mean {RECALL}@{k}")
-    ax.set_title(f"cost vs {RECALL}@{k} (numbers: legend)")
     ax.grid(alpha=0.3)
 
 
@@ -312,12 +311,26 @@ def _legend(fig: Figure, result: SweepResult, keys: Sequence[str], colors: dict,
     fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text), fontsize=8, frameon=False)
 
 
+def overview_panels(result: SweepResult, k: int | None = None) -> list[tuple[str, str]]:
+    """The overview's panels in order, each its title and what to look for in it: `overview` titles
+    its panels from here and the report's caption reads it, so a caption names what is drawn."""
+    k = _pick_k(result, k)
+    panels = [(f"{RECALL}@k", "higher is better, and a curve that rises early needs fewer chunks"),
+              (f"{MRR}@{k} (best on top)", "how near the top the first evidence ranks"),
+              (f"cost vs {RECALL}@{k} (numbers: legend)",
+               "context tokens against recall, up and to the left is better; circled: the Pareto front")]
+    if has_budgets(result):
+        panels.append((f"{RECALL} at equal budgets",
+                       "recall for the same number of tokens handed to the LLM, higher is better"))
+    return panels
+
+
 def overview(
     result: SweepResult, k: int | None = None, variants: Sequence[str] | None = None, highlight: str | None = None,
     short_ids: bool = False,
 ) -> Figure:
-    """Three panels: recall@k curves, MRR@k ranking, and context cost against recall@k; a fourth,
-    recall against context budget, when the result has budget rows.
+    """The panels of `overview_panels`: recall@k curves, MRR@k ranking, and context cost against
+    recall@k; a fourth, recall against context budget, when the result has budget rows.
 
     k defaults to the largest swept k; `variants` restricts the labels drawn; `highlight` draws
     one variant (e.g. the one selected in the widget) bolder; `short_ids` labels variants by
@@ -336,8 +349,9 @@ def overview(
         _budget_curves(ax_budget[0], result, RECALL, keys, colors, highlight)
     _curves(ax_curve, result, RECALL, keys, colors, highlight)
     _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys), short_ids)
-    ax_mrr.set_title(f"{MRR}@{k} (best on top)")
     _tradeoff(ax_cost, result, k, keys, colors, highlight)
+    for ax, (title, _) in zip(fig.axes, overview_panels(result, k), strict=True):
+        ax.set_title(title)
     _legend(fig, result, keys, colors, text)
     return fig
 

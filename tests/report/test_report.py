@@ -296,3 +296,11 @@ def test_a_re_export_reads_its_figures_back_and_redraws_what_changed(result: Swe
                         result.variants[result.variants["key"] == result.keys[0]], result.config)
     pngs = {n for n in report.export(fewer, tmp_path / "c", store=store) if n.endswith(".png")}
     assert len(drawn) == len(pngs) > 0
+
+
+def test_the_overview_caption_describes_every_panel_drawn(result: SweepResult) -> None:
+    """Four panels with budget rows: each one's title leads a sentence of the caption, in order."""
+    _, caption = report.describe_figure(result, "overview")
+    titles = [ax.get_title() for ax in plots.overview(result, short_ids=True).axes]
+    assert len(titles) == 4
+    assert [caption.index(f"{t}: ") for t in titles] == sorted(caption.index(f"{t}: ") for t in titles)

@@ -42,11 +42,9 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     """The title and the one-line caption (what to look for) of a figure of `default_figures`;
     a figure of another name is titled by its name."""
     k = metrics.default_k(result.ks)
-    if name == "overview":
-        return ("Recall, ranking and cost at a glance",
-                f"Left: recall@k, higher is better. Middle: MRR@{k}, best on top. Right: context tokens against "
-                f"recall@{k}, up and to the left is better; circled: the Pareto front. "
-                "Numbers: the variant table above.")
+    if name == "overview":  # one sentence per panel drawn, from the list the overview draws
+        panels = " ".join(f"{title}: {hint}." for title, hint in plots.overview_panels(result, k))
+        return "Recall, ranking and cost at a glance", f"{panels} Numbers: the variant table above."
     if name in _CURVES:
         return _CURVES[name]
     if name.startswith("by_"):
