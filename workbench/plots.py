@@ -38,6 +38,7 @@ from workbench.chunkers import STRATEGIES
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import default_k
 from workbench.params import UNIT_PARAM
+from workbench.retrievers import STAGES, get_stage
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 _MODIFIERS = ("contextual_header", "late")
+_MODIFIER_NAMES = {"contextual_header": "contextual header", "late": "late chunking"}
+RETRIEVER = "retriever"
 # tab10, then ten colours picked greedily in CIELAB, each the farthest from all before it (lightness
 # 30-75, chroma < 70: visible on white, not garish): any two of the 20 differ by a CIE76 delta E of 27 or more
 PALETTE = (*matplotlib.colormaps["tab10"].colors, "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00",
@@ -469,11 +472,18 @@ def _is_size(result: SweepResult, param: str) -> bool:
 
 
 def swept_parameters(result: SweepResult) -> list[str]:
-    """The grid parameters that take more than one value among the result's variants: sizes
-    (in tokens or characters) first, then the others, each group in grid order."""
-    table = result.variants
-    swept = [p for p in result.grid_params if table[p].dropna().map(str).nunique() > 1]
+    """The grid parameters that some variants differ in alone (everything else that varies equal,
+    see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
+    overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
+    group in grid order."""
+    swept = [p for p in result.grid_params
+             if _compared(_groups(result, _with_param(result, result.keys, [p])[0], [p]), p)]
     return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def _compared(groups: list[tuple[str, pd.DataFrame]], param: str) -> list[tuple[str, pd.DataFrame]]:
+    """The groups in which `param` takes two values or more: a line to draw, not a lone point."""
+    return [(name, part) for name, part in groups if _values(part, param).map(str).nunique() > 1]
 
 
 def _check_param(result: SweepResult, param: str) -> None:
@@ -482,17 +492,44 @@ def _check_param(result: SweepResult, param: str) -> None:
                          f"swept: {swept_parameters(result)}, all: {result.grid_params}")
 
 
+def _stage_params() -> set[str]:
+    """The parameters of retrieval stages (rrf_k): part of the retriever, not of the chunking."""
+    return {name for stage in STAGES.values() for name in stage.params}
+
+
+def _values(rows: pd.DataFrame, param: str) -> pd.Series:
+    """What a figure places `param` at: its values; for the retriever, its stages with the stage
+    parameters that are not their default ("hybrid(rrf_k=30)"), so the retriever is the stages alone."""
+    if param != RETRIEVER:
+        return rows[param]
+
+    def name(row: pd.Series) -> str:
+        given = [f"{p}={short_value(row[p])}" for stage in row[RETRIEVER].split("+")
+                 for p, spec in get_stage(stage).params.items()
+                 if p in row and _known(row[p]) and row[p] != spec.default]
+        return row[RETRIEVER] + (f"({', '.join(given)})" if given else "")
+
+    return rows.apply(name, axis=1)
+
+
 def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
-    """The columns besides `exclude` that vary among `rows`: strategy, parameters, modifiers."""
-    cols = ["strategy", *(p for p in result.grid_params if p not in exclude), *_MODIFIERS]
-    return [c for c in cols if rows[c].map(str).nunique() > 1]
+    """The columns besides `exclude` (the retriever takes its stage parameters along) that vary
+    among `rows`: strategy, parameters, modifiers. A parameter some strategies lack varies only
+    if it takes two values where it exists: the strategy tells the others apart already."""
+    left_out = {*exclude, *(_stage_params() if RETRIEVER in exclude else ())}
+    cols = ["strategy", *(p for p in result.grid_params if p not in left_out), *_MODIFIERS]
+    return [c for c in cols if rows[c].dropna().map(str).nunique() > 1]
 
 
-def _group_name(row: pd.Series, cols: Sequence[str]) -> str:
-    """ "fixed, overlap=0+late": the strategy, then the other varying values it has."""
-    params = [f"{c}={short_value(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
-    mods = "".join(f"+{c.split('_')[-1]}" for c in _MODIFIERS if c in cols and row[c])
-    return ", ".join([row["strategy"], *params]) + mods
+def _group_name(row: pd.Series, cols: Sequence[str], rows: pd.DataFrame) -> str:
+    """ "fixed, overlap=0, late chunking": the strategy, then the values that set this group apart
+    from others of its strategy, then the modifiers in words (a "+header" would read as a retriever).
+    A value all variants of its strategy share (recursive's custom_separators) is left out."""
+    own = rows[rows["strategy"] == row["strategy"]]
+    params = [f"{c}={short_value(row[c])}" for c in cols
+              if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and own[c].map(str).nunique() > 1]
+    mods = [_MODIFIER_NAMES[c] for c in _MODIFIERS if c in cols and row[c]]
+    return ", ".join([row["strategy"], *params, *mods])
 
 
 def _known(value: Any) -> bool:
@@ -504,7 +541,7 @@ def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
     cols = _others(result, rows, exclude)
     # str() per cell: pandas' string dtype would keep NaN (a parameter another strategy lacks) as a float
     ids = rows[["strategy", *cols]].apply(lambda row: "|".join(map(str, row)), axis=1)
-    return [(_group_name(part.iloc[0], cols), part) for _, part in rows.groupby(ids, sort=False)]
+    return [(_group_name(part.iloc[0], cols, rows), part) for _, part in rows.groupby(ids, sort=False)]
 
 
 def _metric_k(result: SweepResult, metric: str, k: int | None) -> int:
@@ -542,16 +579,19 @@ def by_parameter(
 ) -> Figure:
     """Metrics against one swept parameter: a panel per metric, one line per combination of the
     other things that vary (strategy, other parameters, modifiers), the confidence interval as a
-    band. Variants without `param` are left out (the title says how many). Sizes spanning a
-    factor of 4 or more get a log2 axis."""
+    band. Variants without `param`, and those no other variant differs from in `param` alone (a
+    lone point compares nothing), are left out; the title says how many. Sizes spanning a factor
+    of 4 or more get a log2 axis."""
     _check_param(result, param)
     keys, _ = _select(result, variants)
     rows, missing = _with_param(result, keys, [param])
-    groups = _groups(result, rows, [param])
-    colors = variant_colors([name for name, _ in groups])
-    categories = _categories(rows[param])
+    groups = _compared(_groups(result, rows, [param]), param)
+    drawn = rows["key"].isin({key for _, part in groups for key in part["key"]})
+    rows, alone = rows[drawn], int((~drawn).sum())
+    colors, markers = variant_colors([name for name, _ in groups]), variant_markers([name for name, _ in groups])
+    categories = _categories(_values(rows, param))
     pos = {v: float(i) for i, v in enumerate(categories)} if categories else None
-    values = rows[param].map(pos) if pos else rows[param].astype(float)
+    values = _values(rows, param).map(pos) if pos else rows[param].astype(float)
     log2 = (not pos and _is_size(result, param) and len(values) and values.min() > 0
             and values.max() >= 4 * values.min())
     fig = Figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
@@ -561,12 +601,12 @@ def by_parameter(
         means = _rows(result, metric, keys, mk).set_index("key")
         for name, part in groups:
             part = part[part["key"].isin(means.index)]
-            x = (part[param].map(pos) if pos else part[param]).to_numpy(float)
+            x = (_values(part, param).map(pos) if pos else part[param]).to_numpy(float)
             part, x = part.iloc[np.argsort(x, kind="stable")], np.sort(x, kind="stable")
             r = means.loc[part["key"]]
             ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
                             alpha=0.2, linewidth=0)
-            ax.plot(x, r["mean"].to_numpy(float), marker="o", color=colors[name], label=name)
+            ax.plot(x, r["mean"].to_numpy(float), marker=markers[name], color=colors[name], label=name)
             for key, xi, yi in zip(part["key"], x, r["mean"], strict=True):
                 _record(ax, key, xi, yi)
         if log2:
@@ -580,11 +620,13 @@ def by_parameter(
         ax.set_ylabel(f"mean {_metric_name(metric, mk)}")
         ax.set_title(f"{_metric_name(metric, mk)} vs {param}")
         ax.grid(alpha=0.3)
-    if missing:
-        fig.suptitle(f"{missing} variant(s) without {param} left out")
+    left_out = [f"{missing} variant(s) without {param}"] * bool(missing) + [
+        f"{alone} that differ from every other in more than {param}"] * bool(alone)
+    if left_out:
+        fig.suptitle(f"Left out: {', '.join(left_out)}")
     if groups:
         names = [name for name, _ in groups]
-        handles = [Line2D([], [], color=colors[n], marker="o") for n in names]
+        handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
         fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names), fontsize=8, frameon=False)
     _mark_static(fig, result, highlight)
     return fig

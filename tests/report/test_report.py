@@ -84,9 +84,8 @@ def test_report_is_self_contained_and_complete(result: SweepResult, tmp_path: Pa
 
 def test_default_figures_have_a_title_and_a_caption_and_one_width(result: SweepResult, tmp_path: Path) -> None:
     figures = report.default_figures(result)
-    # size and overlap are both swept: a figure against each, and their heatmap
-    assert list(figures) == ["overview", "hit", "ndcg", "iou", "precision_omega", "by_size", "by_overlap",
-                             "heatmap_size_overlap"]
+    # size and overlap differ together (16 with 0, 32 with 8): no figure against either, no heatmap
+    assert list(figures) == ["overview", "hit", "ndcg", "iou", "precision_omega"]
     assert {tuple(f.get_size_inches())[0] for f in figures.values()} == {report.FIGURE_WIDTH}
     text = write_report(result, tmp_path / "r.html", figures=figures).read_text(encoding="utf-8")
     assert text.count('<img src="data:image/png;base64,') == len(figures)
