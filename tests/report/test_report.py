@@ -19,7 +19,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from workbench import plots, report
-from workbench.dataset import Dataset, Document, Question
+from workbench.dataset import Dataset, Document, Question, Span
 from workbench.evaluation import stats
 from workbench.models.embed import Embedder
 from workbench.report import compact_table, p_best_table, summary_table, variants_table, write_report
@@ -303,3 +303,33 @@ def test_the_overview_caption_describes_every_panel_drawn(result: SweepResult) -
     titles = [ax.get_title() for ax in plots.overview(result, short_ids=True).axes]
     assert len(titles) == 4
     assert [caption.index(f"{t}: ") for t in titles] == sorted(caption.index(f"{t}: ") for t in titles)
+
+
+def mid_word(text: str, i: int) -> bool:
+    return 0 < i < len(text) and not text[i - 1].isspace() and not text[i].isspace()
+
+
+def test_cut_windows_begin_and_end_at_word_boundaries_and_say_where_they_are_cut() -> None:
+    """Passages around evidence at every word of a text: no end falls inside a word, the evidence
+    stays whole, and a URL longer than the reach of a boundary is stepped over, not cut."""
+    from workbench.report import cuts
+    from workbench.viewer import chunk_html
+
+    words = [("x" * (1 + i % 9)) for i in range(400)]
+    words[150] = "https://example.org/" + "a" * 120  # no boundary within reach
+    text = " ".join(words)
+    doc = Document("d", "T", text)
+    ds = Dataset("words", (doc,), ())
+    starts = [i + 1 for i, ch in enumerate(text) if ch == " "]
+    cut = 0
+    for a, b in zip(starts, starts[3:], strict=False):
+        span = Span("d", a, b - 1)
+        ((_, lo, hi),) = cuts._passages(ds, [span], chars=100)
+        assert lo <= span.start and span.end <= hi
+        assert not mid_word(text, lo) and not mid_word(text, hi), (span, lo, hi)
+        cut += mid_word(text, max(0, a - 100))
+    assert cut > 100  # most raw windows would have begun mid-word
+    middle = chunk_html(ds, [], "d", 200, 400, ellipsis=True)
+    body = html.unescape(re.sub(r"<[^>]+>", "", middle.split('line-height:1.6">', 1)[1]))
+    assert body == f"\u2026{text[200:400]}\u2026"
+    assert "\u2026" not in chunk_html(ds, [], "d", ellipsis=True)  # the whole text: nothing cut
