@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from workbench.sweep import SweepResult
     from workbench.verdict import Verdict
 
-MAX_GROUPS = 12  # "By corpus" draws at most this many groups (a dataset split by prefix may have one per document)
+MAX_GROUPS = 12  # "By group" draws at most this many groups (a dataset split by prefix may have one per document)
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222;
@@ -61,7 +61,7 @@ details { margin: 0.5em 0; } summary { cursor: pointer; color: #1d4ed8; }
 def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes], title: str, dpi: int,
                v: Verdict | None, cuts: str, dataset: Dataset | None) -> None:
     """The whole page into `out`: `v` the verdict (None without recall), `cuts` the rendered
-    "Where the cuts fall" section, `dataset` (optional) for "By corpus"."""
+    "Where the cuts fall" section, `dataset` (optional) for "By group" (`_grouped_by`)."""
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
             f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
@@ -86,7 +86,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
     out.write(_scores(result, k))
     if v is not None:
         out.write(_against_best(v))
-    out.write(_by_corpus(result, dataset, k, dpi))
+    out.write(_by_group(result, dataset, k, dpi))
     out.write(cuts)
     out.write(f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Parameters as given ({DASH}: the '
               f"strategy has no such parameter), then what the index cost.</p>\n"
@@ -206,13 +206,26 @@ def _scores(result: SweepResult, k: int) -> str:
             f"{_table(p_best_table(result, ranked))}</details></section>\n")
 
 
-def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
+def _grouped_by(dataset: Dataset) -> tuple[str, str]:
+    """The section's heading and what its groups are, named after what Dataset.groups_of_questions
+    splits this dataset by: the documents' group field, their folder, or (no folders) the documents."""
+    if dataset.grouping == "group":
+        return "By group", "the <code>group</code> field of their evidence documents"
+    if any("/" in d.doc_id for d in dataset.documents):
+        return "By folder", ('the folder of their evidence documents (the doc id up to its first "/"; a document '
+                             "outside any folder is a group of its own)")
+    return "By document", ("their evidence document (the documents sit in no folder and have no "
+                           "<code>group</code> field, so each is a group)")
+
+
+def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
     """Each group's best variant on `metric`@k with its interval, and the per-group figure, when
     the dataset has 2 to MAX_GROUPS groups of questions (Dataset.groups_of_questions); "" else."""
     if dataset is None or metric not in set(result.summary["metric"]):
         return ""
+    heading, what = _grouped_by(dataset)
     if dataset.fingerprint != result.config.get("dataset_fingerprint", dataset.fingerprint):
-        return ('<section id="by-corpus"><h2>By corpus</h2>\n<p>Left out: the dataset given '
+        return (f'<section id="by-group"><h2>{heading}</h2>\n<p>Left out: the dataset given '
                 f"({html.escape(dataset.name)}) is not the one this result was measured on.</p></section>\n")
     groups = dataset.groups_of_questions()
     if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
@@ -223,10 +236,9 @@ def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, m
     rows = "".join(f"<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td>{html.escape(str(r.variant))}</td>"
                    f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
     png = base64.b64encode(by_group_png(result, groups, table, metric, k, dpi)).decode("ascii")
-    return (f'<section id="by-corpus"><h2>By corpus</h2>\n<p>The questions split by the group of their evidence '
-            'documents (their <code>group</code> field, else the doc id up to its first "/"; evidence in two '
-            f"groups: {MIXED}), each group summarised on its own questions: the best chunking can differ by kind of "
-            f"text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
+    return (f'<section id="by-group"><h2>{heading}</h2>\n<p>The questions split by {what}; evidence in two '
+            f"groups: {MIXED}. Each group is summarised on its own questions: the best chunking can differ by kind "
+            f"of text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
             f"<tr><th>group</th><th>questions</th><th>best variant</th><th>{metric}@{k}</th></tr>\n{rows}"
             "</table></div>\n"
             f'<figure id="figure-by-group"><img src="data:image/png;base64,{png}" alt="{metric}@{k} by group">'
