@@ -97,26 +97,27 @@ def _passages(dataset: Dataset, evidence: Sequence[Span], chars: int = 300) -> l
 
 
 def _word_start(text: str, i: int, limit: int, reach: int = WORD_REACH) -> int:
-    """`i` moved back to the start of its word (at most `reach` characters), else forward past it
-    (never beyond `limit`, where the evidence starts); a window cut mid-word reads as a typo."""
-    if i == 0 or text[i - 1].isspace() or text[i].isspace():
-        return i
-    back = next((j for j in range(i - 1, max(0, i - reach) - 1, -1) if j == 0 or text[j - 1].isspace()), None)
-    if back is not None:
-        return back
-    return next((j for j in range(i + 1, limit + 1) if text[j - 1].isspace()), i)
+    """`i` moved back to the start of its word (at most `reach` characters), else forward past it,
+    then past any blank (never beyond `limit`, where the evidence starts): a window cut mid-word
+    reads as a typo."""
+    if 0 < i < len(text) and not text[i - 1].isspace() and not text[i].isspace():
+        back = next((j for j in range(i - 1, max(0, i - reach) - 1, -1) if j == 0 or text[j - 1].isspace()), None)
+        i = back if back is not None else next((j for j in range(i + 1, limit + 1) if text[j - 1].isspace()), i)
+    while i < limit and text[i].isspace():
+        i += 1
+    return i
 
 
 def _word_end(text: str, i: int, limit: int, reach: int = WORD_REACH) -> int:
-    """`i` moved forward to the end of its word (at most `reach` characters), else back before it
-    (never below `limit`, where the evidence ends)."""
-    if i == len(text) or text[i].isspace() or text[i - 1].isspace():
-        return i
-    ahead = next((j for j in range(i + 1, min(len(text), i + reach) + 1) if j == len(text) or text[j].isspace()),
-                 None)
-    if ahead is not None:
-        return ahead
-    return next((j for j in range(i - 1, limit - 1, -1) if text[j].isspace()), i)
+    """`i` moved forward to the end of its word (at most `reach` characters), else back before it,
+    then back before any blank (never below `limit`, where the evidence ends)."""
+    if 0 < i < len(text) and not text[i - 1].isspace() and not text[i].isspace():
+        ahead = next((j for j in range(i + 1, min(len(text), i + reach) + 1) if j == len(text) or text[j].isspace()),
+                     None)
+        i = ahead if ahead is not None else next((j for j in range(i - 1, limit - 1, -1) if text[j].isspace()), i)
+    while i > limit and text[i - 1].isspace():
+        i -= 1
+    return i
 
 
 def _overlap(a: Span, b: Span) -> bool:
