@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
+PANEL_WIDTH = 2.9  # inches: the narrowest a panel is drawn in a figure given a width
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 _MODIFIERS = ("contextual_header", "late")
 _MODIFIER_NAMES = {"contextual_header": "contextual header", "late": "late chunking"}
@@ -302,16 +303,36 @@ def _legend_text(result: SweepResult, keys: Sequence[str], numbered: bool, short
     return [f"{n}  {result.label_of(v)}" if numbered else result.label_of(v) for v, n in _numbers(keys).items()]
 
 
-def _ncol(text: Sequence[str]) -> int:
-    """Legend columns that fit the figure width (about 170 characters of 8-point text)."""
-    return max(1, min(len(text), 170 // (max(map(len, text)) + 8)))
+def _ncol(text: Sequence[str], width: float) -> int:
+    """Legend columns that fit a figure `width` inches wide (about 14 characters of 8-point text
+    an inch, a marker and a gap taking 8 more per column)."""
+    return max(1, min(len(text), int(14 * width) // (max(map(len, text)) + 8)))
+
+
+def _panels(n: int, width: float | None, panel: float, most: int | None = None) -> tuple[int, int, float]:
+    """(rows, columns, figure width in inches) of n panels: one row (at most `most` a row) of
+    `panel` inches each; or, in a figure `width` inches wide, as many a row as fit at PANEL_WIDTH
+    (on a phone's width, one: the panels stack and stay legible)."""
+    cols = min(n, most or n)
+    if width is not None:
+        cols = max(1, min(cols, int(width // PANEL_WIDTH)))
+    return -(-n // cols), cols, panel * cols + 0.5 if width is None else width
+
+
+def _axes(fig: Figure, n: int, rows: int, cols: int, **grid: Any) -> list[Axes]:
+    """n panels on a rows x cols grid, the unused cells of the last row removed."""
+    axes = list(np.ravel(fig.subplots(rows, cols, squeeze=False, **grid)))
+    for ax in axes[n:]:
+        fig.delaxes(ax)
+    return axes[:n]
 
 
 def _legend(fig: Figure, result: SweepResult, keys: Sequence[str], colors: dict, text: Sequence[str]) -> None:
     """One figure legend below the panels, so it never covers data."""
     markers = variant_markers(result.keys)
     handles = [Line2D([], [], color=colors[v], marker=markers[v], linewidth=2) for v in keys]
-    fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text), fontsize=8, frameon=False)
+    fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text, fig.get_figwidth()), fontsize=8,
+               frameon=False)
 
 
 def overview_panels(result: SweepResult, k: int | None = None) -> list[tuple[str, str]]:
@@ -330,24 +351,27 @@ def overview_panels(result: SweepResult, k: int | None = None) -> list[tuple[str
 
 def overview(
     result: SweepResult, k: int | None = None, variants: Sequence[str] | None = None, highlight: str | None = None,
-    short_ids: bool = False,
+    short_ids: bool = False, width: float | None = None,
 ) -> Figure:
     """The panels of `overview_panels`: recall@k curves, MRR@k ranking, and context cost against
     recall@k; a fourth, recall against context budget, when the result has budget rows.
 
     k defaults to the largest swept k; `variants` restricts the labels drawn; `highlight` draws
     one variant (e.g. the one selected in the widget) bolder; `short_ids` labels variants by
-    number only (the caller prints the legend).
+    number only (the caller prints the legend); `width` (inches) lays the panels out to fit it
+    (see `_panels`), else they stand in one row.
     """
     k = _pick_k(result, k)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
     text = _legend_text(result, keys, numbered=True, short_ids=short_ids)
-    legend_rows = -(-len(text) // _ncol(text))
     ratios = [1, 1.1, 1.1, 1] if has_budgets(result) else [1, 1.1, 1.1]
-    fig = Figure(figsize=(5.6 * len(ratios) + 0.5, max(4.8, 0.3 * len(keys) + 1.8) + 0.22 * legend_rows),
-                 layout="constrained")
-    ax_curve, ax_mrr, ax_cost, *ax_budget = fig.subplots(1, len(ratios), width_ratios=ratios)
+    rows, cols, fig_width = _panels(len(ratios), width, 5.6)
+    legend_rows = -(-len(text) // _ncol(text, fig_width))
+    row = max(4.8 if rows == 1 else 3.4, 0.3 * len(keys) + 1.8)
+    fig = Figure(figsize=(fig_width, row * rows + 0.22 * legend_rows), layout="constrained")
+    ax_curve, ax_mrr, ax_cost, *ax_budget = _axes(fig, len(ratios), rows, cols,
+                                                  **({"width_ratios": ratios} if rows == 1 else {}))
     if ax_budget:
         _budget_curves(ax_budget[0], result, RECALL, keys, colors, highlight)
     _curves(ax_curve, result, RECALL, keys, colors, highlight)
@@ -361,15 +385,16 @@ def overview(
 
 def metric_curves(
     result: SweepResult, metric: str, variants: Sequence[str] | None = None, highlight: str | None = None,
-    short_ids: bool = False,
+    short_ids: bool = False, width: float | None = None,
 ) -> Figure:
     """Any metric against k, one line per variant; a k-independent metric (k=0 only, e.g.
-    precision_omega) is drawn as a ranking instead. `short_ids`: variants by number only."""
+    precision_omega) is drawn as a ranking instead. `short_ids`: variants by number only;
+    `width`: the figure's, in inches (10 else)."""
     _check_metric(result, metric)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
     rows = _rows(result, metric, keys)
-    fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
+    fig = Figure(figsize=(width or 10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
     ax = fig.subplots()
     if (rows["k"] > 0).any():
         _curves(ax, result, metric, keys, colors, highlight)
@@ -405,30 +430,28 @@ def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def by_group(
     result: SweepResult, groups: Dataset | Mapping[str, str], metric: str = RECALL, k: int | None = None,
-    variants: Sequence[str] | None = None, table: pd.DataFrame | None = None,
+    variants: Sequence[str] | None = None, table: pd.DataFrame | None = None, width: float | None = None,
 ) -> Figure:
     """One panel per group of questions (SweepResult.by_group: a Dataset or qid -> group), each
     variant's mean `metric`@k with its CI, best on top and outlined: the best chunking can differ
     by kind of text. Panels share the x axis; each title gives its number of questions.
-    `table`: result.by_group(groups) when already computed (its bootstrap is the costly part)."""
+    `table`: result.by_group(groups) when already computed (its bootstrap is the costly part);
+    `width` (inches): panels laid out to fit it (see `_panels`), else three a row."""
     k = _metric_k(result, metric, k)
     keys, colors = _select(result, variants)
     table = result.by_group(groups) if table is None else table
     table = table[(table["metric"] == metric) & (table["k"] == k) & (_budget(table) == 0) & table["key"].isin(keys)]
     names = list(dict.fromkeys(table["group"]))
     best = best_by_group(table, metric).set_index("group")["key"]
-    ncols = min(3, len(names))
+    rows, cols, fig_width = _panels(len(names), width, 4.2, most=3)
     text = _legend_text(result, keys, numbered=True)
     height = max(2.6, 0.28 * len(keys) + 1.2)
-    fig = Figure(figsize=(4.2 * ncols + 0.5, height * -(-len(names) // ncols) + 0.22 * -(-len(text) // _ncol(text))),
+    fig = Figure(figsize=(fig_width, height * rows + 0.22 * -(-len(text) // _ncol(text, fig_width))),
                  layout="constrained")
-    axes = fig.subplots(-(-len(names) // ncols), ncols, sharex=True, squeeze=False).ravel()
-    for ax, name in zip(axes, names, strict=False):
-        rows = table[table["group"] == name]
-        _bars(ax, rows, colors, best[name], f"mean {_metric_name(metric, k)}", _numbers(keys), short_ids=True)
-        ax.set_title(f"{name} ({rows['n'].max()} questions)", fontsize=10)
-    for ax in axes[len(names):]:
-        ax.set_visible(False)
+    for ax, name in zip(_axes(fig, len(names), rows, cols, sharex=True), names, strict=True):
+        part = table[table["group"] == name]
+        _bars(ax, part, colors, best[name], f"mean {_metric_name(metric, k)}", _numbers(keys), short_ids=True)
+        ax.set_title(f"{name} ({part['n'].max()} questions)", fontsize=10)
     _legend(fig, result, keys, colors, text)
     return fig
 
@@ -576,12 +599,13 @@ def by_parameter(
     metrics: Sequence[str] = (RECALL, MRR, COST),
     variants: Sequence[str] | None = None,
     highlight: str | None = None,
+    width: float | None = None,
 ) -> Figure:
     """Metrics against one swept parameter: a panel per metric, one line per combination of the
     other things that vary (strategy, other parameters, modifiers), the confidence interval as a
     band. Variants without `param`, and those no other variant differs from in `param` alone (a
     lone point compares nothing), are left out; the title says how many. Sizes spanning a factor
-    of 4 or more get a log2 axis."""
+    of 4 or more get a log2 axis. `width` (inches): panels laid out to fit it, else in one row."""
     _check_param(result, param)
     keys, _ = _select(result, variants)
     rows, missing = _with_param(result, keys, [param])
@@ -594,8 +618,9 @@ def by_parameter(
     values = _values(rows, param).map(pos) if pos else rows[param].astype(float)
     log2 = (not pos and _is_size(result, param) and len(values) and values.min() > 0
             and values.max() >= 4 * values.min())
-    fig = Figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(metrics)))
+    rows_of_panels, cols, fig_width = _panels(len(metrics), width, 5.2)
+    fig = Figure(figsize=(fig_width, (4.6 if rows_of_panels == 1 else 3.4) * rows_of_panels), layout="constrained")
+    axes = _axes(fig, len(metrics), rows_of_panels, cols)
     for ax, metric in zip(axes, metrics, strict=True):
         mk = _metric_k(result, metric, k)
         means = _rows(result, metric, keys, mk).set_index("key")
@@ -627,7 +652,8 @@ def by_parameter(
     if groups:
         names = [name for name, _ in groups]
         handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
-        fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names), fontsize=8, frameon=False)
+        fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names, fig_width), fontsize=8,
+                   frameon=False)
     _mark_static(fig, result, highlight)
     return fig
 
@@ -646,11 +672,12 @@ def heatmap(
     variants: Sequence[str] | None = None,
     highlight: str | None = None,
     strategy: str | None = None,
+    width: float | None = None,
 ) -> Figure:
     """One metric's mean over a grid of two parameters (e.g. size x overlap): each cell says the
     mean and, below, the half-width of its interval; combinations not measured stay blank. One
     panel per strategy (and per value of anything else that varies), one shared colour bar;
-    `strategy` keeps one."""
+    `strategy` keeps one; `width` (inches): panels laid out to fit it, else in one row."""
     for p in (x, y):
         _check_param(result, p)
     mk = _metric_k(result, metric, k)
@@ -668,8 +695,10 @@ def heatmap(
     groups = _groups(result, rows, [x, y])
     name = _metric_name(metric, mk)
     norm = Normalize(summary["mean"].min(), summary["mean"].max())
-    fig = Figure(figsize=(5.5 * len(groups) + 1, 4.4), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(groups)))
+    rows_of_panels, cols, fig_width = _panels(len(groups), width, 5.5)
+    bar = 0.5 * (width is None)  # room for the colour bar
+    fig = Figure(figsize=(fig_width + bar, 4.4 * rows_of_panels), layout="constrained")
+    axes = _axes(fig, len(groups), rows_of_panels, cols)
     digits = 0 if summary["mean"].abs().max() >= 10 else 2
     for ax, (title, part) in zip(axes, groups, strict=True):
         xs, ys = sorted(part[x].unique()), sorted(part[y].unique())
