@@ -180,6 +180,11 @@ def _truncated_cell(count: str, share: float) -> str:
             f"{html.escape(count)} ({share:.0%}) \u26a0</td>")
 
 
+def _count(n: float) -> str:
+    """A count of chunks; a dash for a result measured before it was counted."""
+    return DASH if pd.isna(n) else f"{n:,.0f}"
+
+
 def _marked(share: float) -> str:
     """A table row's class: marked when its variant's chunks are too often truncated."""
     return ' class="truncated"' if share > TRUNCATED_SHARE else ""
@@ -268,7 +273,7 @@ def _verdict(v: Verdict) -> str:
         f"<td>{r.p_best:.2f}</td>"
         f"<td>{'best' if r.key == v.best else 'tied' if r.tied or r.key == v.top else 'worse'}</td>"
         f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td>"
-        f"{_truncated_cell(f'{r.truncated_chunks:,.0f}', share)}"
+        f"{_truncated_cell(_count(getattr(r, 'truncated_chunks', math.nan)), share)}"
         f"<td>{'yes' if r.pareto else ''}</td></tr>\n"
         for r, share in zip(shown.itertuples(index=False), shares, strict=True))
     at = f"{v.metric}@{v.k}"
