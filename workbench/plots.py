@@ -431,12 +431,14 @@ def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 def by_group(
     result: SweepResult, groups: Dataset | Mapping[str, str], metric: str = RECALL, k: int | None = None,
     variants: Sequence[str] | None = None, table: pd.DataFrame | None = None, width: float | None = None,
+    short_ids: bool = False,
 ) -> Figure:
     """One panel per group of questions (SweepResult.by_group: a Dataset or qid -> group), each
     variant's mean `metric`@k with its CI, best on top and outlined: the best chunking can differ
     by kind of text. Panels share the x axis; each title gives its number of questions.
     `table`: result.by_group(groups) when already computed (its bootstrap is the costly part);
-    `width` (inches): panels laid out to fit it (see `_panels`), else three a row."""
+    `width` (inches): panels laid out to fit it (see `_panels`), else three a row; `short_ids`:
+    the legend by number only (the caller prints the labels)."""
     k = _metric_k(result, metric, k)
     keys, colors = _select(result, variants)
     table = result.by_group(groups) if table is None else table
@@ -444,7 +446,7 @@ def by_group(
     names = list(dict.fromkeys(table["group"]))
     best = best_by_group(table, metric).set_index("group")["key"]
     rows, cols, fig_width = _panels(len(names), width, 4.2, most=3)
-    text = _legend_text(result, keys, numbered=True)
+    text = _legend_text(result, keys, numbered=True, short_ids=short_ids)
     height = max(2.6, 0.28 * len(keys) + 1.2)
     fig = Figure(figsize=(fig_width, height * rows + 0.22 * -(-len(text) // _ncol(text, fig_width))),
                  layout="constrained")

@@ -126,5 +126,7 @@ def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None =
 
 def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataFrame, metric: str, k: int,
                  dpi: int, width: float = FIGURE_WIDTH) -> bytes:
-    """plots.by_group of `table` (result.by_group at one metric and k), `width` inches wide, as PNG."""
-    return plots.figure_to_png_bytes(plots.by_group(result, groups, metric, k, table=table, width=width), dpi)
+    """plots.by_group of `table` (result.by_group at one metric and k), `width` inches wide, as PNG;
+    variants by number, as in the other figures."""
+    fig = plots.by_group(result, groups, metric, k, table=table, width=width, short_ids=True)
+    return plots.figure_to_png_bytes(fig, dpi)

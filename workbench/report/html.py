@@ -53,9 +53,9 @@ th, td {{ border: solid #ddd; border-width: 0 1px 1px 0; padding: 0.25em 0.5em; 
           white-space: nowrap; vertical-align: top; background: #fff; }}
 th {{ background: #f4f4f4; white-space: normal; }}
 .scroll tr > :first-child {{ position: sticky; left: 0; z-index: 1; box-shadow: 2px 0 0 #ccc; }}
-tbody th, td.label, td.text, td:first-child {{ text-align: left; }}
-tbody th, td.label {{ white-space: normal; min-width: 12em; max-width: 22em; }}
-thead th:first-child {{ text-align: left; }}
+.dataframe tbody th, td.label, td.text, td:first-child {{ text-align: left; }}
+.dataframe tbody th, td.label {{ white-space: normal; min-width: 12em; max-width: 22em; }}
+th:first-child {{ text-align: left; }}
 td.text {{ white-space: normal; min-width: 12em; }}
 tr.truncated > td {{ background: #fef3f2; }} td.flag {{ color: #b42318; font-weight: 600; }}
 .swatch {{ display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }}
@@ -68,7 +68,7 @@ details {{ margin: 0.5em 0; }} summary {{ cursor: pointer; color: #1d4ed8; }}
 @media (max-width: {NARROW_PX}px) {{
   body {{ margin: 0.8em auto; padding: 0 0.6em; }}
   table {{ font-size: 0.8em; }}
-  tbody th, td.label {{ min-width: 8em; max-width: 10em; }}
+  .dataframe tbody th, td.label {{ min-width: 8em; max-width: 10em; }}
   td.text {{ min-width: 9em; }}
 }}
 @media print {{
@@ -345,8 +345,8 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, me
     table = result.by_group(groups)
     table = table[(table["metric"] == metric) & (table["k"] == k) & (table.get("budget", 0) == 0)]
     best = plots.best_by_group(table, metric)
-    rows = "".join(f"<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td>{html.escape(str(r.variant))}</td>"
-                   f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
+    rows = "".join(f'<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td class="label">{_label(str(r.variant))}'
+                   f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
     figure = _picture(by_group_png(result, groups, table, metric, k, dpi),
                       by_group_png(result, groups, table, metric, k, dpi, NARROW_WIDTH), dpi, f"{metric}@{k} by group")
     return (f'<section id="by-group"><h2>{heading}</h2>\n<p>The questions split by {what}; evidence in two '
