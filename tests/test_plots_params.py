@@ -258,3 +258,19 @@ def test_the_retriever_is_its_stages_and_legends_name_only_what_sets_a_line_apar
     assert [(line.get_label(), list(line.get_xdata())) for line in lines(ax)] == [
         ("fixed", [0, 1, 2, 3]), ("fixed, contextual header", [0, 1])]
     assert [line.get_label() for line in lines(plots.by_parameter(r, "size").axes[0])] == ["recursive"]
+
+
+def test_a_figure_given_a_phone_width_stacks_its_panels_and_its_texts_stay_inside(result: SweepResult) -> None:
+    """At 4 in (the report's narrow rendition) the panels stand one a row, the same width, and the
+    title saying what was left out wraps inside the figure instead of running off it."""
+    for fig in (plots.by_parameter(result, "overlap", width=4.0), plots.overview(result, short_ids=True, width=4.0)):
+        assert fig.get_figwidth() == 4.0
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        boxes = [ax.get_window_extent(renderer) for ax in fig.axes]
+        assert len({round(b.x0) for b in boxes}) == 1 and len({round(b.y0) for b in boxes}) == len(boxes)
+        page = fig.bbox
+        for text in [*fig.texts, *(lg for lg in fig.legends)]:
+            box = text.get_window_extent(renderer)
+            assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, text

@@ -649,8 +649,8 @@ def by_parameter(
         ax.grid(alpha=0.3)
     left_out = [f"{missing} variant(s) without {param}"] * bool(missing) + [
         f"{alone} that differ from every other in more than {param}"] * bool(alone)
-    if left_out:
-        fig.suptitle(f"Left out: {', '.join(left_out)}")
+    if left_out:  # wrapped to the figure (about 11 characters of 10-point text an inch)
+        fig.suptitle(textwrap.fill(f"Left out: {', '.join(left_out)}", int(11 * fig_width)), fontsize=10)
     if groups:
         names = [name for name, _ in groups]
         handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
