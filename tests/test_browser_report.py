@@ -1,6 +1,7 @@
 """report.html of a real sweep, opened in Chromium as a reader would: offline, error-free, images
-decoded, no element wider than the window at desktop and phone width, and printed to PDF with
-each section on a page of its own."""
+decoded, no element wider than the window at desktop and phone width, tables whole at 1280 px and
+readable at 400 px, figures drawn for the width they are shown at, and printed to PDF with each
+section on a page of its own."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ WIDER_THAN_WINDOW = """() => {
 
 @pytest.fixture(scope="module")
 def report_html(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # long labels (the demo's semantic ones) are what pushed columns out of the verdict table
     variants = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8),
-                Variant.make("fixed", size=64)]
+                Variant.make("fixed", size=64), Variant.make("semantic", breakpoint_percentile=80, max_size=24),
+                Variant.make("semantic", breakpoint_percentile=95, max_size=24, contextual_header=True)]
     folder = tmp_path_factory.mktemp("browser-report")
     store = folder / "cache"
     result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=store, progress=False)
@@ -92,3 +95,51 @@ def test_the_pdf_starts_every_section_on_a_new_page(tab: Tab, report_html: Path)
         pages.append(pdf_pages(tab.page.pdf()))
     assert all(b > a for a, b in pairwise(pages)), f"pages with the first 1, 2, ... sections: {pages}"
     assert pages[-1] >= sections
+
+
+# Each table's header cells: where they are drawn against the box that shows them (the table's
+# scroll container, else the window), and the first column's share of the window.
+TABLE_CELLS = """() => [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null).map(t => {
+  const box = t.closest('.scroll') || document.documentElement;
+  const b = box.getBoundingClientRect();
+  const first = t.querySelector('tbody tr > :first-child') || t.querySelector('tr > :first-child');
+  return {section: t.closest('section') ? t.closest('section').id : '', scrolls: box.scrollWidth > box.clientWidth,
+          heads: [...t.querySelectorAll('thead th, tr:first-child > th')].map(th => {
+            const r = th.getBoundingClientRect();
+            return {text: th.textContent.trim(), inside: r.left >= b.left - 0.5 && r.right <= b.right + 0.5}; }),
+          first: first.getBoundingClientRect().width / document.documentElement.clientWidth};
+})"""
+
+
+def test_at_1280_the_verdict_table_is_whole_and_the_variants_table_shows_what_a_reader_needs_first(
+        tab: Tab, report_html: Path) -> None:
+    open_report(tab, report_html, 1280)
+    tables = {t["section"]: t for t in reversed(tab.page.evaluate(TABLE_CELLS))}  # a section's first table
+    verdict = tables["verdict"]
+    assert not verdict["scrolls"] and all(h["inside"] for h in verdict["heads"]), verdict
+    shown = [h["text"] for h in tables["variants"]["heads"] if h["inside"]]
+    assert shown[:5] == ["variant", "chunks", "truncated_chunks", "context tokens@3", "seconds"], shown
+    tab.screenshot("report-tables-1280", tab.page.locator("#variants"))
+
+
+def test_at_400_tables_scroll_with_their_first_column_held_and_figures_are_drawn_for_the_width(
+        tab: Tab, report_html: Path) -> None:
+    open_report(tab, report_html, 400)
+    for t in tab.page.evaluate(TABLE_CELLS):
+        if t["scrolls"]:  # the label takes at most half the window, so its numbers show beside it
+            assert t["first"] <= 0.5, t
+        else:
+            assert all(h["inside"] for h in t["heads"]), t
+    held = tab.page.evaluate("""() => [...document.querySelectorAll('.scroll')]
+        .filter(s => s.offsetParent !== null && s.scrollWidth > s.clientWidth).map(s => {
+          s.scrollLeft = s.scrollWidth;
+          const cell = s.querySelector('tbody tr > :first-child') || s.querySelector('tr > :first-child');
+          return cell.getBoundingClientRect().left - s.getBoundingClientRect().left; })""")
+    assert held and all(abs(x) <= 1 for x in held), f"first column's offset after scrolling right: {held}"
+    figures = tab.page.evaluate("""() => [...document.querySelectorAll('figure img')].map(img => ({
+        width: img.getBoundingClientRect().width, natural: img.naturalWidth,
+        narrow: img.currentSrc !== img.src}))""")
+    assert figures and all(f["width"] <= 400 and f["narrow"] for f in figures), figures
+    # drawn NARROW_WIDTH inches wide, shown at 90 px an inch or more (8-point text at 10 px), never blown up
+    assert all(f["width"] / report.NARROW_WIDTH >= 90 and f["natural"] >= f["width"] for f in figures), figures
+    tab.screenshot("report-400")

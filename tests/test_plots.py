@@ -174,3 +174,60 @@ def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -
     assert [t.get_text().split("  ", 1)[1] for t in legend.get_texts()] == many
     for ax in fig.axes:
         assert not box.overlaps(ax.get_window_extent(renderer))
+
+
+def cielab(rgb: np.ndarray) -> np.ndarray:
+    """sRGB in [0, 1] to CIELAB (D65), the space where distance approximates perceived difference."""
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    xyz = linear @ np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]).T
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1)
+
+
+@pytest.mark.parametrize("n", [14, 20])
+def test_many_variants_get_colours_far_apart(n: int) -> None:
+    """Any two of 14 (or 20) variants differ by a CIE76 delta E of 25 or more (tab20's pale twins: 17),
+    and neighbours in the legend differ in marker too."""
+    keys = [f"v{i}" for i in range(n)]
+    lab = cielab(np.array([to_rgba(c)[:3] for c in plots.variant_colors(keys).values()]))
+    distance = np.linalg.norm(lab[:, None] - lab[None], axis=2)[np.triu_indices(n, 1)]
+    assert distance.min() >= 25
+    markers = list(plots.variant_markers(keys).values())
+    assert all(a != b for a, b in zip(markers, markers[1:], strict=False))
+
+
+def x_texts_overlapping(fig: matplotlib.figure.Figure) -> list[tuple[str, str]]:
+    """Pairs of x-axis texts (tick labels and axis labels of every panel) whose drawn boxes overlap."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    def drawn(ax: matplotlib.axes.Axes) -> list[matplotlib.text.Text]:  # tick labels outside the view are not
+        lo, hi = sorted(ax.get_xlim())
+        return [t for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi] + [ax.xaxis.label]
+
+    texts = [t for ax in fig.axes for t in drawn(ax) if t.get_visible() and t.get_text()]
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    return [(texts[i].get_text(), texts[j].get_text()) for i in range(len(texts)) for j in range(i + 1, len(texts))
+            if boxes[i].overlaps(boxes[j])]
+
+
+@pytest.mark.parametrize("width", [None, 12.0, 10.0])
+def test_overview_x_labels_never_run_into_each_other(result: SweepResult, width: float | None) -> None:
+    """Drawn as is, at the report's width (12 in, where the cost and budget labels collided at k=10) and
+    narrower."""
+    fig = plots.overview(result, short_ids=True)
+    if width:
+        fig.set_size_inches(width, fig.get_size_inches()[1])
+    assert x_texts_overlapping(fig) == []
+
+
+def test_overview_panels_are_what_is_drawn(result: SweepResult) -> None:
+    """overview_panels names each panel drawn, in order, with what to look for (the report's caption)."""
+    fig = plots.overview(result)
+    panels = plots.overview_panels(result)
+    assert [ax.get_title() for ax in fig.axes] == [title for title, _ in panels]
+    assert len(panels) == 4 and all(len(hint.split()) >= 3 for _, hint in panels)
+    no_budgets = SweepResult(result.per_question, result.summary[result.summary.budget == 0], result.variants,
+                             {k: v for k, v in result.config.items() if k != "budgets"})
+    assert len(plots.overview(no_budgets).axes) == len(plots.overview_panels(no_budgets)) == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import io
+from pathlib import Path
 
 import matplotlib
 
@@ -64,7 +65,7 @@ def test_by_parameter_lines_are_the_means_with_ci_bands(result: SweepResult) -> 
     fig = plots.by_parameter(result, "size", k=3)
     assert [ax.get_title() for ax in fig.axes] == ["recall@3 vs size", "mrr@3 vs size", "context_tokens@3 vs size"]
     assert fig.axes[0].get_xlabel() == "size (tokens)"
-    assert "1 variant(s) without size left out" in fig.get_suptitle()
+    assert fig.get_suptitle() == "Left out: 1 variant(s) without size"
     size, overlap = param_of(result, "size"), param_of(result, "overlap")
     for ax, metric in zip(fig.axes, ("recall", "mrr", "context_tokens"), strict=True):
         means = summary_of(result, metric, 3)
@@ -88,7 +89,10 @@ def test_by_parameter_one_line_per_other_value_and_k_free_metrics(result: SweepR
     (ax,) = fig.axes
     assert ax.get_title() == "precision_omega vs overlap"
     assert ax.get_xlabel() == "overlap (tokens)"
-    assert [line.get_label() for line in lines(ax)] == [f"fixed, size={s}" for s in (6, 12, 24, 48)]
+    # size 6 has overlap 0 alone (6 with 6 is refused): a lone point compares no overlap
+    assert [line.get_label() for line in lines(ax)] == [f"fixed, size={s}" for s in (12, 24, 48)]
+    assert fig.get_suptitle().replace("\n", " ") == ("Left out: 1 variant(s) without overlap, 1 that differ from "
+                                                      "every other in more than overlap")  # wrapped to 5.7 in
     omega = summary_of(result, "precision_omega", 0)
     for line in lines(ax):
         size = int(line.get_label().rsplit("=", 1)[1])
@@ -199,10 +203,74 @@ def test_by_parameter_groups_strategies_that_lack_a_parameter(result: SweepResul
 def test_a_text_parameter_is_drawn_at_category_positions(result: SweepResult) -> None:
     """tokenizer (text) swept: its values sit at 0, 1 with their names as ticks (the trade-offs
     notebook sweeps cl100k against the model's own tokenizer)."""
-    tokenizers = ["model" if i % 2 else t for i, t in enumerate(result.variants["tokenizer"])]
-    mixed = SweepResult(result.per_question, result.summary, result.variants.assign(tokenizer=tokenizers),
-                        result.config)
+    def with_model(t: pd.DataFrame) -> pd.DataFrame:  # each variant again, as if cut in the model's tokens
+        return pd.concat([t, t.assign(key=t["key"] + "-model", variant=t["variant"] + " model")], ignore_index=True)
+
+    variants = with_model(result.variants)
+    variants.loc[len(result.variants):, "tokenizer"] = "model"
+    mixed = SweepResult(with_model(result.per_question), with_model(result.summary), variants, result.config)
     assert "tokenizer" in plots.swept_parameters(mixed)
     ax = plots.by_parameter(mixed, "tokenizer", k=3).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["cl100k_base", "model"]
     assert {x for line in ax.get_lines() for x in line.get_xdata()} <= {0.0, 1.0}
+
+
+def subset(result: SweepResult, variants: list[Variant]) -> SweepResult:
+    keys = {v.key for v in variants}
+    grid = [g for g in result.config["grid"] if Variant.from_spec(g).key in keys]
+    return SweepResult(*(t[t["key"].isin(keys)] for t in (result.per_question, result.summary, result.variants)),
+                       result.config | {"grid": grid})
+
+
+def at(size: int, overlap: int) -> Variant:
+    return Variant.make("fixed", size=size, overlap=overlap)
+
+
+def test_variants_that_differ_in_two_parameters_at_once_compare_neither(result: SweepResult) -> None:
+    both = subset(result, [at(12, 0), at(24, 6)])  # size and overlap differ together
+    assert plots.swept_parameters(both) == []
+    assert lines(plots.by_parameter(both, "size").axes[0]) == []
+    three = subset(result, [at(12, 0), at(24, 0), at(24, 6)])
+    assert plots.swept_parameters(three) == ["size", "overlap"]
+    by_size = plots.by_parameter(three, "size", k=3)
+    (line,) = lines(by_size.axes[0])
+    assert line.get_label() == "fixed, overlap=0" and list(line.get_xdata()) == [12, 24]
+    assert by_size.get_suptitle() == "Left out: 1 that differ from every other in more than size"
+    (line,) = lines(plots.by_parameter(three, "overlap", k=3).axes[0])
+    assert line.get_label() == "fixed, size=24" and list(line.get_xdata()) == [0, 6]
+
+
+RETRIEVERS = [Variant.make("fixed", size=12, **kw) for kw in (
+    {}, {"retriever": "bm25"}, {"retriever": "hybrid"}, {"retriever": "hybrid", "rrf_k": 30},
+    {"contextual_header": True}, {"contextual_header": True, "retriever": "bm25"})] + [
+    Variant.make("recursive", size=40), Variant.make("recursive", size=80)]
+
+
+def test_the_retriever_is_its_stages_and_legends_name_only_what_sets_a_line_apart(
+        tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    """by_retriever places each variant at its stages with their parameters (hybrid with rrf_k=60
+    on one line with dense and bm25, not apart); a header is named as the modifier it is, and a
+    default every recursive variant shares (custom_separators=()) is not named."""
+    r = sweep(tiny, RETRIEVERS, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    assert plots.swept_parameters(r) == ["size", "retriever", "rrf_k"]
+    ax = plots.by_parameter(r, "retriever", k=3).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["dense", "bm25", "hybrid", "hybrid(rrf_k=30)"]
+    assert [(line.get_label(), list(line.get_xdata())) for line in lines(ax)] == [
+        ("fixed", [0, 1, 2, 3]), ("fixed, contextual header", [0, 1])]
+    assert [line.get_label() for line in lines(plots.by_parameter(r, "size").axes[0])] == ["recursive"]
+
+
+def test_a_figure_given_a_phone_width_stacks_its_panels_and_its_texts_stay_inside(result: SweepResult) -> None:
+    """At 4 in (the report's narrow rendition) the panels stand one a row, the same width, and the
+    title saying what was left out wraps inside the figure instead of running off it."""
+    for fig in (plots.by_parameter(result, "overlap", width=4.0), plots.overview(result, short_ids=True, width=4.0)):
+        assert fig.get_figwidth() == 4.0
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        boxes = [ax.get_window_extent(renderer) for ax in fig.axes]
+        assert len({round(b.x0) for b in boxes}) == 1 and len({round(b.y0) for b in boxes}) == len(boxes)
+        page = fig.bbox
+        for text in [*fig.texts, *(lg for lg in fig.legends)]:
+            box = text.get_window_extent(renderer)
+            assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, text

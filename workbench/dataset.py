@@ -140,13 +140,18 @@ class Dataset:
             h.update(json.dumps([q.qid, q.question, [[a.doc_id, a.start, a.end] for a in q.answers]]).encode())
         return h.hexdigest()[:16]
 
+    @property
+    def grouping(self) -> Literal["group", "prefix"]:
+        """What groups_of_questions splits by unless told: "group" when any document has a group
+        field, else "prefix" (the folder in the doc id, or the document itself when it has none)."""
+        return "group" if any(d.group is not None for d in self.documents) else "prefix"
+
     def groups_of_questions(self, by: Literal["group", "prefix"] | None = None) -> dict[str, str]:
         """qid -> the group of its evidence documents (MIXED when they differ), in question order.
 
         by="group" reads each document's `group` field, by="prefix" its id (see `doc_group`);
-        None picks "group" when any document has one, else "prefix"."""
-        if by is None:
-            by = "group" if any(d.group is not None for d in self.documents) else "prefix"
+        None takes `grouping`."""
+        by = self.grouping if by is None else by
         if by not in GROUPINGS:
             raise ValueError(f"groups_of_questions: parameter 'by' must be one of {list(GROUPINGS)}, got {by!r}")
         out = {}

@@ -38,6 +38,7 @@ from workbench.chunkers import STRATEGIES
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import default_k
 from workbench.params import UNIT_PARAM
+from workbench.retrievers import STAGES, get_stage
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
@@ -45,8 +46,16 @@ if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
+PANEL_WIDTH = 2.9  # inches: the narrowest a panel is drawn in a figure given a width
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 _MODIFIERS = ("contextual_header", "late")
+_MODIFIER_NAMES = {"contextual_header": "contextual header", "late": "late chunking"}
+RETRIEVER = "retriever"
+# tab10, then ten colours picked greedily in CIELAB, each the farthest from all before it (lightness
+# 30-75, chroma < 70: visible on white, not garish): any two of the 20 differ by a CIE76 delta E of 27 or more
+PALETTE = (*matplotlib.colormaps["tab10"].colors, "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00",
+           "#1e87ff", "#870078", "#b4b4e1", "#0f5a4b")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
 @dataclass(frozen=True)
@@ -93,15 +102,16 @@ def mark(fig: Figure, key: str) -> list[Artist]:
 
 
 def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
-    """One distinct colour per variant: tab10, tab20, then an evenly sampled continuous map."""
+    """One distinct colour per variant: PALETTE up to 20 (tab20 would pair each colour with a pale
+    twin), then an evenly sampled continuous map."""
     n = len(keys)
-    if n <= 10:
-        colors = matplotlib.colormaps["tab10"].colors[:n]
-    elif n <= 20:
-        colors = matplotlib.colormaps["tab20"].colors[:n]
-    else:
-        colors = matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n))
+    colors = PALETTE[:n] if n <= len(PALETTE) else matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n))
     return dict(zip(keys, colors, strict=True))
+
+
+def variant_markers(keys: Sequence[str]) -> dict[str, str]:
+    """A marker per variant, cycling, so neighbours in the legend differ in shape as well as colour."""
+    return {key: MARKERS[i % len(MARKERS)] for i, key in enumerate(keys)}
 
 
 def _select(result: SweepResult, variants: Sequence[str] | None) -> tuple[list[str], dict[str, Any]]:
@@ -166,6 +176,7 @@ def _curves(
     """metric against k, one errorbar line per variant (label = variant label)."""
     s = _rows(result, metric, keys)
     s = s[s["k"] > 0]
+    markers = variant_markers(result.keys)
     for key in keys:
         r = s[s["key"] == key].sort_values("k")
         if r.empty:
@@ -175,7 +186,7 @@ def _curves(
         ax.errorbar(
             r["k"].to_numpy(float), r["mean"].to_numpy(float), yerr=_err(r), label=result.label_of(key),
             color=colors[key],
-            marker="o", markersize=4, linewidth=3 if strong else 1.5, capsize=3, elinewidth=1, alpha=0.95,
+            marker=markers[key], markersize=4, linewidth=3 if strong else 1.5, capsize=3, elinewidth=1, alpha=0.95,
             zorder=3 if strong else 2,
         )
     ax.set_xticks(result.ks)
@@ -191,6 +202,7 @@ def _budget_curves(
     """metric against the context budget (log2 axis), one line per variant, its CI as a band."""
     s = _rows(result, metric, keys)
     s = s[_budget(s) > 0]
+    markers = variant_markers(result.keys)
     for key in keys:
         r = s[s["key"] == key].sort_values("budget")
         if r.empty:
@@ -200,13 +212,13 @@ def _budget_curves(
         _record(ax, key, x, r["mean"])
         ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[key],
                         alpha=0.15, linewidth=0)
-        ax.plot(x, r["mean"].to_numpy(float), color=colors[key], marker="o", markersize=4,
+        ax.plot(x, r["mean"].to_numpy(float), color=colors[key], marker=markers[key], markersize=4,
                 linewidth=3 if strong else 1.5, zorder=3 if strong else 2, label=result.label_of(key))
     ax.set_xscale("log", base=2)
     ax.set_xticks(result.budgets)
     ax.xaxis.set_major_formatter(ScalarFormatter())
     encoding = result.config.get("budget_encoding", "cl100k_base")
-    ax.set_xlabel(f"context budget ({encoding} tokens)")
+    ax.set_xlabel(f"context budget\n({encoding} tokens)")  # two lines: a quarter of the report's width
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(f"{metric} at equal budgets")
     ax.grid(alpha=0.3)
@@ -257,12 +269,13 @@ def _tradeoff(
         return
     cost, rec = cost.loc[shown], rec.loc[shown]
     number = _numbers(keys)
+    markers = variant_markers(result.keys)
     for v in shown:
         strong = v == highlight
         _record(ax, v, cost.at[v, "mean"], rec.at[v, "mean"])
         ax.errorbar(
             cost.at[v, "mean"], rec.at[v, "mean"], xerr=_err(cost.loc[[v]]), yerr=_err(rec.loc[[v]]),
-            color=colors[v], marker="o", markersize=9 if strong else 6, capsize=3, elinewidth=1,
+            color=colors[v], marker=markers[v], markersize=9 if strong else 6, capsize=3, elinewidth=1,
             markeredgecolor="black" if strong else colors[v], zorder=3 if strong else 2,
         )
         ax.annotate(str(number[v]), (cost.at[v, "mean"], rec.at[v, "mean"]), xytext=(5, 4),
@@ -272,9 +285,8 @@ def _tradeoff(
         ax.plot(cost["mean"].iloc[front], rec["mean"].iloc[front], "--", color="0.4", linewidth=1, marker="o",
                 markersize=15, markerfacecolor="none", label="Pareto front", zorder=1)
         ax.legend(loc="lower right", fontsize=8)
-    ax.set_xlabel(f"mean {COST}@{k} (cl100k tokens to the LLM)")
+    ax.set_xlabel(f"mean {COST}@{k}\n(cl100k tokens to the LLM)")
     ax.set_ylabel(f"mean {RECALL}@{k}")
-    ax.set_title(f"cost vs {RECALL}@{k} (numbers: legend)")
     ax.grid(alpha=0.3)
 
 
@@ -291,62 +303,102 @@ def _legend_text(result: SweepResult, keys: Sequence[str], numbered: bool, short
     return [f"{n}  {result.label_of(v)}" if numbered else result.label_of(v) for v, n in _numbers(keys).items()]
 
 
-def _ncol(text: Sequence[str]) -> int:
-    """Legend columns that fit the figure width (about 170 characters of 8-point text)."""
-    return max(1, min(len(text), 170 // (max(map(len, text)) + 8)))
+def _ncol(text: Sequence[str], width: float) -> int:
+    """Legend columns that fit a figure `width` inches wide (about 14 characters of 8-point text
+    an inch, a marker and a gap taking 8 more per column)."""
+    return max(1, min(len(text), int(14 * width) // (max(map(len, text)) + 8)))
 
 
-def _legend(fig: Figure, keys: Sequence[str], colors: dict, text: Sequence[str]) -> None:
+def _panels(n: int, width: float | None, panel: float, most: int | None = None) -> tuple[int, int, float]:
+    """(rows, columns, figure width in inches) of n panels: one row (at most `most` a row) of
+    `panel` inches each; or, in a figure `width` inches wide, as many a row as fit at PANEL_WIDTH
+    (on a phone's width, one: the panels stack and stay legible)."""
+    cols = min(n, most or n)
+    if width is not None:
+        cols = max(1, min(cols, int(width // PANEL_WIDTH)))
+    return -(-n // cols), cols, panel * cols + 0.5 if width is None else width
+
+
+def _axes(fig: Figure, n: int, rows: int, cols: int, **grid: Any) -> list[Axes]:
+    """n panels on a rows x cols grid, the unused cells of the last row removed."""
+    axes = list(np.ravel(fig.subplots(rows, cols, squeeze=False, **grid)))
+    for ax in axes[n:]:
+        fig.delaxes(ax)
+    return axes[:n]
+
+
+def _legend(fig: Figure, result: SweepResult, keys: Sequence[str], colors: dict, text: Sequence[str]) -> None:
     """One figure legend below the panels, so it never covers data."""
-    handles = [Line2D([], [], color=colors[v], marker="o", linewidth=2) for v in keys]
-    fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text), fontsize=8, frameon=False)
+    markers = variant_markers(result.keys)
+    handles = [Line2D([], [], color=colors[v], marker=markers[v], linewidth=2) for v in keys]
+    fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text, fig.get_figwidth()), fontsize=8,
+               frameon=False)
+
+
+def overview_panels(result: SweepResult, k: int | None = None) -> list[tuple[str, str]]:
+    """The overview's panels in order, each its title and what to look for in it: `overview` titles
+    its panels from here and the report's caption reads it, so a caption names what is drawn."""
+    k = _pick_k(result, k)
+    panels = [(f"{RECALL}@k", "higher is better, and a curve that rises early needs fewer chunks"),
+              (f"{MRR}@{k} (best on top)", "how near the top the first evidence ranks"),
+              (f"cost vs {RECALL}@{k} (numbers: legend)",
+               "context tokens against recall, up and to the left is better; circled: the Pareto front")]
+    if has_budgets(result):
+        panels.append((f"{RECALL} at equal budgets",
+                       "recall for the same number of tokens handed to the LLM, higher is better"))
+    return panels
 
 
 def overview(
     result: SweepResult, k: int | None = None, variants: Sequence[str] | None = None, highlight: str | None = None,
-    short_ids: bool = False,
+    short_ids: bool = False, width: float | None = None,
 ) -> Figure:
-    """Three panels: recall@k curves, MRR@k ranking, and context cost against recall@k; a fourth,
-    recall against context budget, when the result has budget rows.
+    """The panels of `overview_panels`: recall@k curves, MRR@k ranking, and context cost against
+    recall@k; a fourth, recall against context budget, when the result has budget rows.
 
     k defaults to the largest swept k; `variants` restricts the labels drawn; `highlight` draws
     one variant (e.g. the one selected in the widget) bolder; `short_ids` labels variants by
-    number only (the caller prints the legend).
+    number only (the caller prints the legend); `width` (inches) lays the panels out to fit it
+    (see `_panels`), else they stand in one row.
     """
     k = _pick_k(result, k)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
     text = _legend_text(result, keys, numbered=True, short_ids=short_ids)
-    legend_rows = -(-len(text) // _ncol(text))
     ratios = [1, 1.1, 1.1, 1] if has_budgets(result) else [1, 1.1, 1.1]
-    fig = Figure(figsize=(5.6 * len(ratios) + 0.5, max(4.8, 0.3 * len(keys) + 1.8) + 0.22 * legend_rows),
-                 layout="constrained")
-    ax_curve, ax_mrr, ax_cost, *ax_budget = fig.subplots(1, len(ratios), width_ratios=ratios)
+    rows, cols, fig_width = _panels(len(ratios), width, 5.6)
+    legend_rows = -(-len(text) // _ncol(text, fig_width))
+    row = max(4.8 if rows == 1 else 3.4, 0.3 * len(keys) + 1.8)
+    fig = Figure(figsize=(fig_width, row * rows + 0.22 * legend_rows), layout="constrained")
+    ax_curve, ax_mrr, ax_cost, *ax_budget = _axes(fig, len(ratios), rows, cols,
+                                                  **({"width_ratios": ratios} if rows == 1 else {}))
     if ax_budget:
         _budget_curves(ax_budget[0], result, RECALL, keys, colors, highlight)
     _curves(ax_curve, result, RECALL, keys, colors, highlight)
     _bars(ax_mrr, _rows(result, MRR, keys, k), colors, highlight, f"mean {MRR}@{k}", _numbers(keys), short_ids)
-    ax_mrr.set_title(f"{MRR}@{k} (best on top)")
     _tradeoff(ax_cost, result, k, keys, colors, highlight)
-    _legend(fig, keys, colors, text)
+    for ax, (title, _) in zip(fig.axes, overview_panels(result, k), strict=True):
+        ax.set_title(title)
+    _legend(fig, result, keys, colors, text)
     return fig
 
 
 def metric_curves(
     result: SweepResult, metric: str, variants: Sequence[str] | None = None, highlight: str | None = None,
-    short_ids: bool = False,
+    short_ids: bool = False, width: float | None = None,
 ) -> Figure:
     """Any metric against k, one line per variant; a k-independent metric (k=0 only, e.g.
-    precision_omega) is drawn as a ranking instead. `short_ids`: variants by number only."""
+    precision_omega) is drawn as a ranking instead. `short_ids`: variants by number only;
+    `width`: the figure's, in inches (10 else)."""
     _check_metric(result, metric)
     keys, colors = _select(result, variants)
     highlight = _key(result, highlight)
     rows = _rows(result, metric, keys)
-    fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
+    fig = Figure(figsize=(width or 10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
     ax = fig.subplots()
     if (rows["k"] > 0).any():
         _curves(ax, result, metric, keys, colors, highlight)
-        _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
+        _legend(fig, result, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     else:
         _bars(ax, rows, colors, highlight, f"mean {metric}", _numbers(keys), short_ids)
         ax.set_title(f"{metric} (independent of k)")
@@ -365,7 +417,7 @@ def budget_curves(
     keys, colors = _select(result, variants)
     fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
     _budget_curves(fig.subplots(), result, metric, keys, colors, _key(result, highlight))
-    _legend(fig, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
+    _legend(fig, result, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     return fig
 
 
@@ -378,31 +430,31 @@ def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def by_group(
     result: SweepResult, groups: Dataset | Mapping[str, str], metric: str = RECALL, k: int | None = None,
-    variants: Sequence[str] | None = None, table: pd.DataFrame | None = None,
+    variants: Sequence[str] | None = None, table: pd.DataFrame | None = None, width: float | None = None,
+    short_ids: bool = False,
 ) -> Figure:
     """One panel per group of questions (SweepResult.by_group: a Dataset or qid -> group), each
     variant's mean `metric`@k with its CI, best on top and outlined: the best chunking can differ
     by kind of text. Panels share the x axis; each title gives its number of questions.
-    `table`: result.by_group(groups) when already computed (its bootstrap is the costly part)."""
+    `table`: result.by_group(groups) when already computed (its bootstrap is the costly part);
+    `width` (inches): panels laid out to fit it (see `_panels`), else three a row; `short_ids`:
+    the legend by number only (the caller prints the labels)."""
     k = _metric_k(result, metric, k)
     keys, colors = _select(result, variants)
     table = result.by_group(groups) if table is None else table
     table = table[(table["metric"] == metric) & (table["k"] == k) & (_budget(table) == 0) & table["key"].isin(keys)]
     names = list(dict.fromkeys(table["group"]))
     best = best_by_group(table, metric).set_index("group")["key"]
-    ncols = min(3, len(names))
-    text = _legend_text(result, keys, numbered=True)
+    rows, cols, fig_width = _panels(len(names), width, 4.2, most=3)
+    text = _legend_text(result, keys, numbered=True, short_ids=short_ids)
     height = max(2.6, 0.28 * len(keys) + 1.2)
-    fig = Figure(figsize=(4.2 * ncols + 0.5, height * -(-len(names) // ncols) + 0.22 * -(-len(text) // _ncol(text))),
+    fig = Figure(figsize=(fig_width, height * rows + 0.22 * -(-len(text) // _ncol(text, fig_width))),
                  layout="constrained")
-    axes = fig.subplots(-(-len(names) // ncols), ncols, sharex=True, squeeze=False).ravel()
-    for ax, name in zip(axes, names, strict=False):
-        rows = table[table["group"] == name]
-        _bars(ax, rows, colors, best[name], f"mean {_metric_name(metric, k)}", _numbers(keys), short_ids=True)
-        ax.set_title(f"{name} ({rows['n'].max()} questions)", fontsize=10)
-    for ax in axes[len(names):]:
-        ax.set_visible(False)
-    _legend(fig, keys, colors, text)
+    for ax, name in zip(_axes(fig, len(names), rows, cols, sharex=True), names, strict=True):
+        part = table[table["group"] == name]
+        _bars(ax, part, colors, best[name], f"mean {_metric_name(metric, k)}", _numbers(keys), short_ids=True)
+        ax.set_title(f"{name} ({part['n'].max()} questions)", fontsize=10)
+    _legend(fig, result, keys, colors, text)
     return fig
 
 
@@ -445,11 +497,18 @@ def _is_size(result: SweepResult, param: str) -> bool:
 
 
 def swept_parameters(result: SweepResult) -> list[str]:
-    """The grid parameters that take more than one value among the result's variants: sizes
-    (in tokens or characters) first, then the others, each group in grid order."""
-    table = result.variants
-    swept = [p for p in result.grid_params if table[p].dropna().map(str).nunique() > 1]
+    """The grid parameters that some variants differ in alone (everything else that varies equal,
+    see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
+    overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
+    group in grid order."""
+    swept = [p for p in result.grid_params
+             if _compared(_groups(result, _with_param(result, result.keys, [p])[0], [p]), p)]
     return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def _compared(groups: list[tuple[str, pd.DataFrame]], param: str) -> list[tuple[str, pd.DataFrame]]:
+    """The groups in which `param` takes two values or more: a line to draw, not a lone point."""
+    return [(name, part) for name, part in groups if _values(part, param).map(str).nunique() > 1]
 
 
 def _check_param(result: SweepResult, param: str) -> None:
@@ -458,17 +517,44 @@ def _check_param(result: SweepResult, param: str) -> None:
                          f"swept: {swept_parameters(result)}, all: {result.grid_params}")
 
 
+def _stage_params() -> set[str]:
+    """The parameters of retrieval stages (rrf_k): part of the retriever, not of the chunking."""
+    return {name for stage in STAGES.values() for name in stage.params}
+
+
+def _values(rows: pd.DataFrame, param: str) -> pd.Series:
+    """What a figure places `param` at: its values; for the retriever, its stages with the stage
+    parameters that are not their default ("hybrid(rrf_k=30)"), so the retriever is the stages alone."""
+    if param != RETRIEVER:
+        return rows[param]
+
+    def name(row: pd.Series) -> str:
+        given = [f"{p}={short_value(row[p])}" for stage in row[RETRIEVER].split("+")
+                 for p, spec in get_stage(stage).params.items()
+                 if p in row and _known(row[p]) and row[p] != spec.default]
+        return row[RETRIEVER] + (f"({', '.join(given)})" if given else "")
+
+    return rows.apply(name, axis=1)
+
+
 def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
-    """The columns besides `exclude` that vary among `rows`: strategy, parameters, modifiers."""
-    cols = ["strategy", *(p for p in result.grid_params if p not in exclude), *_MODIFIERS]
-    return [c for c in cols if rows[c].map(str).nunique() > 1]
+    """The columns besides `exclude` (the retriever takes its stage parameters along) that vary
+    among `rows`: strategy, parameters, modifiers. A parameter some strategies lack varies only
+    if it takes two values where it exists: the strategy tells the others apart already."""
+    left_out = {*exclude, *(_stage_params() if RETRIEVER in exclude else ())}
+    cols = ["strategy", *(p for p in result.grid_params if p not in left_out), *_MODIFIERS]
+    return [c for c in cols if rows[c].dropna().map(str).nunique() > 1]
 
 
-def _group_name(row: pd.Series, cols: Sequence[str]) -> str:
-    """ "fixed, overlap=0+late": the strategy, then the other varying values it has."""
-    params = [f"{c}={short_value(row[c])}" for c in cols if c not in ("strategy", *_MODIFIERS) and _known(row[c])]
-    mods = "".join(f"+{c.split('_')[-1]}" for c in _MODIFIERS if c in cols and row[c])
-    return ", ".join([row["strategy"], *params]) + mods
+def _group_name(row: pd.Series, cols: Sequence[str], rows: pd.DataFrame) -> str:
+    """ "fixed, overlap=0, late chunking": the strategy, then the values that set this group apart
+    from others of its strategy, then the modifiers in words (a "+header" would read as a retriever).
+    A value all variants of its strategy share (recursive's custom_separators) is left out."""
+    own = rows[rows["strategy"] == row["strategy"]]
+    params = [f"{c}={short_value(row[c])}" for c in cols
+              if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and own[c].map(str).nunique() > 1]
+    mods = [_MODIFIER_NAMES[c] for c in _MODIFIERS if c in cols and row[c]]
+    return ", ".join([row["strategy"], *params, *mods])
 
 
 def _known(value: Any) -> bool:
@@ -480,7 +566,7 @@ def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
     cols = _others(result, rows, exclude)
     # str() per cell: pandas' string dtype would keep NaN (a parameter another strategy lacks) as a float
     ids = rows[["strategy", *cols]].apply(lambda row: "|".join(map(str, row)), axis=1)
-    return [(_group_name(part.iloc[0], cols), part) for _, part in rows.groupby(ids, sort=False)]
+    return [(_group_name(part.iloc[0], cols, rows), part) for _, part in rows.groupby(ids, sort=False)]
 
 
 def _metric_k(result: SweepResult, metric: str, k: int | None) -> int:
@@ -515,34 +601,39 @@ def by_parameter(
     metrics: Sequence[str] = (RECALL, MRR, COST),
     variants: Sequence[str] | None = None,
     highlight: str | None = None,
+    width: float | None = None,
 ) -> Figure:
     """Metrics against one swept parameter: a panel per metric, one line per combination of the
     other things that vary (strategy, other parameters, modifiers), the confidence interval as a
-    band. Variants without `param` are left out (the title says how many). Sizes spanning a
-    factor of 4 or more get a log2 axis."""
+    band. Variants without `param`, and those no other variant differs from in `param` alone (a
+    lone point compares nothing), are left out; the title says how many. Sizes spanning a factor
+    of 4 or more get a log2 axis. `width` (inches): panels laid out to fit it, else in one row."""
     _check_param(result, param)
     keys, _ = _select(result, variants)
     rows, missing = _with_param(result, keys, [param])
-    groups = _groups(result, rows, [param])
-    colors = variant_colors([name for name, _ in groups])
-    categories = _categories(rows[param])
+    groups = _compared(_groups(result, rows, [param]), param)
+    drawn = rows["key"].isin({key for _, part in groups for key in part["key"]})
+    rows, alone = rows[drawn], int((~drawn).sum())
+    colors, markers = variant_colors([name for name, _ in groups]), variant_markers([name for name, _ in groups])
+    categories = _categories(_values(rows, param))
     pos = {v: float(i) for i, v in enumerate(categories)} if categories else None
-    values = rows[param].map(pos) if pos else rows[param].astype(float)
+    values = _values(rows, param).map(pos) if pos else rows[param].astype(float)
     log2 = (not pos and _is_size(result, param) and len(values) and values.min() > 0
             and values.max() >= 4 * values.min())
-    fig = Figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(metrics)))
+    rows_of_panels, cols, fig_width = _panels(len(metrics), width, 5.2)
+    fig = Figure(figsize=(fig_width, (4.6 if rows_of_panels == 1 else 3.4) * rows_of_panels), layout="constrained")
+    axes = _axes(fig, len(metrics), rows_of_panels, cols)
     for ax, metric in zip(axes, metrics, strict=True):
         mk = _metric_k(result, metric, k)
         means = _rows(result, metric, keys, mk).set_index("key")
         for name, part in groups:
             part = part[part["key"].isin(means.index)]
-            x = (part[param].map(pos) if pos else part[param]).to_numpy(float)
+            x = (_values(part, param).map(pos) if pos else part[param]).to_numpy(float)
             part, x = part.iloc[np.argsort(x, kind="stable")], np.sort(x, kind="stable")
             r = means.loc[part["key"]]
             ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
                             alpha=0.2, linewidth=0)
-            ax.plot(x, r["mean"].to_numpy(float), marker="o", color=colors[name], label=name)
+            ax.plot(x, r["mean"].to_numpy(float), marker=markers[name], color=colors[name], label=name)
             for key, xi, yi in zip(part["key"], x, r["mean"], strict=True):
                 _record(ax, key, xi, yi)
         if log2:
@@ -556,12 +647,15 @@ def by_parameter(
         ax.set_ylabel(f"mean {_metric_name(metric, mk)}")
         ax.set_title(f"{_metric_name(metric, mk)} vs {param}")
         ax.grid(alpha=0.3)
-    if missing:
-        fig.suptitle(f"{missing} variant(s) without {param} left out")
+    left_out = [f"{missing} variant(s) without {param}"] * bool(missing) + [
+        f"{alone} that differ from every other in more than {param}"] * bool(alone)
+    if left_out:  # wrapped to the figure (about 11 characters of 10-point text an inch)
+        fig.suptitle(textwrap.fill(f"Left out: {', '.join(left_out)}", int(11 * fig_width)), fontsize=10)
     if groups:
         names = [name for name, _ in groups]
-        handles = [Line2D([], [], color=colors[n], marker="o") for n in names]
-        fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names), fontsize=8, frameon=False)
+        handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
+        fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names, fig_width), fontsize=8,
+                   frameon=False)
     _mark_static(fig, result, highlight)
     return fig
 
@@ -580,11 +674,12 @@ def heatmap(
     variants: Sequence[str] | None = None,
     highlight: str | None = None,
     strategy: str | None = None,
+    width: float | None = None,
 ) -> Figure:
     """One metric's mean over a grid of two parameters (e.g. size x overlap): each cell says the
     mean and, below, the half-width of its interval; combinations not measured stay blank. One
     panel per strategy (and per value of anything else that varies), one shared colour bar;
-    `strategy` keeps one."""
+    `strategy` keeps one; `width` (inches): panels laid out to fit it, else in one row."""
     for p in (x, y):
         _check_param(result, p)
     mk = _metric_k(result, metric, k)
@@ -602,8 +697,10 @@ def heatmap(
     groups = _groups(result, rows, [x, y])
     name = _metric_name(metric, mk)
     norm = Normalize(summary["mean"].min(), summary["mean"].max())
-    fig = Figure(figsize=(5.5 * len(groups) + 1, 4.4), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(groups)))
+    rows_of_panels, cols, fig_width = _panels(len(groups), width, 5.5)
+    bar = 0.5 * (width is None)  # room for the colour bar
+    fig = Figure(figsize=(fig_width + bar, 4.4 * rows_of_panels), layout="constrained")
+    axes = _axes(fig, len(groups), rows_of_panels, cols)
     digits = 0 if summary["mean"].abs().max() >= 10 else 2
     for ax, (title, part) in zip(axes, groups, strict=True):
         xs, ys = sorted(part[x].unique()), sorted(part[y].unique())

@@ -121,14 +121,20 @@ class Verdict:
         return [warning] if warning else []
 
 
+def truncated_share(variants: pd.DataFrame) -> pd.Series:
+    """Each variant's share of chunks longer than the model's window (0 for BM25 alone; NaN for a
+    variant with no chunks, or for a table without chunk counts): over TRUNCATED_SHARE warns."""
+    if not {"chunks", "truncated_chunks"} <= set(variants.columns):
+        return pd.Series(float("nan"), index=variants.index)
+    return variants["truncated_chunks"].fillna(0) / variants["chunks"].where(variants["chunks"] > 0)
+
+
 def truncation_warning(variants: pd.DataFrame, window: int | None = None) -> str | None:
     """One sentence when more than TRUNCATED_SHARE of some dense variant's chunks are longer than
     the model's window (their tails are never embedded, so the variant is judged on chunk heads),
     naming them worst first and what to do; None when none is. `variants` is a result's variants
     table (or a verdict's), with chunks and truncated_chunks; BM25-only rows count 0."""
-    if not {"chunks", "truncated_chunks"} <= set(variants.columns):
-        return None
-    share = variants["truncated_chunks"].fillna(0) / variants["chunks"].where(variants["chunks"] > 0)
+    share = truncated_share(variants)
     over = variants.assign(share=share)[share > TRUNCATED_SHARE].sort_values("share", ascending=False, kind="stable")
     if over.empty:
         return None

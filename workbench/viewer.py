@@ -19,6 +19,7 @@ from workbench.dataset import Dataset, Span
 COLORS = ("#dbeafe", "#fde68a")  # alternate chunks
 OVERLAP = "#c4b5fd"  # held by two or more chunks
 EVIDENCE = "border-bottom: 3px solid #dc2626;"
+CUT = '<span class="ellipsis" title="the document goes on">\u2026</span>'  # where a passage is cut from its text
 
 
 def chunk_html(
@@ -28,8 +29,10 @@ def chunk_html(
     start: int = 0,
     end: int | None = None,
     evidence: Sequence[Span] = (),
+    ellipsis: bool = False,
 ) -> str:
-    """HTML of `doc_id`[start:end] with the chunks (of that document) that touch it."""
+    """HTML of `doc_id`[start:end] with the chunks (of that document) that touch it; `ellipsis`
+    marks with "…" an end where the passage is cut from its document (outside the text spans)."""
     if doc_id not in dataset.docs:
         raise KeyError(f"doc_id {doc_id!r} is not in dataset {dataset.name!r}")
     text = dataset.docs[doc_id].text
@@ -58,7 +61,7 @@ def chunk_html(
               f'</span> <span style="background:{OVERLAP}">overlap</span> <span style="{EVIDENCE}">evidence</span>')
     return (f'<div style="font-size:0.85em;color:#555">{html.escape(doc_id)} [{start}, {end}): {len(mine)} chunks. '
             f'{legend}</div><div style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
-            + "".join(out) + "</div>")
+            + CUT * (ellipsis and start > 0) + "".join(out) + CUT * (ellipsis and end < len(text)) + "</div>")
 
 
 def show_chunks(*args: Any, **kwargs: Any) -> Any:

@@ -124,12 +124,30 @@ def test_plot_has_one_panel_per_group_with_its_means(result: SweepResult, chroma
         assert drawn == pytest.approx(means.to_dict())
 
 
-def test_report_has_by_corpus_only_with_groups(result: SweepResult, chroma: Dataset, tmp_path: Path) -> None:
+def test_report_has_by_group_only_with_groups_and_names_what_it_splits_by(
+        result: SweepResult, chroma: Dataset, tmp_path: Path) -> None:
+    """chroma_general's documents sit in no folder and have no group field: each document is a group,
+    and the section says so ("By document", not "By corpus"); with group fields it is "By group"."""
     text = write_report(result, tmp_path / "g.html", figures={}, dataset=chroma).read_text(encoding="utf-8")
-    assert 'id="by-corpus"' in text and "By corpus" in text
-    section = text[text.index('id="by-corpus"'):text.index("</section>", text.index('id="by-corpus"'))]
+    section = text[text.index('id="by-group"'):text.index("</section>", text.index('id="by-group"'))]
+    assert "<h2>By document</h2>" in section and "By corpus" not in text
     assert all(f"<td>{g}</td>" in section for g in ("state_of_the_union", "wikitexts", "chatlogs"))
+    kinds = regrouped(chroma, {d.doc_id: "speech" if d.doc_id == "state_of_the_union" else "other"
+                               for d in chroma.documents})
+    text = write_report(result, tmp_path / "k.html", figures={}, dataset=kinds).read_text(encoding="utf-8")
+    assert "<h2>By group</h2>" in text and "<td>speech</td>" in text and "<code>group</code> field" in text
     one = regrouped(chroma, {d.doc_id: "all" for d in chroma.documents})  # same fingerprint: groups are labels
     for dataset in (one, None):
         text = write_report(result, tmp_path / "n.html", figures={}, dataset=dataset).read_text(encoding="utf-8")
-        assert "By corpus" not in text
+        assert 'id="by-group"' not in text
+
+
+def test_documents_in_folders_are_grouped_by_folder(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    folders = Dataset(tiny.name, tuple(dataclasses.replace(d, doc_id=f"{d.doc_id.split('.')[0]}/{d.doc_id}")
+                                       for d in tiny.documents),
+                      tuple(dataclasses.replace(q, answers=tuple(dataclasses.replace(
+                          a, doc_id=f"{a.doc_id.split('.')[0]}/{a.doc_id}") for a in q.answers))
+                            for q in tiny.questions))
+    r = sweep(folders, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False, budgets=())
+    text = write_report(r, tmp_path / "f.html", figures={}, dataset=folders).read_text(encoding="utf-8")
+    assert "<h2>By folder</h2>" in text and "<td>billing</td>" in text and "<td>space</td>" in text

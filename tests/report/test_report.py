@@ -19,7 +19,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from workbench import plots, report
-from workbench.dataset import Dataset, Document, Question
+from workbench.dataset import Dataset, Document, Question, Span
 from workbench.evaluation import stats
 from workbench.models.embed import Embedder
 from workbench.report import compact_table, p_best_table, summary_table, variants_table, write_report
@@ -76,7 +76,7 @@ def test_report_is_self_contained_and_complete(result: SweepResult, tmp_path: Pa
         assert value in text
     assert "Tiny &lt;run&gt;" in text
     # the malicious label is shown, escaped, in the score and variant tables
-    assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 2
+    assert text.replace("<wbr>", "").count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 2
     # index cost and grid are there
     for column in ("chunks", "tokens_embedded", "overlap_chars", "seconds"):
         assert f"<th>{column}</th>" in text
@@ -84,9 +84,8 @@ def test_report_is_self_contained_and_complete(result: SweepResult, tmp_path: Pa
 
 def test_default_figures_have_a_title_and_a_caption_and_one_width(result: SweepResult, tmp_path: Path) -> None:
     figures = report.default_figures(result)
-    # size and overlap are both swept: a figure against each, and their heatmap
-    assert list(figures) == ["overview", "hit", "ndcg", "iou", "precision_omega", "by_size", "by_overlap",
-                             "heatmap_size_overlap"]
+    # size and overlap differ together (16 with 0, 32 with 8): no figure against either, no heatmap
+    assert list(figures) == ["overview", "hit", "ndcg", "iou", "precision_omega"]
     assert {tuple(f.get_size_inches())[0] for f in figures.values()} == {report.FIGURE_WIDTH}
     text = write_report(result, tmp_path / "r.html", figures=figures).read_text(encoding="utf-8")
     assert text.count('<img src="data:image/png;base64,') == len(figures)
@@ -146,9 +145,10 @@ def test_variant_table_shows_parameters_as_written_and_a_dash_where_none_applies
 
 def test_variants_table_groups_identity_parameters_cost_then_key(result: SweepResult) -> None:
     columns = list(variants_table(result).columns)
-    assert columns[:5] == ["variant", "strategy", "contextual_header", "late", "retriever"]
-    assert set(columns[5:9]) == {"size", "overlap", "unit", "tokenizer"}  # the grid's parameters
-    assert columns[-1] == "key" and "chunks" in columns[9:] and sorted(columns) == sorted(result.variants.columns)
+    assert columns[:8] == ["variant", "chunks", "truncated_chunks", "seconds", "strategy", "contextual_header", "late",
+                           "retriever"]  # what a reader looks for first, then what the variant is
+    assert set(columns[8:12]) == {"size", "overlap", "unit", "tokenizer"}  # the grid's parameters
+    assert columns[-1] == "key" and "chars" in columns[12:] and sorted(columns) == sorted(result.variants.columns)
 
 
 def test_variants_table_lists_a_retriever_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
@@ -295,4 +295,67 @@ def test_a_re_export_reads_its_figures_back_and_redraws_what_changed(result: Swe
     fewer = SweepResult(result.per_question[keep], result.summary[result.summary["key"] == result.keys[0]],
                         result.variants[result.variants["key"] == result.keys[0]], result.config)
     pngs = {n for n in report.export(fewer, tmp_path / "c", store=store) if n.endswith(".png")}
-    assert len(drawn) == len(pngs) > 0
+    assert len(drawn) == 2 * len(pngs) > 0  # each at the report's width and at a phone's
+
+
+def test_the_overview_caption_describes_every_panel_drawn(result: SweepResult) -> None:
+    """Four panels with budget rows: each one's title leads a sentence of the caption, in order."""
+    _, caption = report.describe_figure(result, "overview")
+    titles = [ax.get_title() for ax in plots.overview(result, short_ids=True).axes]
+    assert len(titles) == 4
+    assert [caption.index(f"{t}: ") for t in titles] == sorted(caption.index(f"{t}: ") for t in titles)
+
+
+def mid_word(text: str, i: int) -> bool:
+    return 0 < i < len(text) and not text[i - 1].isspace() and not text[i].isspace()
+
+
+def test_cut_windows_begin_and_end_at_word_boundaries_and_say_where_they_are_cut() -> None:
+    """Passages around evidence at every word of a text: no end falls inside a word or on a blank,
+    the evidence stays whole, and a URL longer than the reach of a boundary is stepped over, not cut."""
+    from workbench.report import cuts
+    from workbench.viewer import chunk_html
+
+    words = [("x" * (1 + i % 9)) for i in range(400)]
+    words[150] = "https://example.org/" + "a" * 120  # no boundary within reach
+    text = "".join(w + ("\n\n" if i % 7 == 6 else " ") for i, w in enumerate(words)).rstrip()
+    doc = Document("d", "T", text)
+    ds = Dataset("words", (doc,), ())
+    starts = [i + 1 for i, ch in enumerate(text) if ch.isspace() and not text[i + 1].isspace()]
+    cut = 0
+    for a, b in zip(starts, starts[3:], strict=False):
+        span = Span("d", a, len(text[:b].rstrip()))
+        ((_, lo, hi),) = cuts._passages(ds, [span], chars=100)
+        assert lo <= span.start and span.end <= hi
+        assert not mid_word(text, lo) and not mid_word(text, hi), (span, lo, hi)
+        assert not text[lo].isspace() and not text[hi - 1].isspace(), (span, lo, hi)
+        cut += mid_word(text, max(0, a - 100))
+    assert cut > 100  # most raw windows would have begun mid-word
+    middle = chunk_html(ds, [], "d", 200, 400, ellipsis=True)
+    body = html.unescape(re.sub(r"<[^>]+>", "", middle.split('line-height:1.6">', 1)[1]))
+    assert body == f"\u2026{text[200:400]}\u2026"
+    assert "\u2026" not in chunk_html(ds, [], "d", ellipsis=True)  # the whole text: nothing cut
+
+
+def test_truncated_chunks_sit_beside_chunks_and_a_truncating_variant_is_warned_of_and_marked(
+        result: SweepResult, tmp_path: Path) -> None:
+    """The headline variant as if half its chunks exceeded the model's window: the verdict's warning
+    stands in a box of its own, and its rows are marked in the verdict and variants tables."""
+    chunks = result.variants["chunks"]
+    cut = result.variants.assign(truncated_chunks=[int(chunks.iloc[0]) // 2, 0])
+    r = SweepResult(result.per_question, result.summary, cut, result.config | {"model_window": 256})
+    text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    warning = verdict(r).sentences()[-1]
+    assert warning.startswith("Warning: 1 of 2 variants embed truncated chunks")
+    box = re.search(r'<p class="warning" role="alert">(.*?)</p>', text, re.S)
+    assert box and html.escape(warning.split(": ", 1)[1]) in box.group(1)
+    assert text.count(html.escape(warning.split(": ", 1)[1])) == 1  # in the box, not again in the paragraph
+    for section in ("verdict", "variants"):
+        part = text[text.index(f'id="{section}"'):text.index("</section>", text.index(f'id="{section}"'))]
+        assert "<th>chunks</th><th>truncated_chunks</th>" in part
+        marked = re.findall(r'<tr class="truncated"><td class="label">(.*?)</td>', part)
+        label = VARIANTS[0].label
+        assert [html.unescape(m.replace("<wbr>", "")) for m in marked] in ([label], [f"1.\xa0{label}"])
+        assert f"{int(chunks.iloc[0]) // 2} (50%) \u26a0" in part
+    plain = write_report(result, tmp_path / "p.html", figures={}).read_text(encoding="utf-8")
+    assert 'class="warning"' not in plain and 'class="truncated"' not in plain

@@ -23,7 +23,7 @@ from workbench.dataset import Dataset
 from workbench.io import atomic_write
 from workbench.report import cuts
 from workbench.report.cuts import CUT_QUESTIONS
-from workbench.report.figures import FIGURE_WIDTH, default_figures, default_pngs, describe_figure
+from workbench.report.figures import FIGURE_WIDTH, NARROW_WIDTH, default_figures, default_pngs, describe_figure
 from workbench.report.html import reproduce_code, write_page
 from workbench.report.tables import compact_table, p_best_table, summary_table, variants_table
 from workbench.retrieval.index import IndexStore
@@ -32,8 +32,9 @@ from workbench.verdict import verdict
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
 
-__all__ = ["CUT_QUESTIONS", "FIGURE_WIDTH", "compact_table", "default_figures", "default_pngs", "describe_figure",
-           "export", "p_best_table", "reproduce_code", "summary_table", "variants_table", "write_report"]
+__all__ = ["CUT_QUESTIONS", "FIGURE_WIDTH", "NARROW_WIDTH", "compact_table", "default_figures", "default_pngs",
+           "describe_figure", "export", "p_best_table", "reproduce_code", "summary_table", "variants_table",
+           "write_report"]
 
 
 def write_report(
@@ -43,19 +44,25 @@ def write_report(
     title: str = "Chunking workbench report",
     dpi: int = 100,
     dataset: Dataset | None = None,
+    narrow: Mapping[str, Figure | bytes] | None = None,
 ) -> Path:
     """Write the report to `path` (atomically) and return it. Figures are matplotlib figures or
-    PNG bytes already rendered; they default to `default_figures`. With the dataset, "Where the
-    cuts fall" draws the chunks the best and the runner-up retrieved (the hits the sweep kept);
-    without it that section says why it is left out. Nothing is embedded or searched."""
-    figures = default_figures(result) if figures is None else figures
+    PNG bytes already rendered; they default to `default_figures`. `narrow`: some of them drawn
+    again for a phone's width (NARROW_WIDTH, panels stacked), shown on a narrow screen; by default
+    the default figures' when `figures` is None too, else none (a figure of your own is shown at
+    its one width). With the dataset, "Where the cuts fall" draws the chunks the best and the
+    runner-up retrieved (the hits the sweep kept); without it that section says why it is left
+    out. Nothing is embedded or searched."""
+    if figures is None:
+        figures = default_figures(result)
+        narrow = default_figures(result, NARROW_WIDTH) if narrow is None else narrow
     v = verdict(result) if "recall" in set(result.summary["metric"]) else None
     why = cuts.missing(result, v, dataset)
     cut = cuts.left_out(why) if why else cuts.section(result, v, dataset)
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
-            write_page(out, result, figures, title, dpi, v, cut, dataset)
+            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset)
 
     return atomic_write(path, write)
 
@@ -68,16 +75,19 @@ def export(
     store: IndexStore | str | Path | None = None,
 ) -> dict[str, Path]:
     """Everything a run produced, in one folder: the tidy tables (SweepResult.save), each figure
-    as a PNG, and report.html (see write_report for dataset). The store, if given, keeps the
-    default figures drawn (see `default_pngs`). Returns the paths by name."""
+    as a PNG, and report.html (see write_report for dataset; the default figures come with their
+    narrow renditions, given ones without). The store, if given, keeps the default figures drawn
+    (see `default_pngs`). Returns the paths by name."""
     folder = Path(folder)
     paths = result.save(folder)
+    narrow: dict[str, bytes] = {}
     if figures is not None:
         images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
     else:  # drawn, or read back from the store's figure cache when drawn before from the same content
         root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root
-        images = default_pngs(result, 120, None if root is None else root / "figures")
+        cache = None if root is None else root / "figures"
+        images, narrow = default_pngs(result, 120, cache), default_pngs(result, 120, cache, NARROW_WIDTH)
     for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
-    paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset)
+    paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, narrow=narrow)
     return paths

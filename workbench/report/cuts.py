@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from workbench.verdict import Verdict
 
 CUT_QUESTIONS = 3  # questions drawn in "Where the cuts fall"
+WORD_REACH = 40  # a passage end moves at most this far to reach a word boundary (a URL or a hash may have none)
 _HEAD = '<section id="cuts"><h2>Where the cuts fall</h2>\n'
 
 
@@ -83,13 +84,40 @@ def section(result: SweepResult, v: Verdict, dataset: Dataset) -> str:
 
 
 def _passages(dataset: Dataset, evidence: Sequence[Span], chars: int = 300) -> list[tuple[str, int, int]]:
-    """One passage per document holding evidence: the evidence with `chars` around it."""
-    bounds: dict[str, tuple[int, int]] = {}
+    """One passage per document holding evidence: the evidence with about `chars` around it, its
+    ends moved to the nearest word boundary (`_word_start`, `_word_end`), never into the evidence."""
+    bounds: dict[str, tuple[int, int, int, int]] = {}  # doc -> passage start, end, evidence start, end
     for span in evidence:
         doc, start, end = around(span, chars)
-        lo, hi = bounds.get(doc, (start, end))
-        bounds[doc] = (min(lo, start), min(max(hi, end), len(dataset.docs[doc].text)))
-    return [(doc, lo, hi) for doc, (lo, hi) in bounds.items()]
+        lo, hi, first, last = bounds.get(doc, (start, end, span.start, span.end))
+        bounds[doc] = (min(lo, start), min(max(hi, end), len(dataset.docs[doc].text)), min(first, span.start),
+                       max(last, span.end))
+    return [(doc, _word_start(dataset.docs[doc].text, lo, first), _word_end(dataset.docs[doc].text, hi, last))
+            for doc, (lo, hi, first, last) in bounds.items()]
+
+
+def _word_start(text: str, i: int, limit: int, reach: int = WORD_REACH) -> int:
+    """`i` moved back to the start of its word (at most `reach` characters), else forward past it,
+    then past any blank (never beyond `limit`, where the evidence starts): a window cut mid-word
+    reads as a typo."""
+    if 0 < i < len(text) and not text[i - 1].isspace() and not text[i].isspace():
+        back = next((j for j in range(i - 1, max(0, i - reach) - 1, -1) if j == 0 or text[j - 1].isspace()), None)
+        i = back if back is not None else next((j for j in range(i + 1, limit + 1) if text[j - 1].isspace()), i)
+    while i < limit and text[i].isspace():
+        i += 1
+    return i
+
+
+def _word_end(text: str, i: int, limit: int, reach: int = WORD_REACH) -> int:
+    """`i` moved forward to the end of its word (at most `reach` characters), else back before it,
+    then back before any blank (never below `limit`, where the evidence ends)."""
+    if 0 < i < len(text) and not text[i - 1].isspace() and not text[i].isspace():
+        ahead = next((j for j in range(i + 1, min(len(text), i + reach) + 1) if j == len(text) or text[j].isspace()),
+                     None)
+        i = ahead if ahead is not None else next((j for j in range(i - 1, limit - 1, -1) if text[j].isspace()), i)
+    while i > limit and text[i - 1].isspace():
+        i -= 1
+    return i
 
 
 def _overlap(a: Span, b: Span) -> bool:
@@ -104,6 +132,6 @@ def _retrieved(dataset: Dataset, label: str, spans: Sequence[Span], question: Qu
     ranks = "; ".join(f"{i}. {s.doc_id} [{s.start}, {s.end})"
                       + (" (evidence)" if any(_overlap(s, e) for e in question.answers) else "")
                       for i, s in enumerate(spans, 1))
-    drawn = "".join(chunk_html(dataset, chunks, doc, lo, hi, question.answers)
+    drawn = "".join(chunk_html(dataset, chunks, doc, lo, hi, question.answers, ellipsis=True)
                     for doc, lo, hi in _passages(dataset, question.answers))
     return f"<h4>{html.escape(label)}</h4>\n<p class=\"note\">top {k}: {html.escape(ranks)}</p>\n{drawn}\n"

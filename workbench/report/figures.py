@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 EXTRA_FIGURES = ("hit", "ndcg", "iou", "precision_omega")  # drawn by default next to the overview
 FIGURE_WIDTH = 12.0  # inches: every default figure has this width, so all show at one size
+NARROW_WIDTH = 4.0  # inches: each figure again for a phone, panels stacked (shown below html.NARROW_PX)
 
 _CURVES = {  # metric -> (title, what to look for)
     "hit": ("Share of questions with some evidence in the top k",
@@ -42,11 +43,9 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     """The title and the one-line caption (what to look for) of a figure of `default_figures`;
     a figure of another name is titled by its name."""
     k = metrics.default_k(result.ks)
-    if name == "overview":
-        return ("Recall, ranking and cost at a glance",
-                f"Left: recall@k, higher is better. Middle: MRR@{k}, best on top. Right: context tokens against "
-                f"recall@{k}, up and to the left is better; circled: the Pareto front. "
-                "Numbers: the variant table above.")
+    if name == "overview":  # one sentence per panel drawn, from the list the overview draws
+        panels = " ".join(f"{title}: {hint}." for title, hint in plots.overview_panels(result, k))
+        return "Recall, ranking and cost at a glance", f"{panels} Numbers: the variant table above."
     if name in _CURVES:
         return _CURVES[name]
     if name.startswith("by_"):
@@ -61,42 +60,31 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     return name, ""
 
 
-def _fit(fig: Figure) -> Figure:
-    """The report's figure width, keeping the height the plot chose for its content."""
-    fig.set_size_inches(FIGURE_WIDTH, fig.get_size_inches()[1])
-    return fig
-
-
-def _figure_makers(result: SweepResult) -> dict[str, Callable[[], Figure | None]]:
-    """The default figures, by name, each as the call that draws it."""
+def _figure_makers(result: SweepResult, width: float) -> dict[str, Callable[[], Figure | None]]:
+    """The default figures, by name, each as the call that draws it `width` inches wide."""
     present = set(result.summary["metric"])
-    makers = {"overview": partial(plots.overview, result, short_ids=True)} | {
-        m: partial(plots.metric_curves, result, m, short_ids=True) for m in EXTRA_FIGURES if m in present
+    makers = {"overview": partial(plots.overview, result, short_ids=True, width=width)} | {
+        m: partial(plots.metric_curves, result, m, short_ids=True, width=width) for m in EXTRA_FIGURES if m in present
     }
     swept = plots.swept_parameters(result)
-    makers |= {f"by_{p}": partial(plots.by_parameter, result, p) for p in swept}
+    makers |= {f"by_{p}": partial(plots.by_parameter, result, p, width=width) for p in swept}
     if len(swept) == 2:
-        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_heatmap, result, swept[0], swept[1])
+        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_heatmap, result, swept[0], swept[1], width)
     return makers
 
 
-def _heatmap(result: SweepResult, a: str, b: str) -> Figure | None:
+def _heatmap(result: SweepResult, a: str, b: str, width: float) -> Figure | None:
     try:
-        return plots.heatmap(result, a, b)
+        return plots.heatmap(result, a, b, width=width)
     except ValueError:  # no variant has both parameters: nothing to draw
         return None
 
 
-def _draw(make: Callable[[], Figure | None]) -> Figure | None:
-    """A default figure at the report's width, or None when it has nothing to draw."""
-    fig = make()
-    return None if fig is None else _fit(fig)
-
-
-def default_figures(result: SweepResult) -> dict[str, Figure]:
+def default_figures(result: SweepResult, width: float = FIGURE_WIDTH) -> dict[str, Figure]:
     """The overview, the curves of a few other metrics that the result holds, the metrics against
-    each swept parameter and, when two are swept, their heatmap; variants by number, one width."""
-    drawn = {name: _draw(make) for name, make in _figure_makers(result).items()}
+    each swept parameter and, when two are swept, their heatmap; variants by number, all `width`
+    inches wide."""
+    drawn = {name: make() for name, make in _figure_makers(result, width).items()}
     return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
@@ -114,17 +102,20 @@ def _content_key(result: SweepResult) -> str:
     return h.hexdigest()
 
 
-def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None = None) -> dict[str, bytes]:
-    """The default figures as PNG bytes. With a cache folder, a figure drawn before from the same
-    content (`_content_key`) is read back instead of drawn: a re-run renders only what changed."""
+def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None = None,
+                 width: float = FIGURE_WIDTH) -> dict[str, bytes]:
+    """The default figures `width` inches wide as PNG bytes. With a cache folder, a figure drawn
+    before from the same content (`_content_key`) is read back instead of drawn: a re-run renders
+    only what changed."""
     key = _content_key(result) if cache is not None else ""
     out = {}
-    for name, make in _figure_makers(result).items():
-        path = Path(cache) / f"{hashlib.sha256(f'{key}{name}{dpi}'.encode()).hexdigest()[:32]}.png" if cache else None
+    for name, make in _figure_makers(result, width).items():
+        digest = hashlib.sha256(f"{key}{name}{dpi}{width}".encode()).hexdigest()[:32]
+        path = Path(cache) / f"{digest}.png" if cache else None
         if path is not None and path.exists():
             out[name] = path.read_bytes()
             continue
-        fig = _draw(make)
+        fig = make()
         if fig is None:
             continue
         out[name] = plots.figure_to_png_bytes(fig, dpi=dpi)
@@ -134,6 +125,8 @@ def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None =
 
 
 def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataFrame, metric: str, k: int,
-                 dpi: int) -> bytes:
-    """plots.by_group of `table` (result.by_group at one metric and k) at the report's width, as PNG."""
-    return plots.figure_to_png_bytes(_fit(plots.by_group(result, groups, metric, k, table=table)), dpi)
+                 dpi: int, width: float = FIGURE_WIDTH) -> bytes:
+    """plots.by_group of `table` (result.by_group at one metric and k), `width` inches wide, as PNG;
+    variants by number, as in the other figures."""
+    fig = plots.by_group(result, groups, metric, k, table=table, width=width, short_ids=True)
+    return plots.figure_to_png_bytes(fig, dpi)

@@ -20,48 +20,73 @@ from workbench.dataset import MIXED, Dataset
 from workbench.evaluation import metrics, stats
 from workbench.models.base import model_fingerprint
 from workbench.models.embed import default_model_path
-from workbench.report.figures import by_group_png, describe_figure
+from workbench.report.figures import NARROW_WIDTH, by_group_png, describe_figure
 from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
+from workbench.verdict import TRUNCATED_SHARE, truncated_share, truncation_warning
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
     from workbench.verdict import Verdict
 
-MAX_GROUPS = 12  # "By corpus" draws at most this many groups (a dataset split by prefix may have one per document)
+MAX_GROUPS = 12  # "By group" draws at most this many groups (a dataset split by prefix may have one per document)
 
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222;
-       line-height: 1.4; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
-p.preview { background: #fff4e0; border-left: 4px solid #e08a00; padding: .5em .8em; }
-h3 { font-size: 1.05em; margin: 1.2em 0 0.3em; }
-figure { margin: 1em 0 2em; } figure img { width: 100%; height: auto; display: block; }
-figcaption { color: #444; margin-top: 0.3em; }
-.scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; vertical-align: top; }
-th { background: #f4f4f4; } .variants td:nth-child(-n+3) { text-align: left; } \
-tbody th, td:first-child, td.text { text-align: left; }
-td.text { white-space: normal; min-width: 12em; }
-.swatch { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }
-.provenance th { text-align: left; } .provenance td { text-align: left; white-space: normal; overflow-wrap: anywhere; }
-.cut { border-left: 3px solid #ccc; padding-left: 0.8em; margin: 1em 0; overflow-wrap: anywhere; }
-.note { color: #555; }
-pre { background: #f8f8f8; padding: 0.5em; white-space: pre-wrap; overflow-wrap: anywhere; }
-details { margin: 0.5em 0; } summary { cursor: pointer; color: #1d4ed8; }
-@media print {
-  body { max-width: none; margin: 0; }
-  section + section { break-before: page; }
-  figure, .cut, tr { break-inside: avoid; }
-  th, td { white-space: normal; }
-}
+NARROW_PX = 700  # below this window width the page shows each default figure's narrow rendition
+
+# Tables scroll sideways in their own box with the first column (the variant) held in place and
+# wrapped, so every column is reachable and the label stays beside its numbers, at 1280 px and
+# at a phone's 400 px alike; headers wrap too, so a long one never widens its column.
+_CSS = f"""
+body {{ font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222;
+       line-height: 1.4; }}
+h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }}
+p.preview {{ background: #fff4e0; border-left: 4px solid #e08a00; padding: .5em .8em; }}
+.warning {{ background: #fef3f2; border: 1px solid #f04438; border-left: 6px solid #d92d20; padding: .6em .9em;
+            margin: 1em 0; }}
+.warning b {{ color: #b42318; }}
+h3 {{ font-size: 1.05em; margin: 1.2em 0 0.3em; }}
+figure {{ margin: 1em 0 2em; }} figure img {{ width: 100%; max-width: 100%; height: auto; display: block; }}
+figcaption {{ color: #444; margin-top: 0.3em; }}
+.scroll {{ overflow-x: auto; max-width: 100%; }}
+table {{ border-collapse: separate; border-spacing: 0; font-size: 0.85em; margin: 0.5em 0; border: solid #ddd;
+         border-width: 1px 0 0 1px; }}
+th, td {{ border: solid #ddd; border-width: 0 1px 1px 0; padding: 0.25em 0.5em; text-align: right;
+          white-space: nowrap; vertical-align: top; background: #fff; }}
+th {{ background: #f4f4f4; white-space: normal; }}
+.scroll tr > :first-child {{ position: sticky; left: 0; z-index: 1; box-shadow: 2px 0 0 #ccc; }}
+.dataframe tbody th, td.label, td.text, td:first-child {{ text-align: left; }}
+.dataframe tbody th, td.label {{ white-space: normal; min-width: 12em; max-width: 22em; }}
+th:first-child {{ text-align: left; }}
+td.text {{ white-space: normal; min-width: 12em; }}
+tr.truncated > td {{ background: #fef3f2; }} td.flag {{ color: #b42318; font-weight: 600; }}
+.swatch {{ display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }}
+.provenance th {{ text-align: left; }}
+.provenance td {{ text-align: left; white-space: normal; overflow-wrap: anywhere; }}
+.cut {{ border-left: 3px solid #ccc; padding-left: 0.8em; margin: 1em 0; overflow-wrap: anywhere; }}
+.note {{ color: #555; }}
+pre {{ background: #f8f8f8; padding: 0.5em; white-space: pre-wrap; overflow-wrap: anywhere; }}
+details {{ margin: 0.5em 0; }} summary {{ cursor: pointer; color: #1d4ed8; }}
+@media (max-width: {NARROW_PX}px) {{
+  body {{ margin: 0.8em auto; padding: 0 0.6em; }}
+  table {{ font-size: 0.8em; }}
+  .dataframe tbody th, td.label {{ min-width: 8em; max-width: 10em; }}
+  td.text {{ min-width: 9em; }}
+}}
+@media print {{
+  body {{ max-width: none; margin: 0; }}
+  section + section {{ break-before: page; }}
+  figure, .cut, tr {{ break-inside: avoid; }}
+  th, td {{ white-space: normal; }}
+  .scroll tr > :first-child {{ position: static; }}
+}}
 """
 
 
-def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes], title: str, dpi: int,
-               v: Verdict | None, cuts: str, dataset: Dataset | None) -> None:
-    """The whole page into `out`: `v` the verdict (None without recall), `cuts` the rendered
-    "Where the cuts fall" section, `dataset` (optional) for "By corpus"."""
+def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes],
+               narrow: Mapping[str, Figure | bytes], title: str, dpi: int, v: Verdict | None, cuts: str,
+               dataset: Dataset | None) -> None:
+    """The whole page into `out`: `narrow` the figures drawn again for a phone's width (by name,
+    any of `figures`), `v` the verdict (None without recall), `cuts` the rendered "Where the cuts
+    fall" section, `dataset` (optional) for "By group" (`_grouped_by`)."""
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
             f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
@@ -74,23 +99,24 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
         out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
                   "the corpus (workbench.retrieval.preview), not embedded: the ranking is an estimate. Confirm the "
                   "best variants with a real sweep before choosing.</p>\n")
+    warning = truncation_warning(result.variants, c.get("model_window"))
     if v is not None:
         out.write(_verdict(v))
+    elif warning:
+        out.write(_warning(warning))
     if figures:
         out.write(f'<section id="figures"><h2>Figures</h2>\n<p>Variants are numbered in the figures:</p>\n'
                   f"{_legend_table(result)}")
         for name, fig in figures.items():
-            out.write(_figure(result, name, fig, dpi))
+            out.write(_figure(result, name, fig, narrow.get(name), dpi))
         out.write("</section>\n")
     k = v.k if v is not None else metrics.default_k(result.ks)
     out.write(_scores(result, k))
     if v is not None:
         out.write(_against_best(v))
-    out.write(_by_corpus(result, dataset, k, dpi))
+    out.write(_by_group(result, dataset, k, dpi))
     out.write(cuts)
-    out.write(f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Parameters as given ({DASH}: the '
-              f"strategy has no such parameter), then what the index cost.</p>\n"
-              f"{_table(variants_text(result), index=False, classes='variants')}</section>\n")
+    out.write(_variants(result, k))
     out.write(f"{_provenance(c)}</body>\n</html>\n")
 
 
@@ -99,16 +125,94 @@ def _value(v: Any) -> str:
     return html.escape(text)
 
 
-def _table(frame: pd.DataFrame, index: bool = True, **to_html: Any) -> str:
-    return '<div class="scroll">' + frame.to_html(index=index, escape=True, **to_html) + "</div>\n"
+def _label(text: str) -> str:
+    """A variant label, escaped, with line breaks allowed after "(" and "_" and before "+": a long
+    label wraps between its parts in a narrow column, not mid-word."""
+    return html.escape(text).replace("(", "(<wbr>").replace("_", "_<wbr>").replace("+", "<wbr>+")
 
 
-def _figure(result: SweepResult, name: str, fig: Figure | bytes, dpi: int) -> str:
+def _table(frame: pd.DataFrame) -> str:
+    """A table of text cells, one row per variant (its label the index, wrapped by `_label`),
+    every piece escaped here (to_html then adds no escaping of its own, which would undo `_label`)."""
+    shown = frame.map(lambda x: html.escape(str(x), quote=False))
+    shown.index = [_label(str(i)) for i in frame.index]
+    if isinstance(frame.columns, pd.MultiIndex):
+        shown.columns = pd.MultiIndex.from_tuples([tuple(html.escape(str(p)) for p in c) for c in frame.columns],
+                                                  names=[html.escape(str(n)) for n in frame.columns.names])
+    else:
+        shown.columns = [html.escape(str(c)) for c in frame.columns]
+    return '<div class="scroll">' + shown.to_html(escape=False) + "</div>\n"
+
+
+def _png(fig: Figure | bytes, dpi: int) -> str:
     png = fig if isinstance(fig, bytes) else plots.figure_to_png_bytes(fig, dpi)
-    data = base64.b64encode(png).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _picture(wide: Figure | bytes, narrow: Figure | bytes | None, dpi: int, alt: str) -> str:
+    """The figure as an image the width of the page; below NARROW_PX its narrow rendition (panels
+    stacked, drawn for that width), since the wide one shrunk to a phone is unreadable."""
+    img = f'<img src="{_png(wide, dpi)}" alt="{alt}">'
+    if narrow is None:
+        return img
+    return f'<picture><source media="(max-width: {NARROW_PX}px)" srcset="{_png(narrow, dpi)}">{img}</picture>'
+
+
+def _figure(result: SweepResult, name: str, fig: Figure | bytes, narrow: Figure | bytes | None, dpi: int) -> str:
     title, caption = (html.escape(t) for t in describe_figure(result, name))
-    return (f'<figure id="figure-{html.escape(name)}"><h3>{title}</h3><img src="data:image/png;base64,{data}" '
-            f'alt="{title}"><figcaption>{caption}</figcaption></figure>\n')
+    return (f'<figure id="figure-{html.escape(name)}"><h3>{title}</h3>{_picture(fig, narrow, dpi, title)}'
+            f"<figcaption>{caption}</figcaption></figure>\n")
+
+
+def _warning(text: str) -> str:
+    """The truncation warning (verdict.truncation_warning) as a box, the affected rows linked."""
+    return (f'<p class="warning" role="alert"><b>{html.escape(text.split(": ", 1)[0])}:</b> '
+            f'{html.escape(text.split(": ", 1)[1])} <a href="#variants">the variants, marked</a></p>\n')
+
+
+def _truncated_cell(count: str, share: float) -> str:
+    """truncated_chunks with its share of the chunks, flagged over TRUNCATED_SHARE."""
+    if math.isnan(share) or share == 0:
+        return f"<td>{html.escape(count)}</td>"
+    if share <= TRUNCATED_SHARE:
+        return f"<td>{html.escape(count)} ({share:.0%})</td>"
+    return (f'<td class="flag" title="more than {TRUNCATED_SHARE:.0%} of its chunks exceed the model\'s window">'
+            f"{html.escape(count)} ({share:.0%}) \u26a0</td>")
+
+
+def _count(n: float) -> str:
+    """A count of chunks; a dash for a result measured before it was counted."""
+    return DASH if pd.isna(n) else f"{n:,.0f}"
+
+
+def _marked(share: float) -> str:
+    """A table row's class: marked when its variant's chunks are too often truncated."""
+    return ' class="truncated"' if share > TRUNCATED_SHARE else ""
+
+
+def _variants(result: SweepResult, k: int) -> str:
+    """The variants table (tables.variants_text), numbered like the figures; a variant whose
+    chunks are too often longer than the model's window is marked."""
+    text = variants_text(result, k)
+    share = truncated_share(result.variants).to_numpy()
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in text.columns)
+    rows = []
+    for n, (row, part) in enumerate(zip(text.itertuples(index=False), share, strict=True), 1):
+        cells = []
+        for column, value in zip(text.columns, row, strict=True):
+            if column == "variant":
+                cells.append(f'<td class="label">{n}.&nbsp;{_label(value)}</td>')
+            elif column == "truncated_chunks":
+                cells.append(_truncated_cell(value, part))
+            else:
+                cells.append(f"<td>{html.escape(value, quote=False)}</td>")
+        rows.append(f"<tr{_marked(part)}>{''.join(cells)}</tr>\n")
+    return (f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Numbered as in the figures: first the '
+            f"chunks (truncated_chunks: longer than the model's window, their tails never embedded; marked over "
+            f"{TRUNCATED_SHARE:.0%}), the context tokens@{k} handed to the LLM and this run's seconds; then the "
+            f"parameters as given ({DASH}: the strategy has no such parameter) and what the index cost. The table "
+            f'scrolls sideways.</p>\n<div class="scroll"><table class="variants">\n<thead><tr>{head}</tr></thead>'
+            f"\n<tbody>\n{''.join(rows)}</tbody></table></div></section>\n")
 
 
 def _legend_table(result: SweepResult) -> str:
@@ -156,20 +260,28 @@ def _provenance(config: Mapping[str, Any]) -> str:
 def _verdict(v: Verdict) -> str:
     """The computed verdict first: its sentences, each linked to the section that backs it, and
     a small table of the best, the tied and the Pareto variants."""
+    sentences = v.sentences()
+    warning = truncation_warning(v.table, v.window)
+    told = sentences[:-1] if warning and sentences[-1] == warning else sentences  # the warning gets its box
     links = ("#scores", "#against-best", "#variants")
-    text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>'
-                    for s, link in zip(v.sentences(), links, strict=False))
+    text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>' for s, link in zip(told, links, strict=False))
     shown = v.table[v.table["key"].isin({v.best, v.top}) | v.table["tied"] | v.table["pareto"]]
+    shares = truncated_share(shown).to_numpy()
     rows = "".join(
-        f"<tr><td>{html.escape(str(r.variant))}</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
+        f'<tr{_marked(share)}><td class="label">{_label(str(r.variant))}</td>'
+        f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
         f"<td>{r.p_best:.2f}</td>"
         f"<td>{'best' if r.key == v.best else 'tied' if r.tied or r.key == v.top else 'worse'}</td>"
-        f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td><td>{'yes' if r.pareto else ''}</td></tr>\n"
-        for r in shown.itertuples(index=False))
+        f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td>"
+        f"{_truncated_cell(_count(getattr(r, 'truncated_chunks', math.nan)), share)}"
+        f"<td>{'yes' if r.pareto else ''}</td></tr>\n"
+        for r, share in zip(shown.itertuples(index=False), shares, strict=True))
     at = f"{v.metric}@{v.k}"
-    return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n<div class="scroll"><table>\n<tr><th>variant</th>'
+    return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n{_warning(warning) if warning else ""}'
+            '<div class="scroll"><table>\n<thead><tr><th>variant</th>'
             f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
-            f"<th>Pareto (cost vs {at})</th></tr>\n{rows}</table></div></section>\n")
+            f"<th>truncated_chunks</th><th>Pareto (cost vs {at})</th></tr></thead>\n<tbody>\n{rows}</tbody></table>"
+            "</div></section>\n")
 
 
 def _against_best(v: Verdict) -> str:
@@ -190,8 +302,8 @@ def _against_best(v: Verdict) -> str:
             "counting every comparison when it is at most 0.05. Questions needed: about how many questions would make "
             f"the difference significant at 0.05 with 80% power, from the spread of its per-question differences "
             f"({DASH}: equal means).</p>\n"
-            '<div class="scroll">' + shown.to_html(index=False, float_format=lambda x: f"{x:.3f}", escape=True)
-            + "</div></section>\n")
+            + _table(shown.set_index("variant").rename_axis(None).map(
+                lambda x: x if isinstance(x, str) else f"{x:.3f}")) + "</section>\n")
 
 
 def _scores(result: SweepResult, k: int) -> str:
@@ -206,13 +318,26 @@ def _scores(result: SweepResult, k: int) -> str:
             f"{_table(p_best_table(result, ranked))}</details></section>\n")
 
 
-def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
+def _grouped_by(dataset: Dataset) -> tuple[str, str]:
+    """The section's heading and what its groups are, named after what Dataset.groups_of_questions
+    splits this dataset by: the documents' group field, their folder, or (no folders) the documents."""
+    if dataset.grouping == "group":
+        return "By group", "the <code>group</code> field of their evidence documents"
+    if any("/" in d.doc_id for d in dataset.documents):
+        return "By folder", ('the folder of their evidence documents (the doc id up to its first "/"; a document '
+                             "outside any folder is a group of its own)")
+    return "By document", ("their evidence document (the documents sit in no folder and have no "
+                           "<code>group</code> field, so each is a group)")
+
+
+def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
     """Each group's best variant on `metric`@k with its interval, and the per-group figure, when
     the dataset has 2 to MAX_GROUPS groups of questions (Dataset.groups_of_questions); "" else."""
     if dataset is None or metric not in set(result.summary["metric"]):
         return ""
+    heading, what = _grouped_by(dataset)
     if dataset.fingerprint != result.config.get("dataset_fingerprint", dataset.fingerprint):
-        return ('<section id="by-corpus"><h2>By corpus</h2>\n<p>Left out: the dataset given '
+        return (f'<section id="by-group"><h2>{heading}</h2>\n<p>Left out: the dataset given '
                 f"({html.escape(dataset.name)}) is not the one this result was measured on.</p></section>\n")
     groups = dataset.groups_of_questions()
     if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
@@ -220,15 +345,15 @@ def _by_corpus(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, m
     table = result.by_group(groups)
     table = table[(table["metric"] == metric) & (table["k"] == k) & (table.get("budget", 0) == 0)]
     best = plots.best_by_group(table, metric)
-    rows = "".join(f"<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td>{html.escape(str(r.variant))}</td>"
-                   f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
-    png = base64.b64encode(by_group_png(result, groups, table, metric, k, dpi)).decode("ascii")
-    return (f'<section id="by-corpus"><h2>By corpus</h2>\n<p>The questions split by the group of their evidence '
-            'documents (their <code>group</code> field, else the doc id up to its first "/"; evidence in two '
-            f"groups: {MIXED}), each group summarised on its own questions: the best chunking can differ by kind of "
-            f"text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
+    rows = "".join(f'<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td class="label">{_label(str(r.variant))}'
+                   f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
+    figure = _picture(by_group_png(result, groups, table, metric, k, dpi),
+                      by_group_png(result, groups, table, metric, k, dpi, NARROW_WIDTH), dpi, f"{metric}@{k} by group")
+    return (f'<section id="by-group"><h2>{heading}</h2>\n<p>The questions split by {what}; evidence in two '
+            f"groups: {MIXED}. Each group is summarised on its own questions: the best chunking can differ by kind "
+            f"of text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
             f"<tr><th>group</th><th>questions</th><th>best variant</th><th>{metric}@{k}</th></tr>\n{rows}"
             "</table></div>\n"
-            f'<figure id="figure-by-group"><img src="data:image/png;base64,{png}" alt="{metric}@{k} by group">'
+            f'<figure id="figure-by-group">{figure}'
             f"<figcaption>One panel per group, best on top and outlined; numbers: the variant table above."
             f"</figcaption></figure></section>\n")
