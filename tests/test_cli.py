@@ -13,6 +13,8 @@ from test_notebook import write_dataset
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.cli import main
 from workbench.dataset import Dataset
+from workbench.retrievers import STAGES
+from workbench.variant import MODIFIERS
 
 
 def test_help_explains_every_option() -> None:
@@ -31,6 +33,18 @@ def test_strategies_lists_every_parameter(capsys: pytest.CaptureFixture[str]) ->
         assert f"{name}: " in out
         assert all(f"    {p} = " in out for p in s.params)
     assert "breakpoint_percentile = 95.0 in [0, 100]" in out
+
+
+def test_strategies_lists_the_modifiers_and_the_retrieval_stages(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["strategies"])
+    out = capsys.readouterr().out
+    modifiers = out.split("modifiers")[1]
+    assert all(f"+{name}: {meaning}" in modifiers for name, meaning in MODIFIERS.items())
+    stages = out.split("retrieval stages")[1]
+    for name, s in STAGES.items():
+        assert f"+{name}: {s.help}" in stages
+        assert all(f"    {p} = {prm.default!r}" in stages for p, prm in s.params.items())
+    assert "rrf_k = 60 in [1, inf]" in stages
 
 
 def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,

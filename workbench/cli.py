@@ -8,6 +8,7 @@ import shlex
 import sys
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 from workbench.chunkers import STRATEGIES
@@ -20,7 +21,9 @@ from workbench.ingest import load_dataset
 from workbench.io import CACHE_DIR
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.embed import BACKENDS, Embedder
-from workbench.variant import Variant, parse_variant
+from workbench.params import Param
+from workbench.retrievers import DENSE, STAGES
+from workbench.variant import MODIFIERS, Variant, parse_variant
 
 DEMO_GRID = (
     "fixed:size=128",
@@ -122,14 +125,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _print_params(params: Mapping[str, Param]) -> None:
+    for pname, prm in params.items():
+        rng = f" one of {list(prm.choices)}" if prm.choices else (
+            f" in [{prm.lo if prm.lo is not None else '-inf'}, {prm.hi if prm.hi is not None else 'inf'}]"
+            if prm.lo is not None or prm.hi is not None else "")
+        print(f"    {pname} = {prm.default!r}{rng}: {prm.help}")
+
+
 def _strategies() -> None:
+    """Every registered strategy, modifier and retrieval stage, from the registries themselves."""
     for name, s in sorted(STRATEGIES.items()):
         print(f"{name}: {s.help}")
-        for pname, prm in s.params.items():
-            rng = f" one of {list(prm.choices)}" if prm.choices else (
-                f" in [{prm.lo if prm.lo is not None else '-inf'}, {prm.hi if prm.hi is not None else 'inf'}]"
-                if prm.lo is not None or prm.hi is not None else "")
-            print(f"    {pname} = {prm.default!r}{rng}: {prm.help}")
+        _print_params(s.params)
+    print("\nmodifiers (after the parameters, e.g. fixed:size=256+header):")
+    for name, meaning in MODIFIERS.items():
+        print(f"+{name}: {meaning}")
+    print(f"\nretrieval stages (last, +name or +name:param=value, e.g. fixed:size=256+hybrid:rrf_k=30; {DENSE} "
+          "without one):")
+    for name, stage in STAGES.items():
+        place = "" if stage.first else " (after a retriever: reorders its candidates)"
+        print(f"+{name}: {stage.help}{place}")
+        _print_params(stage.params)
 
 
 def _sweep(args: argparse.Namespace) -> None:
