@@ -114,25 +114,42 @@ def test_quiet_prints_only_the_final_summary(tiny: Dataset, tmp_path: Path) -> N
     assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == 6  # the five tables
 
 
-def test_preview_prints_the_command_that_confirms_its_best(tiny: Dataset, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_preview_prints_a_confirm_command_that_runs_as_printed(tiny: Dataset, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The command carries the options given and its own --out, so run as printed it keeps the
+    preview's folder; the closing line says what the preview computed: its token pass."""
     import shlex
 
     import pandas as pd
 
     data = write_dataset(tiny, tmp_path / "data")
-    cache = ["--cache", str(tmp_path / "cache"), "--ks", "1", "3", "--quiet"]
+    options = ["--cache", str(tmp_path / "cache"), "--ks", "1", "3", "--max-questions", "3", "--mode", "document"]
     grid = ["-v", "fixed:size=16", "-v", "fixed:size=32,overlap=8", "-v", "recursive:size=48", "-v", "sentence:size=24"]
-    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p"), "--preview", *grid, *cache])
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p"), "--preview", *grid, *options])
     out = capsys.readouterr().out
-    command = shlex.split(out.split("confirm the best with real embeddings:\n")[1])
+    done = next(line for line in out.splitlines() if line.startswith("done in "))
+    assert f"a token pass over {len(tiny.documents)} documents (computed now)" in done
+    assert "embedded nothing new" not in done
+    command = shlex.split(out.split("confirm the best with real embeddings:\n")[1].splitlines()[0])
     assert command[:4] == ["python", "-m", "workbench", "sweep"] and command.count("-v") == 3
+    assert "--preview" not in command and command[command.index("--out") + 1] == str(tmp_path / "p-confirm")
+    for option, *values in (options[:2], options[2:5], options[5:7], options[7:]):  # each given, with its values
+        at = command.index(option)
+        assert command[at + 1 : at + 1 + len(values)] == values
     assert "<b>Preview.</b>" in (tmp_path / "p" / "report.html").read_text(encoding="utf-8")
     assert pd.read_csv(tmp_path / "p" / "variants.csv")["preview"].all()
     assert not (tmp_path / "cache" / "index").exists()  # a preview builds no real index
-    main([*command[3:], "--out", str(tmp_path / "real"), *cache])
-    real = pd.read_csv(tmp_path / "real" / "variants.csv")
+    kept = {name: (tmp_path / "p" / name).read_bytes() for name in ("variants.csv", "summary.csv", "report.html")}
+    main(command[3:])  # as printed
+    assert {name: (tmp_path / "p" / name).read_bytes() for name in kept} == kept  # the preview's folder is kept
+    real = pd.read_csv(tmp_path / "p-confirm" / "variants.csv")
     assert len(real) == 3 and not real["preview"].any() and real["built"].all()
+    config = json.loads((tmp_path / "p-confirm" / "config.json").read_text())
+    assert (config["questions"], config["mode"], config["ks"]) == (3, "document", [1, 3])
     preview = pd.read_csv(tmp_path / "p" / "summary.csv").query("metric == 'recall' and k == 3")
     best = preview.sort_values("mean", ascending=False, kind="stable")["key"][:3]  # ties in grid order, as top()
     assert set(real["key"]) == set(best)  # the printed variants, parsed back, are the preview's best
+    capsys.readouterr()
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p2"), "--preview", *grid, *options])
+    done = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done in "))
+    assert f"the cached token pass over {len(tiny.documents)} documents" in done

@@ -10,6 +10,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning
@@ -25,6 +26,9 @@ from workbench.params import Param
 from workbench.retrievers import DENSE, STAGES
 from workbench.variant import MODIFIERS, Variant, parse_variant
 
+if TYPE_CHECKING:
+    from workbench.sweep import SweepResult
+
 DEMO_GRID = (
     "fixed:size=128",
     "fixed:size=256",
@@ -38,6 +42,8 @@ DEMO_GRID = (
     "semantic:breakpoint_percentile=80,max_size=256",
     "semantic:breakpoint_percentile=95,max_size=256",
 )
+
+CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
 
 EPILOG = """\
 variants are written strategy:name=value,name=value with optional modifiers +header
@@ -202,17 +208,44 @@ def _sweep(args: argparse.Namespace) -> None:
             paths = export(result, args.out, dataset=dataset, store=args.cache)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
-    built = int(result.variants["built"].sum())
-    new = result.config["texts_embedded"]
-    print(f"done in {time.perf_counter() - t0:.1f} s: {built} of {len(variants)} indexes built, "
-          + (f"{new} texts embedded" if new else "embedded nothing new (every vector came from the cache)"))
+    print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants))}")
     for name, path in paths.items():
         print(f"  {name:<20} {path}")
     if args.preview:
         best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
-        confirm = " ".join(f"-v {shlex.quote(v.text)}" for v in best)
-        print(f"preview: confirm the best with real embeddings:\n  python -m workbench sweep --data "
-              f"{shlex.quote(str(args.data))} {confirm}")
+        print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
+
+
+def _computed(result: SweepResult, n_variants: int) -> str:
+    """What the run computed, for its closing line: the indexes built, or the preview's token pass,
+    and the texts embedded."""
+    c = result.config
+    new = c["texts_embedded"]
+    texts = f"{new} texts embedded" if new else "embedded nothing new (every vector came from the cache)"
+    if not c.get("preview"):
+        return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
+    passed = c["token_pass_documents"]
+    tokens = (f"a token pass over {passed} documents (computed now)" if passed
+              else f"the cached token pass over {c['documents']} documents (no model pass)")
+    return f"a preview of {n_variants} variants from {tokens}, {texts}"
+
+
+def _confirm_command(args: argparse.Namespace, best: list[Variant]) -> str:
+    """The real sweep of a preview's best, runnable as printed: every option given (but the grid
+    and --preview), the variants, and an --out of its own beside the preview's, which it keeps."""
+    defaults = vars(_parser().parse_args(["sweep"]))
+    words = ["python", "-m", "workbench", "sweep"]
+    for name, value in vars(args).items():
+        if name in CONFIRM_SETS or name not in defaults or value == defaults[name]:  # not given (or argv)
+            continue
+        option = f"--{name.replace('_', '-')}"
+        if isinstance(value, bool):
+            words.append(option)
+        else:
+            words += [option, *map(str, value if isinstance(value, list) else [value])]
+    out = args.out if args.out.name else args.out.resolve()
+    words += ["--out", str(out.with_name(f"{out.name}-confirm"))]
+    return shlex.join(words + [w for v in best for w in ("-v", v.text)])
 
 
 def main(argv: list[str] | None = None) -> None:
