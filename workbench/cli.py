@@ -6,11 +6,14 @@ import argparse
 import json
 import shlex
 import sys
+import textwrap
 import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning
@@ -43,6 +46,8 @@ DEMO_GRID = (
     "semantic:breakpoint_percentile=95,max_size=256",
 )
 
+TOP = 5  # variants in the table a run ends with (--top)
+WIDTH = 100  # columns the verdict's sentences are wrapped to
 CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
 
 EPILOG = """\
@@ -126,7 +131,10 @@ def _parser() -> argparse.ArgumentParser:
                    "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
                    "confirm the best with the command it prints")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
-    s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
+    s.add_argument("--top", type=int, default=TOP, metavar="N",
+                   help="variants in the table the run ends with, best first (default: %(default)s)")
+    s.add_argument("--quiet", action="store_true",
+                   help="print only the verdict and the top-N table (errors still go to stderr)")
     sub.add_parser("strategies", help="list chunking strategies and their parameters")
     return p
 
@@ -168,6 +176,8 @@ def _sweep(args: argparse.Namespace) -> None:
     variants = variants or [parse_variant(v) for v in DEMO_GRID]
     if args.max_questions is not None and args.max_questions < 1:
         raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    if args.top < 1:
+        raise SystemExit(f"error: --top must be >= 1, got {args.top}")
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
             dataset = load_dataset(args.data, args.questions)
@@ -208,12 +218,66 @@ def _sweep(args: argparse.Namespace) -> None:
             paths = export(result, args.out, dataset=dataset, store=args.cache)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
-    print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants))}")
-    for name, path in paths.items():
-        print(f"  {name:<20} {path}")
-    if args.preview:
-        best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
-        print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
+    if not args.quiet:
+        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants))}")
+        print(_wrote(args.out, paths))
+        if args.preview:
+            best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
+            print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
+        print()
+    print("\n".join(answer(result, args.top)))
+
+
+def _wrote(folder: Path, paths: dict[str, Path]) -> str:
+    """Where the run's files are, in one line: the folder, the report first, the figures counted."""
+    names = sorted((p.name for p in paths.values()), key=lambda n: n != "report.html")
+    figures = [n for n in names if n.endswith(".png")]
+    files = ", ".join(n for n in names if n not in figures)
+    return f"wrote {folder}/: {files}" + (f" and {len(figures)} figures (.png)" if figures else "")
+
+
+def answer(result: SweepResult, top: int = TOP) -> list[str]:
+    """What a run ends with, as lines: the verdict's sentences, wrapped, then its `top` variants on
+    the verdict's metric (the headline marked, and added when it ranks lower); one line saying why
+    when the result allows no verdict (e.g. no recall)."""
+    from workbench.verdict import verdict
+
+    try:
+        v = verdict(result)
+    except ValueError as e:
+        return [f"No verdict: {e}. The tables hold every score."]
+    at = f"{v.metric}@{v.k}"
+    preview = " (a preview: pooled vectors, confirm before you trust it)" if result.config.get("preview") else ""
+    out = [f"Verdict on {at} over {v.questions} questions{preview}:"]
+    out += [line for sentence in v.sentences() for line in textwrap.wrap(sentence, WIDTH, initial_indent="  ",
+                                                                          subsequent_indent="  ")]
+    ranked = v.table.reset_index(drop=True)
+    shown = ranked[(ranked.index < top) | (ranked["key"] == v.best)]
+    level = f"{result.config.get('confidence', 0.95):.0%}"
+    head = ["", "#", "variant", f"{at} [{level} CI]", f"context tokens@{v.k}", "chunks", "truncated"]
+    rows = [["*" if r.key == v.best else "", str(i + 1), r.variant, f"{r.mean:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+             _count(r.context_tokens), _count(getattr(r, "chunks", None)),
+             _truncated(getattr(r, "truncated_chunks", None), getattr(r, "chunks", None))]
+            for i, r in zip(shown.index, shown.itertuples(index=False), strict=True)]
+    widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head))]
+    left = {1, 2}  # rank and label read left to right; numbers align right
+    out += [""] + ["  ".join(cell.ljust(w) if c in left else cell.rjust(w)
+                             for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                   for row in [head, *rows]]
+    more = "; --top N for more" if len(shown) < len(ranked) else ""
+    out.append(f"* the headline; {len(shown)} of {len(ranked)} variants, by {at}{more}")
+    return out
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:,.0f}"
+
+
+def _truncated(n: float | None, chunks: float | None) -> str:
+    """Chunks longer than the model's window, with their share when there are any."""
+    if n is None or pd.isna(n) or not n or not chunks:
+        return _count(n)
+    return f"{n:,.0f} ({n / chunks:.0%})"
 
 
 def _computed(result: SweepResult, n_variants: int) -> str:
