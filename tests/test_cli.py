@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,22 @@ def test_a_failing_variant_is_one_line_naming_it(tiny: Dataset, tmp_path: Path) 
     assert message.startswith("error: ValueError: variant nothing() produced no chunks")
     assert "while sweeping variant nothing()" in message and "\n" not in message
     assert err.value.code not in (0, None)
+
+
+def test_a_cold_grid_prints_an_estimate_before_it_starts(tiny: Dataset, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
+            "-v", "fixed:size=24", "-v", "recursive:size=32", "--no-report"]
+    main(args)
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("estimate: "))
+    assert at < next(i for i, line in enumerate(lines) if line.startswith("done in "))
+    wrapped = takewhile(lambda line: line.startswith("  "), lines[at + 1 :])
+    estimate = " ".join([lines[at], *(line.strip() for line in wrapped)])
+    assert " texts to embed " in estimate and " word pieces/s, measured on " in estimate
+    main(args)
+    assert "estimate: all cached, nothing to embed" in capsys.readouterr().out.splitlines()
 
 
 def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_path: Path,

@@ -61,8 +61,8 @@ one, retrieval is dense. e.g.
   'recursive:size=256,custom_separators=["\\n\\n", ". "]'   (values are JSON when they parse)
 a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
 "contextual_header": bool, "late": bool, "retriever": "dense"|"bm25"|"hybrid", "rrf_k": int}.
-Run `python -m workbench strategies` to list every strategy with its parameters, defaults and
-ranges.
+Run `python -m workbench strategies` to list every strategy, modifier and retrieval stage with
+its parameters, defaults and ranges.
 """
 
 
@@ -93,7 +93,9 @@ def _parser() -> argparse.ArgumentParser:
         "sweep",
         help="chunk, embed, index and score a grid of variants",
         description="Chunk the corpus with every variant, embed and index it (cached), retrieve for every "
-        "question and write tidy results, plots and a self-contained report.html.",
+        "question and write tidy results, plots and a self-contained report.html. Before a cold grid it "
+        "prints an estimate (texts to embed, time at a measured rate); it ends with the verdict and the top "
+        "variants.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -129,13 +131,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--preview", action="store_true",
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
                    "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
-                   "confirm the best with the command it prints")
+                   "confirm the best with the command it prints (the same options, --out <out>-confirm)")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
     s.add_argument("--top", type=int, default=TOP, metavar="N",
                    help="variants in the table the run ends with, best first (default: %(default)s)")
     s.add_argument("--quiet", action="store_true",
                    help="print only the verdict and the top-N table (errors still go to stderr)")
-    sub.add_parser("strategies", help="list chunking strategies and their parameters")
+    sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
     return p
 
 
@@ -164,6 +166,7 @@ def _strategies() -> None:
 
 
 def _sweep(args: argparse.Namespace) -> None:
+    from workbench.estimate import estimate
     from workbench.retrieval.index import IndexStore
     from workbench.sweep import sweep
 
@@ -206,9 +209,12 @@ def _sweep(args: argparse.Namespace) -> None:
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
               f"{len(variants)} variants, model {embedder.name}")
+    store = IndexStore(args.cache)
     try:
-        result = sweep(dataset, variants, settings, embedder=embedder, store=IndexStore(args.cache),
-                       progress=not args.quiet)
+        if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
+            line = estimate(dataset, variants, settings, embedder=embedder, store=store).line()
+            print(textwrap.fill(line, WIDTH, subsequent_indent="  "))
+        result = sweep(dataset, variants, settings, embedder=embedder, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if args.no_report:
             paths = result.save(args.out)
@@ -219,7 +225,7 @@ def _sweep(args: argparse.Namespace) -> None:
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     if not args.quiet:
-        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants))}")
+        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants), embedder.stats.embedded)}")
         print(_wrote(args.out, paths))
         if args.preview:
             best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
@@ -280,12 +286,11 @@ def _truncated(n: float | None, chunks: float | None) -> str:
     return f"{n:,.0f} ({n / chunks:.0%})"
 
 
-def _computed(result: SweepResult, n_variants: int) -> str:
+def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
     """What the run computed, for its closing line: the indexes built, or the preview's token pass,
-    and the texts embedded."""
+    and the texts embedded (`embedded`: the estimate's sample too)."""
     c = result.config
-    new = c["texts_embedded"]
-    texts = f"{new} texts embedded" if new else "embedded nothing new (every vector came from the cache)"
+    texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
     if not c.get("preview"):
         return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
     passed = c["token_pass_documents"]
