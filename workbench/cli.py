@@ -290,9 +290,10 @@ def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
     """What the run computed, for its closing line: the indexes built, or the preview's token pass,
     and the texts embedded (`embedded`: the estimate's sample too)."""
     c = result.config
-    texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
     if not c.get("preview"):
+        texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
         return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
+    texts = f"{embedded} texts embedded" if embedded else "no text embedded"
     passed = c["token_pass_documents"]
     tokens = (f"a token pass over {passed} documents (computed now)" if passed
               else f"the cached token pass over {c['documents']} documents (no model pass)")

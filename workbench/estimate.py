@@ -15,8 +15,8 @@ The cost is in model word pieces as the model runs them: each text cut at the wi
 length and padded to the longest of its batch (`padded_word_pieces`). The rate is measured by
 embedding a random sample of the counted texts (a batch at most, half of them at most), which then
 sit in the vector cache, so nothing is wasted; when no text is left to sample (a token pass alone),
-by a token pass over the start of a document, which is not kept. One measurement, on a machine that
-may be busy: an estimate.
+by a token pass over the start of a document, which is not kept. Either way a first pass, untimed,
+warms the model up. One measurement, on a machine that may be busy: an estimate.
 
 Measured on data/chroma_small, on 2 busy shared cores: for 5 variants (fixed 128 and 256, its
 +bm25, recursive 256, semantic 80) it counted 3,398 texts where the sweep then embedded 3,405, and
@@ -26,8 +26,7 @@ for 9 min 13 s. The rate of one batch on a shared machine is rough; the counts a
 Counting a variant's texts means chunking it, and the sweep chunks it again when it builds. On
 data/chroma_small the 11 variants of the CLI's demo grid chunk in 4.6 s in all (measured, on the same
 busy machine), a few per cent of embedding them, so handing chunks over to the sweep is not worth an
-interface.
-A semantic chunker's cuts wait on vectors not yet computed: it cuts with random placeholder vectors
+interface. A semantic chunker's cuts wait on vectors not yet computed: it cuts with random placeholder vectors
 (the percentile still fixes how many cuts there are, not where), so its chunk count is
 `approximate`, and its chunks are never sampled.
 """
@@ -241,6 +240,8 @@ def _measure(tally: _Tally, dataset: Dataset) -> tuple[float | None, str, set[by
                 f"on {n - 1} of them after one to warm up (embedded now, kept in the cache)", set(keys))
     doc = max(dataset.documents, key=lambda d: len(d.text))
     text = doc.text[:PROBE_CHARS]
+    for _ in e.token_embeddings({doc.doc_id: text[: PROBE_CHARS // 10]}):  # a first pass sets the model up
+        pass
     t0 = time.perf_counter()
     for _ in e.token_embeddings({doc.doc_id: text}):
         pass
