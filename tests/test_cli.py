@@ -22,7 +22,8 @@ def test_help_explains_every_option() -> None:
     out = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--help"], capture_output=True, text=True,
                          check=True).stdout
     for option in ("--data", "--questions", "--out", "--variant", "--grid", "--ks", "--mode", "--model", "--cache",
-                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--quiet",
+                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--top",
+                   "--quiet",
                    "+header", "+late"):
         assert option in out
 
@@ -72,6 +73,8 @@ def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
         (["-v", "fixed:size=8,overlap=9"], "--variant: fixed: parameter 'overlap' must be in [0, size)"),
         (["-v", "chonk:size=8"], "--variant: unknown strategy 'chonk'"),
         (["--max-questions", "0"], "--max-questions must be >= 1"),
+        (["--top", "0"], "--top must be >= 1"),
+        (["-v", "fixed:size=8", "-v", "fixed:size=8,overlap=0"], "duplicate variants in the grid"),
         (["--model", "sentence-transformers/all-MiniLM-L6-v2"], "--model: model"),
     ],
 )

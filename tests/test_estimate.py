@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from workbench.dataset import Dataset
 from workbench.estimate import estimate, padded_word_pieces
 from workbench.models.embed import Embedder
@@ -48,3 +50,11 @@ def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_p
     result = sweep(tiny, grid, preview=True, embedder=embedder, store=tmp_path, progress=False)
     assert result.config["token_pass_documents"] == len(tiny.documents)
     assert estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path).cached
+
+
+def test_a_bad_grid_is_refused_before_any_work(tiny: Dataset, tmp_path: Path) -> None:
+    embedder = Embedder(cache_dir=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="duplicate variants in the grid"):
+        estimate(tiny, [parse_variant("fixed:size=8"), parse_variant("fixed:size=8,overlap=0")], embedder=embedder,
+                 store=tmp_path)
+    assert embedder.stats.embedded == 0 and "model" not in vars(embedder)

@@ -50,7 +50,7 @@ from workbench.models.cache import text_key
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, embed_texts
 from workbench.retrieval.preview import token_cache_path
-from workbench.sweep import Context, resolve_store
+from workbench.sweep import Context, check_grid, resolve_store
 from workbench.variant import Variant
 
 PROBE_CHARS = 4000  # the text a token pass measures the rate on when no text is left to sample
@@ -197,6 +197,7 @@ def estimate(
     take (see the module docstring). A warm grid costs file checks: the model loads only when
     something is to be embedded, to measure the rate."""
     settings = Settings.of(settings, **changes)
+    check_grid(variants)
     store, embedder = resolve_store(store, embedder)
     scores = Context(dataset, settings, embedder, store).scores
     todo = [v for v in variants if not (scores and scores.has(v))]

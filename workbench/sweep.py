@@ -203,7 +203,8 @@ def rankings(
     return search(store.get(variant, dataset, embedder), dataset.questions, qvecs, k, variant.stages, mode)
 
 
-def _check_grid(variants: Sequence[Variant]) -> None:
+def check_grid(variants: Sequence[Variant]) -> None:
+    """Refuse an empty grid or one variant twice, before any work (the sweep and its estimate)."""
     if not variants:
         raise ValueError("variants is empty: nothing to sweep")
     keys = [v.key for v in variants]
@@ -295,7 +296,7 @@ def sweep_steps(
     a caller can show results as they come and stop between variants (the widgets do);
     `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
     settings = Settings.of(settings, **changes)
-    _check_grid(variants)
+    check_grid(variants)
     store, embedder = resolve_store(store, embedder)
     return _steps(variants, Context(dataset, settings, embedder, store, progress))
 
