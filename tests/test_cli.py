@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,16 @@ from test_notebook import write_dataset
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.cli import main
 from workbench.dataset import Dataset
+from workbench.retrievers import STAGES
+from workbench.variant import MODIFIERS
 
 
 def test_help_explains_every_option() -> None:
     out = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--help"], capture_output=True, text=True,
                          check=True).stdout
     for option in ("--data", "--questions", "--out", "--variant", "--grid", "--ks", "--mode", "--model", "--cache",
-                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--quiet",
+                   "--max-questions", "--threads", "--backend", "--device", "--preview", "--no-report", "--top",
+                   "--quiet",
                    "+header", "+late"):
         assert option in out
 
@@ -33,19 +37,32 @@ def test_strategies_lists_every_parameter(capsys: pytest.CaptureFixture[str]) ->
     assert "breakpoint_percentile = 95.0 in [0, 100]" in out
 
 
+def test_strategies_lists_the_modifiers_and_the_retrieval_stages(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["strategies"])
+    out = capsys.readouterr().out
+    modifiers = out.split("modifiers")[1]
+    assert all(f"+{name}: {meaning}" in modifiers for name, meaning in MODIFIERS.items())
+    stages = out.split("retrieval stages")[1]
+    for name, s in STAGES.items():
+        assert f"+{name}: {s.help}" in stages
+        assert all(f"    {p} = {prm.default!r}" in stages for p, prm in s.params.items())
+    assert "rrf_k = 60 in [1, inf]" in stages
+
+
 def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     data = write_dataset(tiny, tmp_path / "data")
     grid = tmp_path / "grid.json"
     grid.write_text(json.dumps([{"strategy": "recursive", "size": 32}]))
     args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
-            "-v", "fixed:size=24,overlap=4", "--grid", str(grid), "--ks", "1", "3", "--quiet"]
+            "-v", "fixed:size=24,overlap=4", "--grid", str(grid), "--ks", "1", "3"]
     main(args)
     first = capsys.readouterr().out
     assert "2 of 2 indexes built" in first and "texts embedded" in first
+    wrote = [line for line in first.splitlines() if line.startswith("wrote ")]
+    assert len(wrote) == 1 and wrote[0].startswith(f"wrote {tmp_path / 'out'}/: report.html, ")  # where, in a line
     for name in ("summary.csv", "variants.csv", "per_question.parquet", "config.json", "overview.png", "report.html"):
         assert (tmp_path / "out" / name).exists(), name
-        assert str(tmp_path / "out" / name) in first  # it says where everything is
     main(args)
     assert "0 of 2 indexes built, embedded nothing new" in capsys.readouterr().out
 
@@ -56,6 +73,8 @@ def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
         (["-v", "fixed:size=8,overlap=9"], "--variant: fixed: parameter 'overlap' must be in [0, size)"),
         (["-v", "chonk:size=8"], "--variant: unknown strategy 'chonk'"),
         (["--max-questions", "0"], "--max-questions must be >= 1"),
+        (["--top", "0"], "--top must be >= 1"),
+        (["-v", "fixed:size=8", "-v", "fixed:size=8,overlap=0"], "duplicate variants in the grid"),
         (["--model", "sentence-transformers/all-MiniLM-L6-v2"], "--model: model"),
     ],
 )
@@ -88,37 +107,119 @@ def test_a_failing_variant_is_one_line_naming_it(tiny: Dataset, tmp_path: Path) 
     assert err.value.code not in (0, None)
 
 
-def test_quiet_prints_only_the_final_summary(tiny: Dataset, tmp_path: Path) -> None:
-    """A cold run (the model loads, texts are embedded): nothing on stderr, no bar, no banner."""
+def test_a_cold_grid_prints_an_estimate_before_it_starts(tiny: Dataset, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
+            "-v", "fixed:size=24", "-v", "recursive:size=32", "--no-report"]
+    main(args)
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("estimate: "))
+    assert at < next(i for i, line in enumerate(lines) if line.startswith("done in "))
+    wrapped = takewhile(lambda line: line.startswith("  "), lines[at + 1 :])
+    estimate = " ".join([lines[at], *(line.strip() for line in wrapped)])
+    assert " texts to embed " in estimate and " word pieces/s, measured on " in estimate
+    main(args)
+    assert "estimate: all cached, nothing to embed" in capsys.readouterr().out.splitlines()
+
+
+def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """After the one line of paths: the verdict's sentences, wrapped, then the --top variants on its
+    metric with their interval, context tokens, chunks and truncated chunks, the headline marked."""
+    import pandas as pd
+
+    data = write_dataset(tiny, tmp_path / "data")
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"), "--ks", "1",
+          "3", "-v", "fixed:size=16", "-v", "fixed:size=48", "-v", "recursive:size=32", "--top", "2", "--no-report"])
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("Verdict on recall@3 over 4 questions:")
+    assert any(line.startswith("wrote ") for line in lines[:start])  # the paths come before the answer
+    header = next(i for i in range(start, len(lines)) if lines[i].split()[:2] == ["#", "variant"])
+    sentences = " ".join(line.strip() for line in lines[start + 1 : header] if line)
+    assert all(len(line) <= 100 for line in lines[start:]) and sentences.endswith(".")
+    assert "recall@3 [95% CI]" in lines[header] and "context tokens@3" in lines[header]
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["metric", "k", "variant"]).sort_index()
+    variants = pd.read_csv(tmp_path / "out" / "variants.csv").set_index("variant")
+    recall = summary.loc[("recall", 3)].sort_values("mean", ascending=False, kind="stable")
+    rows = lines[header + 1 : -1]
+    assert 2 <= len(rows) <= 3  # the top 2, and the headline after them if it is not among them
+    for rank, row in enumerate(rows[:2], 1):
+        label = recall.index[rank - 1]
+        r, tokens = recall.loc[label], summary.loc[("context_tokens", 3, label), "mean"]
+        cells = row.lstrip("* ").split(f" {label} ")
+        assert cells[0].strip() == str(rank), row
+        truncated = variants.loc[label, "truncated_chunks"]
+        assert cells[1].split() == [f"{r['mean']:.3f}", f"[{r['ci_low']:.3f},", f"{r['ci_high']:.3f}]",
+                                    f"{tokens:,.0f}", str(variants.loc[label, "chunks"]), str(truncated)], row
+    marked = [row for row in rows if row.startswith("*")]
+    assert len(marked) == 1 and sentences.startswith(marked[0].lstrip("* ").split(maxsplit=1)[1].split("  ")[0])
+    assert lines[-1].startswith(f"* the headline; {len(rows)} of 3 variants")
+
+
+def test_without_recall_the_answer_says_there_is_no_verdict(tiny: Dataset, embedder, tmp_path: Path) -> None:
+    from workbench.cli import answer
+    from workbench.sweep import SweepResult, sweep
+    from workbench.variant import parse_variant
+
+    result = sweep(tiny, [parse_variant("fixed:size=24")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
+    assert answer(result)[0].startswith("Verdict on recall@1")
+    odd = SweepResult(*(t[t["metric"] != "recall"] for t in (result.per_question, result.summary)), result.variants,
+                      result.config, result.hits)
+    out = answer(odd)
+    assert len(out) == 1 and out[0].startswith("No verdict: metric 'recall' not in the result")
+
+
+def test_quiet_prints_only_the_verdict_and_the_table(tiny: Dataset, tmp_path: Path) -> None:
+    """A cold run (the model loads, texts are embedded): nothing on stderr, no bar, no banner, no path."""
     data = write_dataset(tiny, tmp_path / "data")
     run = subprocess.run([sys.executable, "-m", "workbench", "sweep", "--data", str(data), "--out",
-                          str(tmp_path / "out"), "--cache", str(tmp_path / "c"), "-v", "fixed:size=24", "--quiet",
-                          "--no-report"], capture_output=True, text=True, check=True)
+                          str(tmp_path / "out"), "--cache", str(tmp_path / "c"), "-v", "fixed:size=24", "-v",
+                          "fixed:size=24+bm25", "--quiet", "--no-report"], capture_output=True, text=True, check=True)
     assert run.stderr == ""
     lines = run.stdout.splitlines()
-    assert lines[0].startswith("done in ") and "1 of 1 indexes built" in lines[0]
-    assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == 6  # the five tables
+    assert lines[0] == "Verdict on recall@5 over 4 questions:" and lines[-1].startswith("* the headline")
+    assert str(tmp_path) not in run.stdout and not any(line.startswith(("done in", "estimate")) for line in lines)
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "variant"])
+    assert len(lines) - header == 4  # the header, two variants, the key
 
 
-def test_preview_prints_the_command_that_confirms_its_best(tiny: Dataset, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_preview_prints_a_confirm_command_that_runs_as_printed(tiny: Dataset, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The command carries the options given and its own --out, so run as printed it keeps the
+    preview's folder; the closing line says what the preview computed: its token pass."""
     import shlex
 
     import pandas as pd
 
     data = write_dataset(tiny, tmp_path / "data")
-    cache = ["--cache", str(tmp_path / "cache"), "--ks", "1", "3", "--quiet"]
+    options = ["--cache", str(tmp_path / "cache"), "--ks", "1", "3", "--max-questions", "3", "--mode", "document"]
     grid = ["-v", "fixed:size=16", "-v", "fixed:size=32,overlap=8", "-v", "recursive:size=48", "-v", "sentence:size=24"]
-    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p"), "--preview", *grid, *cache])
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p"), "--preview", *grid, *options])
     out = capsys.readouterr().out
-    command = shlex.split(out.split("confirm the best with real embeddings:\n")[1])
+    done = next(line for line in out.splitlines() if line.startswith("done in "))
+    assert f"a token pass over {len(tiny.documents)} documents (computed now)" in done
+    assert "embedded nothing new" not in done
+    command = shlex.split(out.split("confirm the best with real embeddings:\n")[1].splitlines()[0])
     assert command[:4] == ["python", "-m", "workbench", "sweep"] and command.count("-v") == 3
+    assert "--preview" not in command and command[command.index("--out") + 1] == str(tmp_path / "p-confirm")
+    for option, *values in (options[:2], options[2:5], options[5:7], options[7:]):  # each given, with its values
+        at = command.index(option)
+        assert command[at + 1 : at + 1 + len(values)] == values
     assert "<b>Preview.</b>" in (tmp_path / "p" / "report.html").read_text(encoding="utf-8")
     assert pd.read_csv(tmp_path / "p" / "variants.csv")["preview"].all()
     assert not (tmp_path / "cache" / "index").exists()  # a preview builds no real index
-    main([*command[3:], "--out", str(tmp_path / "real"), *cache])
-    real = pd.read_csv(tmp_path / "real" / "variants.csv")
+    kept = {name: (tmp_path / "p" / name).read_bytes() for name in ("variants.csv", "summary.csv", "report.html")}
+    main(command[3:])  # as printed
+    assert {name: (tmp_path / "p" / name).read_bytes() for name in kept} == kept  # the preview's folder is kept
+    real = pd.read_csv(tmp_path / "p-confirm" / "variants.csv")
     assert len(real) == 3 and not real["preview"].any() and real["built"].all()
+    config = json.loads((tmp_path / "p-confirm" / "config.json").read_text())
+    assert (config["questions"], config["mode"], config["ks"]) == (3, "document", [1, 3])
     preview = pd.read_csv(tmp_path / "p" / "summary.csv").query("metric == 'recall' and k == 3")
     best = preview.sort_values("mean", ascending=False, kind="stable")["key"][:3]  # ties in grid order, as top()
     assert set(real["key"]) == set(best)  # the printed variants, parsed back, are the preview's best
+    capsys.readouterr()
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "p2"), "--preview", *grid, *options])
+    done = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done in "))
+    assert f"the cached token pass over {len(tiny.documents)} documents" in done

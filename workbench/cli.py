@@ -6,9 +6,14 @@ import argparse
 import json
 import shlex
 import sys
+import textwrap
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning
@@ -20,7 +25,12 @@ from workbench.ingest import load_dataset
 from workbench.io import CACHE_DIR
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.embed import BACKENDS, Embedder
-from workbench.variant import Variant, parse_variant
+from workbench.params import Param
+from workbench.retrievers import DENSE, STAGES
+from workbench.variant import MODIFIERS, Variant, parse_variant
+
+if TYPE_CHECKING:
+    from workbench.sweep import SweepResult
 
 DEMO_GRID = (
     "fixed:size=128",
@@ -36,6 +46,10 @@ DEMO_GRID = (
     "semantic:breakpoint_percentile=95,max_size=256",
 )
 
+TOP = 5  # variants in the table a run ends with (--top)
+WIDTH = 100  # columns the verdict's sentences are wrapped to
+CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
+
 EPILOG = """\
 variants are written strategy:name=value,name=value with optional modifiers +header
 (contextual chunk header), +late (late chunking) and one retriever, +bm25 or +hybrid
@@ -47,8 +61,8 @@ one, retrieval is dense. e.g.
   'recursive:size=256,custom_separators=["\\n\\n", ". "]'   (values are JSON when they parse)
 a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
 "contextual_header": bool, "late": bool, "retriever": "dense"|"bm25"|"hybrid", "rrf_k": int}.
-Run `python -m workbench strategies` to list every strategy with its parameters, defaults and
-ranges.
+Run `python -m workbench strategies` to list every strategy, modifier and retrieval stage with
+its parameters, defaults and ranges.
 """
 
 
@@ -79,7 +93,9 @@ def _parser() -> argparse.ArgumentParser:
         "sweep",
         help="chunk, embed, index and score a grid of variants",
         description="Chunk the corpus with every variant, embed and index it (cached), retrieve for every "
-        "question and write tidy results, plots and a self-contained report.html.",
+        "question and write tidy results, plots and a self-contained report.html. Before a cold grid it "
+        "prints an estimate (texts to embed, time at a measured rate); it ends with the verdict and the top "
+        "variants.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -118,24 +134,42 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--preview", action="store_true",
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
                    "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
-                   "confirm the best with the command it prints")
+                   "confirm the best with the command it prints (the same options, --out <out>-confirm)")
     s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
-    s.add_argument("--quiet", action="store_true", help="print only errors and the final summary")
-    sub.add_parser("strategies", help="list chunking strategies and their parameters")
+    s.add_argument("--top", type=int, default=TOP, metavar="N",
+                   help="variants in the table the run ends with, best first (default: %(default)s)")
+    s.add_argument("--quiet", action="store_true",
+                   help="print only the verdict and the top-N table (errors still go to stderr)")
+    sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
     return p
 
 
+def _print_params(params: Mapping[str, Param]) -> None:
+    for pname, prm in params.items():
+        rng = f" one of {list(prm.choices)}" if prm.choices else (
+            f" in [{prm.lo if prm.lo is not None else '-inf'}, {prm.hi if prm.hi is not None else 'inf'}]"
+            if prm.lo is not None or prm.hi is not None else "")
+        print(f"    {pname} = {prm.default!r}{rng}: {prm.help}")
+
+
 def _strategies() -> None:
+    """Every registered strategy, modifier and retrieval stage, from the registries themselves."""
     for name, s in sorted(STRATEGIES.items()):
         print(f"{name}: {s.help}")
-        for pname, prm in s.params.items():
-            rng = f" one of {list(prm.choices)}" if prm.choices else (
-                f" in [{prm.lo if prm.lo is not None else '-inf'}, {prm.hi if prm.hi is not None else 'inf'}]"
-                if prm.lo is not None or prm.hi is not None else "")
-            print(f"    {pname} = {prm.default!r}{rng}: {prm.help}")
+        _print_params(s.params)
+    print("\nmodifiers (after the parameters, e.g. fixed:size=256+header):")
+    for name, meaning in MODIFIERS.items():
+        print(f"+{name}: {meaning}")
+    print(f"\nretrieval stages (last, +name or +name:param=value, e.g. fixed:size=256+hybrid:rrf_k=30; {DENSE} "
+          "without one):")
+    for name, stage in STAGES.items():
+        place = "" if stage.first else " (after a retriever: reorders its candidates)"
+        print(f"+{name}: {stage.help}{place}")
+        _print_params(stage.params)
 
 
 def _sweep(args: argparse.Namespace) -> None:
+    from workbench.estimate import estimate
     from workbench.retrieval.index import IndexStore
     from workbench.sweep import sweep
 
@@ -148,6 +182,8 @@ def _sweep(args: argparse.Namespace) -> None:
     variants = variants or [parse_variant(v) for v in DEMO_GRID]
     if args.max_questions is not None and args.max_questions < 1:
         raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    if args.top < 1:
+        raise SystemExit(f"error: --top must be >= 1, got {args.top}")
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
             dataset = load_dataset(args.data, args.questions, strict=args.strict)
@@ -176,9 +212,12 @@ def _sweep(args: argparse.Namespace) -> None:
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
               f"{len(variants)} variants, model {embedder.name}")
+    store = IndexStore(args.cache)
     try:
-        result = sweep(dataset, variants, settings, embedder=embedder, store=IndexStore(args.cache),
-                       progress=not args.quiet)
+        if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
+            line = estimate(dataset, variants, settings, embedder=embedder, store=store).line()
+            print(textwrap.fill(line, WIDTH, subsequent_indent="  "))
+        result = sweep(dataset, variants, settings, embedder=embedder, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if args.no_report:
             paths = result.save(args.out)
@@ -188,17 +227,98 @@ def _sweep(args: argparse.Namespace) -> None:
             paths = export(result, args.out, dataset=dataset, store=args.cache)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
-    built = int(result.variants["built"].sum())
-    new = result.config["texts_embedded"]
-    print(f"done in {time.perf_counter() - t0:.1f} s: {built} of {len(variants)} indexes built, "
-          + (f"{new} texts embedded" if new else "embedded nothing new (every vector came from the cache)"))
-    for name, path in paths.items():
-        print(f"  {name:<20} {path}")
-    if args.preview:
-        best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
-        confirm = " ".join(f"-v {shlex.quote(v.text)}" for v in best)
-        print(f"preview: confirm the best with real embeddings:\n  python -m workbench sweep --data "
-              f"{shlex.quote(str(args.data))} {confirm}")
+    if not args.quiet:
+        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants), embedder.stats.embedded)}")
+        print(_wrote(args.out, paths))
+        if args.preview:
+            best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
+            print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
+        print()
+    print("\n".join(answer(result, args.top)))
+
+
+def _wrote(folder: Path, paths: dict[str, Path]) -> str:
+    """Where the run's files are, in one line: the folder, the report first, the figures counted."""
+    names = sorted((p.name for p in paths.values()), key=lambda n: n != "report.html")
+    figures = [n for n in names if n.endswith(".png")]
+    files = ", ".join(n for n in names if n not in figures)
+    return f"wrote {folder}/: {files}" + (f" and {len(figures)} figures (.png)" if figures else "")
+
+
+def answer(result: SweepResult, top: int = TOP) -> list[str]:
+    """What a run ends with, as lines: the verdict's sentences, wrapped, then its `top` variants on
+    the verdict's metric (the headline marked, and added when it ranks lower); one line saying why
+    when the result allows no verdict (e.g. no recall)."""
+    from workbench.verdict import verdict
+
+    try:
+        v = verdict(result)
+    except ValueError as e:
+        return [f"No verdict: {e}. The tables hold every score."]
+    at = f"{v.metric}@{v.k}"
+    preview = " (a preview: pooled vectors, confirm before you trust it)" if result.config.get("preview") else ""
+    out = [f"Verdict on {at} over {v.questions} questions{preview}:"]
+    out += [line for sentence in v.sentences() for line in textwrap.wrap(sentence, WIDTH, initial_indent="  ",
+                                                                          subsequent_indent="  ")]
+    ranked = v.table.reset_index(drop=True)
+    shown = ranked[(ranked.index < top) | (ranked["key"] == v.best)]
+    level = f"{result.config.get('confidence', 0.95):.0%}"
+    head = ["", "#", "variant", f"{at} [{level} CI]", f"context tokens@{v.k}", "chunks", "truncated"]
+    rows = [["*" if r.key == v.best else "", str(i + 1), r.variant, f"{r.mean:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+             _count(r.context_tokens), _count(getattr(r, "chunks", None)),
+             _truncated(getattr(r, "truncated_chunks", None), getattr(r, "chunks", None))]
+            for i, r in zip(shown.index, shown.itertuples(index=False), strict=True)]
+    widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head))]
+    left = {1, 2}  # rank and label read left to right; numbers align right
+    out += [""] + ["  ".join(cell.ljust(w) if c in left else cell.rjust(w)
+                             for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                   for row in [head, *rows]]
+    more = "; --top N for more" if len(shown) < len(ranked) else ""
+    out.append(f"* the headline; {len(shown)} of {len(ranked)} variants, by {at}{more}")
+    return out
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:,.0f}"
+
+
+def _truncated(n: float | None, chunks: float | None) -> str:
+    """Chunks longer than the model's window, with their share when there are any."""
+    if n is None or pd.isna(n) or not n or not chunks:
+        return _count(n)
+    return f"{n:,.0f} ({n / chunks:.0%})"
+
+
+def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
+    """What the run computed, for its closing line: the indexes built, or the preview's token pass,
+    and the texts embedded (`embedded`: the estimate's sample too)."""
+    c = result.config
+    if not c.get("preview"):
+        texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
+        return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
+    texts = f"{embedded} texts embedded" if embedded else "no text embedded"
+    passed = c["token_pass_documents"]
+    tokens = (f"a token pass over {passed} documents (computed now)" if passed
+              else f"the cached token pass over {c['documents']} documents (no model pass)")
+    return f"a preview of {n_variants} variants from {tokens}, {texts}"
+
+
+def _confirm_command(args: argparse.Namespace, best: list[Variant]) -> str:
+    """The real sweep of a preview's best, runnable as printed: every option given (but the grid
+    and --preview), the variants, and an --out of its own beside the preview's, which it keeps."""
+    defaults = vars(_parser().parse_args(["sweep"]))
+    words = ["python", "-m", "workbench", "sweep"]
+    for name, value in vars(args).items():
+        if name in CONFIRM_SETS or name not in defaults or value == defaults[name]:  # not given (or argv)
+            continue
+        option = f"--{name.replace('_', '-')}"
+        if isinstance(value, bool):
+            words.append(option)
+        else:
+            words += [option, *map(str, value if isinstance(value, list) else [value])]
+    out = args.out if args.out.name else args.out.resolve()
+    words += ["--out", str(out.with_name(f"{out.name}-confirm"))]
+    return shlex.join(words + [w for v in best for w in ("-v", v.text)])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -56,7 +56,8 @@ class SweepResult:
                   [key, variant, qid, rank, doc_id, start, end, score, chunk_id]
     config:       provenance: dataset and model (names, fingerprints), the Settings (ks, budgets,
                   budget_encoding, mode, confidence; preview = True for a preview sweep), grid,
-                  versions, date
+                  versions, date, and what this run computed: texts_embedded, texts_cached and
+                  token_pass_documents (the documents a preview's token pass ran over; 0 when cached)
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
     (context tokens, counted in config["budget_encoding"]) for a metric at an equal context
@@ -202,7 +203,8 @@ def rankings(
     return search(store.get(variant, dataset, embedder), dataset.questions, qvecs, k, variant.stages, mode)
 
 
-def _check_grid(variants: Sequence[Variant]) -> None:
+def check_grid(variants: Sequence[Variant]) -> None:
+    """Refuse an empty grid or one variant twice, before any work (the sweep and its estimate)."""
     if not variants:
         raise ValueError("variants is empty: nothing to sweep")
     keys = [v.key for v in variants]
@@ -222,6 +224,7 @@ class Context:
     embedder: Embedder
     store: IndexStore
     progress: bool = True
+    token_pass_documents: int = 0  # documents the preview's token pass ran the model over (0: it was cached)
 
     @cached_property
     def scores(self) -> ScoreCache | None:
@@ -236,6 +239,8 @@ class Context:
             qvecs = self.embedder.encode([q.question for q in self.dataset.questions], desc="questions")
             # the one model pass of a preview
             tokens = token_cache(self.dataset, self.embedder, self.store.root) if self.settings.preview else None
+        if tokens is not None and tokens.computed:
+            self.token_pass_documents += len(self.dataset.documents)
         return qvecs, metrics.token_bounds(self.dataset), tokens
 
     def config(self) -> dict[str, Any]:
@@ -291,7 +296,7 @@ def sweep_steps(
     a caller can show results as they come and stop between variants (the widgets do);
     `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
     settings = Settings.of(settings, **changes)
-    _check_grid(variants)
+    check_grid(variants)
     store, embedder = resolve_store(store, embedder)
     return _steps(variants, Context(dataset, settings, embedder, store, progress))
 
@@ -303,7 +308,7 @@ def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResul
     bar = tqdm(variants, desc="variants", disable=not context.progress, unit="variant")
     for v in bar:
         bar.set_postfix_str(labels[v.key])
-        before = (embedder.stats.embedded, embedder.stats.cached)
+        before = (embedder.stats.embedded, embedder.stats.cached, context.token_pass_documents)
         t0 = time.perf_counter()
         try:
             measured = measure_variant(v, context)
@@ -326,6 +331,7 @@ def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResul
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],
             "texts_cached": embedder.stats.cached - before[1],
+            "token_pass_documents": context.token_pass_documents - before[2],
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }, hits)
 
@@ -408,6 +414,7 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
         "grid": list(grid.values()),
         "texts_embedded": sum(r.config.get("texts_embedded", 0) for r in results),
         "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
+        "token_pass_documents": sum(r.config.get("token_pass_documents", 0) for r in results),
         "date": max(str(r.config.get("date", "")) for r in results),
     }
     return SweepResult(per_question, summary, variants, config, hits)

@@ -25,7 +25,12 @@ from workbench.params import IncompatibleParams
 from workbench.retrievers import DENSE, STAGES, first_stages, get_stage
 
 StageSpec = tuple[str, tuple[tuple[str, Any], ...], int]  # (stage name, sorted resolved params, stage version)
-MODIFIERS = ("header", "late")  # the +modifiers that are not retrieval stages
+MODIFIERS = {  # the +modifiers that are not retrieval stages, and what each does (the CLI lists them)
+    "header": 'contextual chunk header: embed "title > heading path" above each chunk\'s text; the text alone '
+              "is returned",
+    "late": "late chunking: run the model over the whole document window, then pool each chunk's token "
+            "embeddings (not with +header)",
+}
 
 
 def make_stages(retrieval: Sequence[str | tuple[str, Mapping[str, Any]]]) -> tuple[StageSpec, ...]:

@@ -94,7 +94,7 @@ def _content_key(result: SweepResult) -> str:
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
     h.update(result.variants.to_csv(index=False).encode())
-    volatile = ("date", "texts_embedded", "texts_cached")
+    volatile = ("date", "texts_embedded", "texts_cached", "token_pass_documents")
     h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
                         default=str).encode())
     h.update(source_fingerprint(plots, sys.modules[__name__]).encode())

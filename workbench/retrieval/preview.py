@@ -46,9 +46,10 @@ DTYPE = np.float16  # halves the cache; bench/preview.md measures that rankings 
 class TokenCache:
     """A corpus's contextual token embeddings, memory-mapped from one cache folder."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, computed: bool = False):
         meta = json.loads((path / "meta.json").read_text())
         self.path = path
+        self.computed = computed  # made by the model pass of this call, not read from an earlier one
         shape = (meta["tokens"], meta["dim"])
         self.vectors = np.memmap(path / "vectors.bin", dtype=meta["dtype"], mode="r", shape=shape)
         self.offsets = np.load(path / "offsets.npy")  # (tokens, 2) character start, end
@@ -96,12 +97,18 @@ class TokenCache:
         return ChunkEnv(embed=embed, model_tokenizer=embedder.tokenizer)
 
 
+def token_cache_path(dataset: Dataset, embedder: Embedder, root: str | Path) -> Path:
+    """Where the corpus's token cache lives (it is complete when its meta.json is there)."""
+    return Path(root) / "tokens" / f"{dataset.corpus_fingerprint}-{embedder.fingerprint}"
+
+
 def token_cache(dataset: Dataset, embedder: Embedder, root: str | Path) -> TokenCache:
     """The corpus's token cache under `root`, computed (one model pass per window) if missing."""
-    path = Path(root) / "tokens" / f"{dataset.corpus_fingerprint}-{embedder.fingerprint}"
-    if not (path / "meta.json").exists():
+    path = token_cache_path(dataset, embedder, root)
+    computed = not (path / "meta.json").exists()
+    if computed:
         publish(path, lambda tmp: _write(tmp, dataset, embedder))
-    return TokenCache(path)
+    return TokenCache(path, computed)
 
 
 def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:

@@ -1,0 +1,251 @@
+"""What a sweep will embed, said before it starts: the texts missing from the vector cache, the
+token passes, and the time they take at a rate measured here and now.
+
+Why: a cold grid embeds for minutes behind one progress bar per variant; told up front, a user can
+shrink the grid (or preview it) before waiting. The CLI prints `Estimate.line()`; a widget can too.
+
+What is counted follows the sweep's own rules: a variant whose scores are cached costs nothing;
+otherwise the questions (once) and, when its index entry is missing (once per chunking: its dense,
+BM25 and hybrid variants share one), the texts it embeds: its chunks' embedded texts and what its
+chunker embeds (semantic's sentence groups), or for +late a token pass over its documents. A
+preview embeds no chunk, only its one token pass over the corpus, unless that is cached. A text is
+counted once: the vector cache serves repeats.
+
+The cost is in model word pieces as the model runs them: each text cut at the window, sorted by
+length and padded to the longest of its batch (`padded_word_pieces`). The rate is measured by
+embedding a random sample of the counted texts (a batch at most, half of them at most), which then
+sit in the vector cache, so nothing is wasted; when no text is left to sample (a token pass alone),
+by a token pass over the start of a document, which is not kept. Either way a first pass, untimed,
+warms the model up. One measurement, on a machine that may be busy: an estimate.
+
+Measured on data/chroma_small, on 2 busy shared cores: for 5 variants (fixed 128 and 256, its
++bm25, recursive 256, semantic 80) it counted 3,398 texts where the sweep then embedded 3,405, and
+said 7 min 25 s for a sweep that took 7 min 19 s; timing the warm-up pass too, it had said 13 min 45 s
+for 9 min 13 s. The rate of one batch on a shared machine is rough; the counts are not.
+
+Counting a variant's texts means chunking it, and the sweep chunks it again when it builds. On
+data/chroma_small the 11 variants of the CLI's demo grid chunk in 4.6 s in all (measured, on the same
+busy machine), a few per cent of embedding them, so handing chunks over to the sweep is not worth an
+interface. A semantic chunker's cuts wait on vectors not yet computed: it cuts with random placeholder vectors
+(the percentile still fixes how many cuts there are, not where), so its chunk count is
+`approximate`, and its chunks are never sampled.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.chunkers import ChunkEnv
+from workbench.dataset import Dataset, Document
+from workbench.evaluation.settings import Settings
+from workbench.io import CACHE_DIR
+from workbench.models.cache import text_key
+from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore, embed_texts
+from workbench.retrieval.preview import token_cache_path
+from workbench.sweep import Context, check_grid, resolve_store
+from workbench.variant import Variant
+
+PROBE_CHARS = 4000  # the text a token pass measures the rate on when no text is left to sample
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a sweep will compute before it starts, and the time at the rate measured."""
+
+    variants: int  # variants to measure (the others' scores are cached)
+    builds: int  # index entries to build (none in a preview: its indexes live in memory)
+    texts: int  # distinct texts still to embed: not in the vector cache, the sample left out
+    token_passes: int  # model passes over whole documents (a preview's over the corpus, one per +late build)
+    token_pass_documents: int  # the documents those passes read, in all
+    word_pieces: int  # what the model will run over for all of it, padded as its batches are
+    rate: float | None  # word pieces per second, measured now (None: nothing to embed)
+    measured: str  # how the rate was measured, for people ("" when it was not)
+    sampled: int  # texts embedded to measure the rate, now in the vector cache
+    approximate: bool  # some chunker's cuts wait on vectors not computed yet, so `texts` is approximate
+
+    @property
+    def cached(self) -> bool:
+        """Nothing to embed: every vector (or score) the sweep needs is cached."""
+        return self.word_pieces == 0
+
+    @property
+    def seconds(self) -> float:
+        """The embedding time of what is left, at the measured rate (not the chunking, FAISS or scoring)."""
+        return self.word_pieces / self.rate if self.rate else 0.0
+
+    def line(self) -> str:
+        if self.cached:
+            return "estimate: all cached, nothing to embed"
+        work = [f"{'about ' if self.approximate else ''}{self.texts:,} texts to embed"] if self.texts else []
+        if self.token_passes:
+            work.append(f"a token pass over {self.token_pass_documents:,} documents" if self.token_passes == 1 else
+                        f"{self.token_passes} token passes over {self.token_pass_documents:,} documents in all")
+        builds = f" ({self.builds} indexes to build)" if self.builds else ""
+        return (f"estimate: {' and '.join(work)} ({self.word_pieces:,} word pieces) for {self.variants} variants"
+                f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s, "
+                f"measured {self.measured}")
+
+
+def duration(seconds: float) -> str:
+    """12 s, 6 min 10 s, 1 h 5 min."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def padded_word_pieces(lengths: Sequence[int], batch: int) -> int:
+    """Word pieces the model runs over for texts of these lengths: sorted, `batch` at a time, each
+    batch padded to its longest (as sentence-transformers batches them)."""
+    ordered = sorted(lengths)
+    return sum(ordered[min(i + batch, len(ordered)) - 1] * len(ordered[i : i + batch])
+               for i in range(0, len(ordered), batch))
+
+
+class _Tally:
+    """The texts the sweep will embed, each once, grouped by the model call that will embed them,
+    and the windows of its token passes."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+        self.texts: dict[bytes, str] = {}
+        self.calls: list[list[bytes]] = []
+        self.inexact: set[bytes] = set()  # chunks cut from placeholder vectors
+        self.windows: list[int] = []  # word pieces of each token-pass window, special tokens included
+        self.passes = 0
+        self.pass_documents = 0
+
+    def add(self, texts: Sequence[str], exact: bool = True) -> tuple[list[bytes], dict[bytes, np.ndarray]]:
+        """Count the texts neither cached nor counted yet; their keys and the cached vectors found."""
+        keys = [text_key(t) for t in texts]
+        found = self.embedder.cache.get_many(keys) if self.embedder.cache is not None else {}
+        new = {k: t for k, t in zip(keys, texts, strict=True) if k not in found and k not in self.texts}
+        self.texts.update(new)
+        self.calls.append(list(new))
+        if not exact:
+            self.inexact.update(new)
+        return keys, found
+
+    def build(self, variant: Variant, dataset: Dataset) -> None:
+        """What building the variant's index embeds: what its chunker embeds, then its chunks (or
+        a token pass over their documents, for +late)."""
+        waited = False  # whether the chunker was given placeholder vectors
+        rng = np.random.default_rng(0)
+
+        def embed(texts: list[str]) -> np.ndarray:
+            nonlocal waited
+            keys, found = self.add(texts)
+            if all(k in found for k in keys):
+                return np.stack([found[k] for k in keys])
+            waited = True
+            noise = rng.standard_normal((len(keys), self.embedder.dim)).astype(np.float32)
+            noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+            return np.stack([found.get(k, v) for k, v in zip(keys, noise, strict=True)])
+
+        chunks = variant.chunk(dataset, ChunkEnv(embed=embed, model_tokenizer=self.embedder.tokenizer))
+        if variant.late:
+            read = {c.doc_id for c in chunks}
+            self.token_pass([d for d in dataset.documents if d.doc_id in read])
+        else:
+            self.add(embed_texts(chunks), exact=not waited)
+
+    def token_pass(self, documents: Sequence[Document]) -> None:
+        self.windows += self.window_lengths([d.text for d in documents])
+        self.passes += 1
+        self.pass_documents += len(documents)
+
+    def window_lengths(self, texts: Sequence[str]) -> list[int]:
+        e = self.embedder
+        ids = e.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+        frame = e.max_tokens - e.window_tokens
+        return [end - start + frame for n in map(len, ids) for start, end, _, _ in e.token_windows(n)]
+
+    @cached_property
+    def length(self) -> dict[bytes, int]:
+        """Word pieces of each text as the model reads it (special tokens included, cut at its
+        window), in one tokenizer call once the tallying is done."""
+        texts = list(self.texts.values())
+        ids = self.embedder.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"] if texts else []
+        return {k: min(len(x), self.embedder.max_tokens) for k, x in zip(self.texts, ids, strict=True)}
+
+    def word_pieces(self, leave_out: set[bytes]) -> int:
+        batch = self.embedder.batch_size
+        return (sum(padded_word_pieces([self.length[k] for k in call if k not in leave_out], batch)
+                    for call in self.calls) + padded_word_pieces(self.windows, batch))
+
+
+def estimate(
+    dataset: Dataset,
+    variants: Sequence[Variant],
+    settings: Settings | None = None,
+    *,
+    embedder: Embedder | None = None,
+    store: IndexStore | str | Path = CACHE_DIR,
+    **changes: Any,
+) -> Estimate:
+    """What `sweep(dataset, variants, settings, embedder=, store=)` will embed and how long it will
+    take (see the module docstring). A warm grid costs file checks: the model loads only when
+    something is to be embedded, to measure the rate."""
+    settings = Settings.of(settings, **changes)
+    check_grid(variants)
+    store, embedder = resolve_store(store, embedder)
+    scores = Context(dataset, settings, embedder, store).scores
+    todo = [v for v in variants if not (scores and scores.has(v))]
+    tally = _Tally(embedder)
+    if todo:
+        tally.add([q.question for q in dataset.questions])
+    builds: dict[str, Variant] = {}
+    if settings.preview:
+        if todo and not (token_cache_path(dataset, embedder, store.root) / "meta.json").exists():
+            tally.token_pass(dataset.documents)
+    else:  # an entry is complete once its meta.json is there (IndexStore.get's test)
+        builds = {v.chunking_key: v.chunking for v in todo
+                  if not (store.path(v, dataset, embedder) / "meta.json").exists()}
+    for v in builds.values():
+        try:
+            tally.build(v, dataset)
+        except Exception as e:
+            e.add_note(f"while estimating variant {v.label}")
+            raise
+    rate, measured, sample = _measure(tally, dataset)
+    return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
+                    tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact))
+
+
+def _measure(tally: _Tally, dataset: Dataset) -> tuple[float | None, str, set[bytes]]:
+    """(word pieces per second, how it was measured, the keys of the texts embedded to measure it)."""
+    e = tally.embedder
+    exact = [k for k in tally.texts if k not in tally.inexact]
+    n = min(e.batch_size + 1, len(exact) // 2)  # one to warm the model up, then a batch
+    if not (tally.texts or tally.windows):
+        return None, "", set()
+    e.model  # loaded before the clock starts
+    if n > 1:
+        keys = [exact[i] for i in np.random.default_rng(0).choice(len(exact), n, replace=False)]
+        keys.sort(key=tally.length.__getitem__)
+        e.encode([tally.texts[keys[0]]], desc="warming up")  # a first pass sets the model up: not timed
+        t0 = time.perf_counter()
+        e.encode([tally.texts[k] for k in keys[1:]], desc="measuring the rate")
+        pieces = padded_word_pieces([tally.length[k] for k in keys[1:]], e.batch_size)
+        return (pieces / (time.perf_counter() - t0),
+                f"on {n - 1} of them after one to warm up (embedded now, kept in the cache)", set(keys))
+    doc = max(dataset.documents, key=lambda d: len(d.text))
+    text = doc.text[:PROBE_CHARS]
+    for _ in e.token_embeddings({doc.doc_id: text[: PROBE_CHARS // 10]}):  # a first pass sets the model up
+        pass
+    t0 = time.perf_counter()
+    for _ in e.token_embeddings({doc.doc_id: text}):
+        pass
+    seconds = time.perf_counter() - t0
+    pieces = padded_word_pieces(tally.window_lengths([text]), e.batch_size)
+    return pieces / seconds, f"on a token pass over the start of {doc.doc_id} ({pieces:,} word pieces, not kept)", set()
