@@ -346,7 +346,7 @@ def test_truncated_chunks_sit_beside_chunks_and_a_truncating_variant_is_warned_o
     r = SweepResult(result.per_question, result.summary, cut, result.config | {"model_window": 256})
     text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     warning = verdict(r).sentences()[-1]
-    assert warning.startswith("Warning: 1 of 2 variants embed truncated chunks")
+    assert warning.startswith("Warning: 1 of 2 variants embed chunks longer than")
     box = re.search(r'<p class="warning" role="alert">(.*?)</p>', text, re.S)
     assert box and html.escape(warning.split(": ", 1)[1]) in box.group(1)
     assert text.count(html.escape(warning.split(": ", 1)[1])) == 1  # in the box, not again in the paragraph
