@@ -20,7 +20,7 @@ import ipywidgets as w
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
-from workbench.evaluation.metrics import DEFAULT_KS
+from workbench.evaluation.metrics import DEFAULT_KS, default_k
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.params import Param
@@ -102,7 +102,8 @@ class Panel(PanelBase):
                                  tooltip="embed 'title > heading path' above each chunk's text")
         self.late = w.Checkbox(False, description="late chunking",
                                tooltip="pool token embeddings of the whole document window")
-        self.k = w.SelectionSlider(options=list(self.ks), value=self.ks[-1], description="k", continuous_update=False)
+        self.k = w.SelectionSlider(options=list(self.ks), value=default_k(self.ks), description="k",
+                                   continuous_update=False)  # the sweeper's and the report's k
         self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
         self.progress = w.Output()
