@@ -196,3 +196,16 @@ def test_measure_adds_variants_from_another_panel_in_the_background(
     sw.background = False
     sw.measure([v])
     assert sw.run.total == 0 and "1 already measured" in sw.message.value  # nothing re-run
+
+
+def test_compare_is_redone_after_every_sweep(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    """Its choices and its P(best) "among the n measured variants" count what was swept since."""
+    a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
+    result = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
+    sw = Sweeper(tiny, embedder, store, result=result, background=False)
+    assert "among the 2 measured variants" in sw.cmp_summary.value
+    c = Variant.make("fixed", size=40, unit="chars")
+    sw.measure([c])
+    assert "among the 3 measured variants" in sw.cmp_summary.value
+    assert [key for _, key in sw.cmp_a.options] == [a.key, b.key, c.key] == [key for _, key in sw.cmp_b.options]
+    assert (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)  # the pair chosen stays

@@ -303,8 +303,7 @@ class Sweeper(PanelBase):
                 box.value = value if value in self.result.keys else options[fallback][1]
             if self.cmp_a.value == self.cmp_b.value:  # two variants as soon as there are two
                 self.cmp_b.value = options[-1][1]
-        if self.cmp_summary.value in ("", PICK_TWO):
-            self._show_comparison()
+        self._show_comparison()  # its P(best) is among every variant measured, so it is redone with each
 
     def select(self, key: str | None) -> None:
         """Highlight a measured variant (by key) in every figure and show its cuts."""
