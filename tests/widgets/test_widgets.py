@@ -186,3 +186,16 @@ def test_the_panel_and_the_sweeper_start_at_the_one_default_k(tiny: Dataset, emb
     ks = (1, 3, DEFAULT_K, 10)
     assert panel(tiny, embedder, store, ks=ks).k.value == DEFAULT_K == Sweeper(tiny, embedder, store, ks=ks).k.value
     assert panel(tiny, embedder, store, ks=KS).k.value == 3  # not swept: the largest swept k
+
+
+def test_the_panel_shows_the_chunk_count_and_warns_of_truncated_chunks(
+    long_log: Dataset, embedder: Embedder, tmp_path: Path
+) -> None:
+    p = panel(long_log, embedder, tmp_path, ks=(1,))
+    p.params["size"].value = 300  # above the model's 256 word pieces
+    row = p.result.variants.set_index("key").loc[p.selected]
+    assert row["truncated_chunks"] > 1
+    assert f"{row['chunks']} chunks, {row['truncated_chunks']} longer than the model's window" in p.message.value
+    assert "Warning: 1 of 1 variants embed truncated chunks" in p.warning.value
+    p.params["size"].value = 64
+    assert "0 longer than the model's window" in p.message.value and p.warning.value == ""

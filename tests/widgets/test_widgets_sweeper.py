@@ -209,3 +209,16 @@ def test_compare_is_redone_after_every_sweep(tiny: Dataset, embedder: Embedder, 
     assert "among the 3 measured variants" in sw.cmp_summary.value
     assert [key for _, key in sw.cmp_a.options] == [a.key, b.key, c.key] == [key for _, key in sw.cmp_b.options]
     assert (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)  # the pair chosen stays
+
+
+def test_the_sweeper_warns_of_truncated_chunks_and_what_to_do(
+    long_log: Dataset, embedder: Embedder, tmp_path: Path, swept: tuple[Sweeper, list[int]]
+) -> None:
+    assert swept[0].warning.value == ""  # chunks of 16 and 32 tokens fit the window
+    sw = Sweeper(long_log, embedder, tmp_path, ks=(1,), background=False)
+    sw.ranges["size"].value = "64, 300"
+    sw.run_button.click()
+    truncated = sw.result.variants.set_index("variant").loc["fixed(size=300, overlap=0)", "truncated_chunks"]
+    assert truncated > 1 and "#8a4b00" in sw.warning.value
+    assert "Warning: 1 of 2 variants embed truncated chunks (fixed(size=300, overlap=0)" in sw.warning.value
+    assert "256-word-piece window" in sw.warning.value and "tokenizer=model" in sw.warning.value

@@ -15,9 +15,11 @@ from workbench.dataset import Dataset
 from workbench.errors import describe
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import resolve_store
+from workbench.sweep import SweepResult, resolve_store
+from workbench.verdict import truncation_warning
 
 ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
+WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks
 
 
 class PanelBase(w.VBox):
@@ -34,6 +36,16 @@ class PanelBase(w.VBox):
         """An exception (as "Type: text", see errors.describe) or a described one, in red."""
         text = describe(error) if isinstance(error, BaseException) else error
         self.message.value = ERROR.format(html.escape(text))
+
+    @staticmethod
+    def truncation_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
+        """verdict.truncation_warning over the variants `keys` of `result` (default: all), as
+        HTML; "" when none of them embeds more than its share of truncated chunks."""
+        if result is None:
+            return ""
+        table = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
+        warning = truncation_warning(table, result.config.get("model_window"))
+        return WARNING.format(html.escape(warning)) if warning else ""
 
     def guarded(self, fn: Callable[[], Any]) -> Callable[..., None]:
         """`fn` as a widget callback (the change or button it is called with is dropped) whose

@@ -107,6 +107,7 @@ class Panel(PanelBase):
         self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
         self.progress = w.Output()
+        self.warning = w.HTML()  # when the selected variant embeds truncated chunks (verdict.truncation_warning)
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
         self.strategy.observe(self.guarded(self._on_strategy), names="value")
         for modifier in (self.header, self.late):
@@ -118,7 +119,7 @@ class Panel(PanelBase):
             w.HBox([self.strategy, self.about]),
             self.param_box,
             w.HBox([self.header, self.late, self.k, self.add, self.remove]),
-            self.message, self.progress, self.plot,
+            self.message, self.warning, self.progress, self.plot,
         ]
         self._on_strategy()
 
@@ -154,7 +155,10 @@ class Panel(PanelBase):
         if (self.result is None or v.key not in self.result.keys) and not self._measure(v):
             return
         self.selected = v.key
-        self.message.value = f"selected: <b>{html.escape(v.label)}</b>"
+        row = self.result.variants.set_index("key").loc[v.key]
+        self.message.value = (f"selected: <b>{html.escape(self.result.label_of(v.key))}</b>: {row['chunks']:,} chunks, "
+                              f"{row['truncated_chunks']:,} longer than the model's window")
+        self.warning.value = self.truncation_html(self.result, [v.key])
         self._draw()
 
     def _measure(self, v: Variant) -> bool:

@@ -108,6 +108,7 @@ class Sweeper(PanelBase):
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
+        self.warning = w.HTML()  # truncated chunks among the measured variants (verdict.truncation_warning)
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
         self.param = w.Dropdown(description="parameter")
@@ -159,7 +160,7 @@ class Sweeper(PanelBase):
                             self.contextual_header, self.late]),
                     self.range_box]),
             w.HBox([self.k, self.run_button, self.stop_button, self.bar, self.progress]),
-            self.message,
+            self.message, self.warning,
             w.HBox([self.slider, self.choice]),
             self.tabs,
             self.question, self.viewer,
@@ -261,6 +262,7 @@ class Sweeper(PanelBase):
             redraw = self.scrub.update(keys=self.result.keys, k=self.k.value,
                                        axes=(self.param.value, self.heat_metric.value))
             if redraw is Redraw.REBUILD:
+                self.warning.value = self.truncation_html(self.result)
                 self.pictures = {name: Picture(fig) for name, fig in self._figures().items()}
                 self._set_options()
                 self._show()
