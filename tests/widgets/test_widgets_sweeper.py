@@ -13,6 +13,7 @@ import pytest
 
 from workbench.chunkers import register_function
 from workbench.dataset import Dataset
+from workbench.io import project_dir
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
@@ -222,3 +223,37 @@ def test_the_sweeper_warns_of_truncated_chunks_and_what_to_do(
     assert truncated > 1 and "#8a4b00" in sw.warning.value
     assert "Warning: 1 of 2 variants embed truncated chunks (fixed(size=300, overlap=0)" in sw.warning.value
     assert "256-word-piece window" in sw.warning.value and "tokenizer=model" in sw.warning.value
+
+
+def test_export_writes_under_the_projects_results_not_the_kernels_folder(
+    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notebook's kernel runs in notebooks/: the export goes to <project>/results/sweeper."""
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
+    monkeypatch.chdir(project / "notebooks")
+    sw = Sweeper(tiny, embedder, store, result=swept[0].result, background=False)
+    assert sw.folder.value == str(project / "results" / "sweeper")
+    sw.export_button.click()
+    report = project / "results" / "sweeper" / "report.html"
+    assert report.exists() and not (project / "notebooks" / "results").exists()
+    assert f"wrote <b>{report}</b>" in sw.message.value
+    sw.folder.value = "results/other"  # relative: under the project too
+    sw.export_button.click()
+    assert (project / "results" / "other" / "report.html").exists()
+    sw.folder.value = " "
+    sw.export_button.click()
+    assert "ValueError: folder: name the folder" in sw.message.value
+
+
+def test_the_project_is_found_by_its_pyproject_else_its_results_else_the_working_folder(tmp_path: Path) -> None:
+    (tmp_path / "lone").mkdir()
+    assert project_dir(tmp_path / "lone") == tmp_path / "lone"  # neither above: where it started
+    (tmp_path / "a" / "results").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "results").mkdir(parents=True)  # a stray results/ of a notebook folder
+    (tmp_path / "a" / "b" / "c").mkdir()
+    assert project_dir(tmp_path / "a" / "b" / "c") == tmp_path / "a" / "b"
+    (tmp_path / "a" / "pyproject.toml").write_text("")
+    assert project_dir(tmp_path / "a" / "b" / "c") == tmp_path / "a"  # a pyproject.toml first

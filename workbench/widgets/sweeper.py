@@ -28,7 +28,7 @@ from workbench.dataset import Dataset, Hit, Question
 from workbench.drilldown import drilldown
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
-from workbench.io import CACHE_DIR
+from workbench.io import CACHE_DIR, project_dir
 from workbench.models.embed import Embedder
 from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
 from workbench.retrieval.index import IndexStore
@@ -128,7 +128,9 @@ class Sweeper(PanelBase):
         self.cmp_table = w.HTML()
         self.cmp_question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
         self.cmp_chunks = w.HTML()
-        self.folder = w.Text(value="results/sweeper", description="folder")
+        self.folder = w.Text(value=str(project_dir() / "results" / "sweeper"), description="folder",
+                             tooltip="where Export writes; a relative folder is taken under the project's folder",
+                             layout=w.Layout(width="100%", max_width="640px"))
         self.export_button = w.Button(description="Export", icon="download",
                                       tooltip="write report.html and the tables of the variants in the panel")
 
@@ -395,18 +397,21 @@ class Sweeper(PanelBase):
     # ---- export -------------------------------------------------------------------------------
 
     def export(self) -> dict[str, Path]:
-        """report.html, the tables and the figures of the variants in the panel into `folder`: the
+        """report.html, the tables and the figures of the variants in the panel into `folder` (a
+        relative one under the project's folder, io.project_dir, not the kernel's notebooks/): the
         report's default figures, with those on screen (at the panel's k, axes and metric) in
         place of theirs."""
         if self.result is None:
             raise ValueError("nothing to export: run a sweep first")
+        if not self.folder.value.strip():
+            raise ValueError("folder: name the folder to export to, e.g. results/sweeper")
         swept = swept_parameters(self.result)
         names = {"overview": "overview", "parameter": f"by_{self.param.value}",
                  "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}"}
         shown = {names[n]: fig for n, fig in self._figures().items()}
-        paths = report.export(self.result, self.folder.value, report.default_figures(self.result) | shown,
+        folder = (project_dir() / Path(self.folder.value.strip()).expanduser()).resolve()  # an absolute one stays
+        paths = report.export(self.result, folder, report.default_figures(self.result) | shown,
                               dataset=self.dataset, store=self.store)
-        folder = Path(self.folder.value).resolve()
         self.message.value = (f"wrote <b>{html.escape(str(paths['report'].resolve()))}</b> and "
                               f"{len(paths) - 1} tables and figures to {html.escape(str(folder))}")
         return paths
