@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import shutil
 import threading
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import pandas as pd
 import pytest
 
 from workbench.chunkers import register_function
@@ -34,7 +37,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
     """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
     result each time the overview picture changed."""
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 1.0  # draw after every variant, however fast (see the budget test below)
     sw.ranges["size"].value = "16, 32"
     sw.ranges["overlap"].value = "0:8:8"
@@ -63,7 +66,7 @@ def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tup
 def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
     tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 0.0  # nothing but the first and the last
     filled: list[int] = []
     sw.images["overview"].observe(lambda _: filled.append(len(sw.result.keys)), names="value")
@@ -113,7 +116,7 @@ def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper
 def test_retrievers_and_modifiers_from_the_controls_share_the_dense_index(
     tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.ranges["size"].value = "16, 32"
     sw.retrievers["bm25"].value = True
     sw.contextual_header.value = sw.late.value = (False, True)  # "both" for each
@@ -136,7 +139,7 @@ def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, stor
         raise RuntimeError("the chunker broke")
 
     register_function("boom", boom)
-    sw = sweeper(tiny, embedder, store, ks=KS)
+    sw = sweeper(tiny, embedder, store, ks=KS, restore=False)
     sw.background = False
     sw.ranges["size"].value = "16, abc"
     sw.run_button.click()
@@ -154,7 +157,7 @@ def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, stor
 def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embedder, store: Path) -> None:
     a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
     result: SweepResult = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
-    sw = sweeper(tiny, embedder, store, result=result)
+    sw = sweeper(tiny, embedder, store, result=result, restore=False)
     assert sw.ks == KS and sw.result is result and (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)
     sw.k.value = 1
     table = sw.comparison().table(result, tiny)
@@ -184,7 +187,7 @@ def test_measure_adds_variants_from_another_panel_in_the_background(
         return [text]
 
     register_function("slow", slow)
-    sw = sweeper(tiny, embedder, store, ks=KS)
+    sw = sweeper(tiny, embedder, store, ks=KS, restore=False)
     v = Variant.make("slow")
     sw.measure([v])  # in a thread: returns while the chunker waits
     assert sw.run is not None and sw.run.running and sw.run_button.disabled
@@ -203,7 +206,7 @@ def test_compare_is_redone_after_every_sweep(tiny: Dataset, embedder: Embedder, 
     """Its choices and its P(best) "among the n measured variants" count what was swept since."""
     a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
     result = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
-    sw = Sweeper(tiny, embedder, store, result=result, background=False)
+    sw = Sweeper(tiny, embedder, store, result=result, background=False, restore=False)
     assert "among the 2 measured variants" in sw.cmp_summary.value
     c = Variant.make("fixed", size=40, unit="chars")
     sw.measure([c])
@@ -234,7 +237,7 @@ def test_export_writes_under_the_projects_results_not_the_kernels_folder(
     (project / "notebooks").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
     monkeypatch.chdir(project / "notebooks")
-    sw = Sweeper(tiny, embedder, store, result=swept[0].result, background=False)
+    sw = Sweeper(tiny, embedder, store, result=swept[0].result, background=False, restore=False)
     assert sw.folder.value == str(project / "results" / "sweeper")
     sw.export_button.click()
     report = project / "results" / "sweeper" / "report.html"
@@ -257,3 +260,35 @@ def test_the_project_is_found_by_its_pyproject_else_its_results_else_the_working
     assert project_dir(tmp_path / "a" / "b" / "c") == tmp_path / "a" / "b"
     (tmp_path / "a" / "pyproject.toml").write_text("")
     assert project_dir(tmp_path / "a" / "b" / "c") == tmp_path / "a"  # a pyproject.toml first
+
+
+def test_a_new_sweeper_brings_back_the_last_grid_and_its_variants_from_the_caches(
+    tiny: Dataset, embedder: Embedder, tmp_path: Path
+) -> None:
+    """Running the sweeper's cell again (a new Sweeper on the same data, model and settings)
+    shows the grid typed last and every variant measured, scores read from the score cache."""
+    first = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    assert first.result is None and first.message.value == ""  # nothing remembered yet
+    first.ranges["size"].value = "16, 48"
+    first.retrievers["bm25"].value = True
+    first.contextual_header.value = (True,)
+    first.run_button.click()
+    assert first.run is not None and first.run.error is None and len(first.result.keys) == 4
+    embedded = embedder.stats.embedded
+
+    again = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    assert again.grid() == first.grid() and again.ranges["size"].value == "16, 48"
+    assert again.result.keys == first.result.keys
+    pd.testing.assert_frame_equal(again.result.per_question, first.result.per_question)
+    assert embedder.stats.embedded == embedded and not again.result.variants["built"].any()  # from the score cache
+    assert "restored the last grid and 4 variants measured before, from the caches" in again.message.value
+    assert [key for _, key in again.slider.options] == first.result.keys and again.selected == first.result.keys[-1]
+    assert bytes(again.images["overview"].value).startswith(PNG)
+
+    assert Sweeper(tiny, embedder, tmp_path, ks=KS, restore=False).result is None  # asked to start afresh
+    assert Sweeper(tiny, embedder, tmp_path, ks=(1,)).result is None  # other settings: another memory
+    gone = first.result.variant(first.result.keys[0])
+    shutil.rmtree(again.memory.scores.path(gone))  # e.g. a code change made its scores stale
+    third = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    assert third.result.keys == first.result.keys[1:]
+    assert f"1 left out (Run measures them again), e.g. {html.escape(gone.label)}: its scores" in third.message.value

@@ -48,11 +48,15 @@ class ScoreCache:
     def path(self, variant: Variant) -> Path:
         return self.folder / variant.key
 
+    def has(self, variant: Variant) -> bool:
+        """Whether the variant was measured before (entries are published whole: see the module docstring)."""
+        return (self.path(variant) / "cost.json").exists()
+
     def get(self, variant: Variant) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame] | None:
         """(scores [qid, k, budget, metric, value], cost, top hits) of a variant measured before, else None."""
-        path = self.path(variant)
-        if not (path / "cost.json").exists():
+        if not self.has(variant):
             return None
+        path = self.path(variant)
         cost = json.loads((path / "cost.json").read_text())
         return (pd.read_parquet(path / "scores.parquet"), cost | {"texts_embedded": 0, "built": False},
                 pd.read_parquet(path / "hits.parquet"))

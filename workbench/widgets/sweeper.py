@@ -44,6 +44,7 @@ from workbench.widgets.state import (
     GridSpec,
     Redraw,
     ScrubState,
+    SweeperMemory,
     SweepRun,
     hint,
     parameters,
@@ -75,11 +76,13 @@ class Sweeper(PanelBase):
         ks: Sequence[int] = DEFAULT_KS,
         result: SweepResult | None = None,
         background: bool = True,
+        restore: bool = True,
     ):
         super().__init__(dataset, embedder, store)
         self.settings = sweep_settings(result, dataset, self.embedder, ks)
         self.ks = self.settings.ks
         self.result = result
+        self.memory = SweeperMemory.of(self.store.root, dataset, self.embedder, self.settings)
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
         self.thread: threading.Thread | None = None  # the last background sweep
@@ -169,7 +172,9 @@ class Sweeper(PanelBase):
             w.HBox([self.folder, self.export_button]),
         ]
         self._on_strategies()
-        if result is not None:
+        if restore:
+            self.guarded(self._restore)()
+        if self.result is not None:
             self._refresh()
 
     @contextmanager
@@ -190,6 +195,37 @@ class Sweeper(PanelBase):
                 self.ranges[name] = w.Text(description=name, placeholder=hint(p), tooltip=p.help,
                                            layout=w.Layout(width="560px"), style={"description_width": "150px"})
         self.range_box.children = [self.ranges[name] for name in schema]
+
+    def _restore(self) -> None:
+        """The grid and the variants measured before on this data, model and settings (the
+        memory), their scores read from the score cache: a re-run cell loses nothing."""
+        restored = self.memory.load()
+        if restored.grid is None:
+            return
+        self.set_grid(restored.grid)
+        run = SweepRun(self.dataset, restored.variants, self.embedder, self.store, self.settings, self.result)
+        self.result = run.run()
+        if run.error:
+            self.show_error(run.error)
+            return
+        back = len(restored.variants)
+        note = f"restored the last grid and {back} variant{'s' * (back != 1)} measured before, from the caches"
+        if restored.left_out:
+            note += f"; {len(restored.left_out)} left out (Run measures them again), e.g. {restored.left_out[0]}"
+        self.message.value = html.escape(note)
+
+    def set_grid(self, grid: GridSpec) -> None:
+        """Show `grid` in the controls (its strategies and retrievers that exist, its ranges as text)."""
+        if grid.strategies:
+            self.strategies.value = tuple(grid.strategies)
+        for name, values in grid.ranges.items():
+            if name in self.ranges:
+                self.ranges[name].value = values if isinstance(values, str) else ", ".join(map(str, values))
+        if set(grid.retrievers) & set(self.retrievers):
+            for name, box in self.retrievers.items():
+                box.value = name in grid.retrievers
+        self.contextual_header.value = tuple(sorted(set(grid.contextual_header)))
+        self.late.value = tuple(sorted(set(grid.late)))
 
     def grid(self) -> GridSpec:
         """The grid the controls describe."""
@@ -235,6 +271,8 @@ class Sweeper(PanelBase):
         self.progress.value = html.escape(run.progress_text())
         if run.error:
             self.show_error(run.error)
+        if run.result is not None:
+            self.memory.save(self.grid(), run.result)
         if run.result is not None and run.result is not self.result and self.budget.due(run.elapsed, not run.running):
             start = time.perf_counter()
             with self._lock:
@@ -423,7 +461,9 @@ def sweeper(
     store: IndexStore | str | Path = CACHE_DIR,
     ks: Sequence[int] = DEFAULT_KS,
     result: SweepResult | None = None,
+    restore: bool = True,
 ) -> Sweeper:
     """The sweeper panel; with `result`, its variants are shown from the start (and its ks and
-    mode are used for new ones)."""
-    return Sweeper(dataset, embedder, store, ks, result)
+    mode are used for new ones). It brings back the grid and the variants it last measured on
+    this data, model and settings (from the caches); restore=False starts with none of them."""
+    return Sweeper(dataset, embedder, store, ks, result, restore=restore)
