@@ -1,12 +1,15 @@
-"""The quickstart notebook, executed headless with the real model on a tiny corpus."""
+"""The notebooks, executed headless with the real model on a tiny corpus (and `make app` dry-run)."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
+import pytest
 from conftest import REPO
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
@@ -53,6 +56,30 @@ def after_a_sweep(cells: list) -> list[str]:
     export, = (c.source for c in cells if "wb.report.export(" in c.source)
     sweeper, = (c.source for c in cells if "wb.widgets.sweeper(" in c.source)
     return [SWEEP, export, sweeper, SHOW]
+
+
+def app_command(*args: str) -> tuple[dict[str, str], list[str]]:
+    """What `make app` runs (dry, nothing is served): the environment it sets and the command."""
+    dry = subprocess.run(["make", "-n", "app", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    line, = (line for line in dry.replace("\\\n", " ").splitlines() if "voila " in line)
+    words = shlex.split(line)
+    env = dict(word.split("=", 1) for word in words if "=" in word and not word.startswith("-"))
+    return env, [word for word in words if "=" not in word or word.startswith("-")]
+
+
+def test_make_app_serves_the_folder_named_by_data(tiny: Dataset, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make app DATA=folder` serves the user's folder; without DATA, the bundled dataset."""
+    assert app_command()[0]["WORKBENCH_DATA"] == str(REPO / "data" / "chroma_small")
+    data = write_dataset(tiny, tmp_path / "mine")
+    env, command = app_command(f"DATA={data}")
+    assert env["WORKBENCH_DATA"] == str(data) and "notebooks/app.ipynb" in command
+    monkeypatch.setenv("WORKBENCH_DATA", env["WORKBENCH_DATA"])  # the kernel inherits it, as under Voilà
+    params = next(c.source for c in nbformat.read(REPO / "notebooks" / "app.ipynb", as_version=4).cells
+                  if "parameters" in c.metadata.get("tags", []))
+    outputs = execute("app.ipynb", f"{params}\nCACHE = {str(tmp_path / 'cache')!r}",
+                      lambda cells: ["print(ds.fingerprint, sweeper.ranges['size'].value)"])
+    assert outputs[-1].text.split(" ", 1) == [tiny.fingerprint, "128, 256, 512\n"]
 
 
 def test_quickstart_runs_end_to_end_and_exports_what_the_sweeper_measured(tiny: Dataset, tmp_path: Path) -> None:
