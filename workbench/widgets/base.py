@@ -22,6 +22,22 @@ ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line 
 WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks
 
 
+FULL_WIDTH = "calc(100% - 4px)"  # a control's share of its box: 100% less the 2 px margin each side
+
+
+def row(*children: w.Widget) -> w.HBox:
+    """Widgets side by side that wrap onto the next line when the page is narrow (a phone, a
+    class's projector at 400 px) instead of running off its edge."""
+    return w.HBox(list(children), layout=w.Layout(flex_flow="row wrap"))
+
+
+def whole_label(**layout: str) -> w.Layout:
+    """A dropdown's layout that shows its longest label whole (a variant's label such as
+    "semantic(breakpoint_percentile=95, buffer_size=1, max_size=256)+hybrid"), capped at the width
+    of the page."""
+    return w.Layout(width="max-content", max_width=FULL_WIDTH, **layout)
+
+
 class PanelBase(w.VBox):
     """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `embedder` and the
     `message` line. A panel lays out its widgets by setting `children`."""

@@ -28,7 +28,7 @@ from workbench.plots import figure_to_png_bytes, overview
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.variant import Variant
-from workbench.widgets.base import PanelBase
+from workbench.widgets.base import PanelBase, row
 from workbench.widgets.state import sweep_settings
 
 
@@ -97,7 +97,7 @@ class Panel(PanelBase):
         self.strategy = w.Dropdown(options=list(STRATEGIES), description="strategy")
         self.about = w.HTML()
         self.params: dict[str, w.ValueWidget] = {}
-        self.param_box = w.HBox(layout=w.Layout(flex_flow="row wrap"))
+        self.param_box = row()
         self.header = w.Checkbox(False, description="contextual header",
                                  tooltip="embed 'title > heading path' above each chunk's text")
         self.late = w.Checkbox(False, description="late chunking",
@@ -116,9 +116,9 @@ class Panel(PanelBase):
         self.add.on_click(self.guarded(lambda: self._pin(True)))
         self.remove.on_click(self.guarded(lambda: self._pin(False)))
         self.children = [
-            w.HBox([self.strategy, self.about]),
+            row(self.strategy, self.about),
             self.param_box,
-            w.HBox([self.header, self.late, self.k, self.add, self.remove]),
+            row(self.header, self.late, self.k, self.add, self.remove),
             self.message, self.warning, self.progress, self.plot,
         ]
         self._on_strategy()

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import ipywidgets as w
+import pandas as pd
 from matplotlib.figure import Figure
 
 from workbench import report
@@ -36,7 +37,7 @@ from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, rankings
 from workbench.variant import Variant
 from workbench.viewer import around, chunk_html
-from workbench.widgets.base import PanelBase
+from workbench.widgets.base import FULL_WIDTH, PanelBase, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
@@ -54,7 +55,16 @@ from workbench.widgets.state import (
 FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then "compare"
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
+TABLE_PX = 900  # the least width of a table in the Compare tab: its text column stays a few lines tall
 PICK_TWO = "<i>pick two different measured variants</i>"
+
+
+def scrolling(table: pd.DataFrame) -> str:
+    """A table as HTML that keeps a readable width and scrolls sideways in a narrow window (its
+    text column would otherwise shrink to a word a line), while the text around it wraps:
+    contain:inline-size keeps the table's width out of the width of the box around it."""
+    return (f'<div style="overflow-x:auto;contain:inline-size"><div style="min-width:{TABLE_PX}px">'
+            f"{table.to_html(index=False, escape=True)}</div></div>")
 
 
 def _switch(description: str, tooltip: str) -> w.ToggleButtons:
@@ -104,7 +114,7 @@ class Sweeper(PanelBase):
         self.contextual_header = _switch("contextual header", "embed 'title > heading path' above each chunk")
         self.late = _switch("late chunking", "pool token embeddings of the whole document window")
         self.ranges: dict[str, w.Text] = {}
-        self.range_box = w.VBox()
+        self.range_box = w.VBox(layout=w.Layout(flex="1 1 360px", max_width="560px"))  # beside the strategies or under
         self.k = w.Dropdown(options=list(self.ks), value=default_k(self.ks), description="k",
                             layout=w.Layout(width="130px"))
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
@@ -114,26 +124,27 @@ class Sweeper(PanelBase):
         self.warning = w.HTML()  # truncated chunks among the measured variants (verdict.truncation_warning)
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
-        self.param = w.Dropdown(description="parameter")
+        self.param = w.Dropdown(description="parameter", layout=whole_label())
         self.heat_metric = w.Dropdown(options=HEAT_METRICS, value="recall", description="metric")
         self.slider = w.SelectionSlider(options=[("nothing measured", "")], description="variant", disabled=True,
                                         readout=False,  # the label is in the dropdown beside it
-                                        layout=w.Layout(width="50%"), style={"description_width": "initial"})
-        self.choice = w.Dropdown(description="", layout=w.Layout(width="45%"))
-        self.question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
+                                        layout=w.Layout(width="420px", max_width=FULL_WIDTH),
+                                        style={"description_width": "initial"})
+        self.choice = w.Dropdown(description="", layout=whole_label())
+        self.question = w.Dropdown(options=questions, description="question", layout=whole_label())
         self.viewer = w.HTML()
-        self.cmp_a = w.Dropdown(description="A")
-        self.cmp_b = w.Dropdown(description="B")
+        self.cmp_a = w.Dropdown(description="A", layout=whole_label())
+        self.cmp_b = w.Dropdown(description="B", layout=whole_label())
         self.cmp_metric = w.Dropdown(options=[("hit (retrieved = any evidence hit)", "hit"),
                                               ("recall (retrieved = recall > 0)", "recall")],
-                                     value="hit", description="retrieved by")
+                                     value="hit", description="retrieved by", layout=whole_label())
         self.cmp_summary = w.HTML()
         self.cmp_table = w.HTML()
-        self.cmp_question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
+        self.cmp_question = w.Dropdown(options=questions, description="question", layout=whole_label())
         self.cmp_chunks = w.HTML()
         self.folder = w.Text(value=str(project_dir() / "results" / "sweeper"), description="folder",
                              tooltip="where Export writes; a relative folder is taken under the project's folder",
-                             layout=w.Layout(width="100%", max_width="640px"))
+                             layout=w.Layout(flex="1 1 300px", max_width="640px"))
         self.export_button = w.Button(description="Export", icon="download",
                                       tooltip="write report.html and the tables of the variants in the panel")
 
@@ -155,21 +166,21 @@ class Sweeper(PanelBase):
             w.VBox([self.param, self.notes["parameter"], self.images["parameter"]]),
             w.VBox([self.heat_metric, self.notes["heatmap"], self.images["heatmap"]]),
             w.VBox([self.notes["budgets"], self.images["budgets"]]),
-            w.VBox([w.HBox([self.cmp_a, self.cmp_b, self.cmp_metric]), self.cmp_summary, self.cmp_table,
+            w.VBox([row(self.cmp_a, self.cmp_b, self.cmp_metric), self.cmp_summary, self.cmp_table,
                     self.cmp_question, self.cmp_chunks]),
         ])
         for i, title in enumerate(("overview", "against a parameter", "heatmap", "at equal budgets", "compare")):
             self.tabs.set_title(i, title)
         self.children = [
-            w.HBox([w.VBox([self.strategies, w.HBox([w.Label("retrievers:"), *self.retrievers.values()]),
-                            self.contextual_header, self.late]),
-                    self.range_box]),
-            w.HBox([self.k, self.run_button, self.stop_button, self.bar, self.progress]),
+            row(w.VBox([self.strategies, row(w.Label("retrievers:"), *self.retrievers.values()),
+                        self.contextual_header, self.late], layout=w.Layout(max_width="100%")),
+                self.range_box),
+            row(self.k, self.run_button, self.stop_button, self.bar, self.progress),
             self.message, self.warning,
-            w.HBox([self.slider, self.choice]),
+            row(self.slider, self.choice),
             self.tabs,
             self.question, self.viewer,
-            w.HBox([self.folder, self.export_button]),
+            row(self.folder, self.export_button),
         ]
         self._on_strategies()
         if restore:
@@ -193,7 +204,7 @@ class Sweeper(PanelBase):
         for name, p in schema.items():
             if name not in self.ranges:
                 self.ranges[name] = w.Text(description=name, placeholder=hint(p), tooltip=p.help,
-                                           layout=w.Layout(width="560px"), style={"description_width": "150px"})
+                                           layout=w.Layout(width=FULL_WIDTH), style={"description_width": "150px"})
         self.range_box.children = [self.ranges[name] for name in schema]
 
     def _restore(self) -> None:
@@ -404,7 +415,7 @@ class Sweeper(PanelBase):
             f"{(table.retrieved_by == c.a).sum()} only A. P(best recall@{c.k}) among the {len(best)} measured "
             f"variants: A {best[c.a]:.2f}, B {best[c.b]:.2f} (bootstrap over questions).")
         shown = table.assign(retrieved_by=table.retrieved_by.map(label), missed_by=table.missed_by.map(label))
-        self.cmp_table.value = shown.drop(columns=["metric", "k"]).to_html(index=False, escape=True)
+        self.cmp_table.value = scrolling(shown.drop(columns=["metric", "k"]))
         if len(table):
             with self._quietly():
                 self.cmp_question.value = table.qid.iloc[0]
@@ -421,7 +432,7 @@ class Sweeper(PanelBase):
         for side, key in (("A", c.a), ("B", c.b)):
             hits = self._rankings(key)[i][: c.k]
             parts.append(f"<h4>{side}: {html.escape(self.result.label_of(key))}</h4>"
-                         + drilldown(self.dataset, q, hits, c.k).to_html(index=False, escape=True)
+                         + scrolling(drilldown(self.dataset, q, hits, c.k))
                          + chunk_html(self.dataset, [h.span for h in hits], *around(q.answers[0]),
                                       evidence=q.answers))
         self.cmp_chunks.value = "".join(parts)
