@@ -55,7 +55,7 @@ from workbench.widgets.state import (
 FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then "compare"
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
-TABLE_PX = 900  # the least width of a table in the Compare tab: its text column stays a few lines tall
+TABLE_PX = 760  # the least width of a Compare table: its text column stays a few lines tall, and it fits a notebook
 PICK_TWO = "<i>pick two different measured variants</i>"
 
 
