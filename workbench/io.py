@@ -15,19 +15,6 @@ from typing import Any
 CACHE_DIR = Path("results/cache")  # embeddings and index entries, shared by every run that names it
 
 
-def project_dir(start: str | Path | None = None) -> Path:
-    """The project a notebook runs in, so that what a panel writes lands in the project's results/
-    whatever the kernel's working directory (notebooks/): the nearest folder at or above `start`
-    (default: the working directory) holding a pyproject.toml, else the nearest holding a results/
-    folder, else `start` itself."""
-    here = Path.cwd() if start is None else Path(start).resolve()
-    for marker in ("pyproject.toml", "results"):
-        found = next((d for d in (here, *here.parents) if (d / marker).exists()), None)
-        if found is not None:
-            return found
-    return here
-
-
 def atomic_write(path: str | Path, write: Callable[[str], Any]) -> Path:
     """Call `write(tmp_path)` on a temporary file beside `path`, then rename it over `path`.
 

@@ -16,12 +16,12 @@ import pytest
 
 from workbench.chunkers import register_function
 from workbench.dataset import Dataset
-from workbench.io import project_dir
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 from workbench.viewer import EVIDENCE
 from workbench.widgets import Sweeper, sweeper
+from workbench.widgets.base import project_dir
 from workbench.widgets.state import GridSpec, Redraw
 
 KS = (1, 3)

@@ -29,7 +29,7 @@ from workbench.dataset import Dataset, Hit, Question
 from workbench.drilldown import drilldown
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
-from workbench.io import CACHE_DIR, project_dir
+from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
 from workbench.retrieval.index import IndexStore
@@ -37,7 +37,7 @@ from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, rankings
 from workbench.variant import Variant
 from workbench.viewer import around, chunk_html
-from workbench.widgets.base import FULL_WIDTH, PanelBase, row, whole_label
+from workbench.widgets.base import FULL_WIDTH, PanelBase, project_dir, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
@@ -447,7 +447,7 @@ class Sweeper(PanelBase):
 
     def export(self) -> dict[str, Path]:
         """report.html, the tables and the figures of the variants in the panel into `folder` (a
-        relative one under the project's folder, io.project_dir, not the kernel's notebooks/): the
+        relative one under the project's folder, base.project_dir, not the kernel's notebooks/): the
         report's default figures, with those on screen (at the panel's k, axes and metric) in
         place of theirs."""
         if self.result is None:
