@@ -28,8 +28,10 @@ test: setup  ## lint (ruff: E, F, B905, I), then the test suite (real model, rea
 lab: setup  ## JupyterLab on notebooks/
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)
 
-app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) for a class
-	JUPYTER_PATH=$(CURDIR)/app $(BIN)/voila notebooks/app.ipynb --template=offline --strip_sources=True
+app: DATA ?= data/chroma_small
+app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) for a class; DATA=folder for your own
+	WORKBENCH_DATA="$(abspath $(DATA))" JUPYTER_PATH=$(CURDIR)/app $(BIN)/voila notebooks/app.ipynb --template=offline \
+		--strip_sources=True
 
 bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 cores)
 	$(BIN)/pip install -q -r requirements-bench.txt  # the LlamaIndex loop's embedding (bench only)

@@ -43,7 +43,7 @@ def through_sweep(ds: Dataset, cache: Path) -> float:
 
 def through_panel(ds: Dataset, cache: Path) -> float:
     t0 = time.perf_counter()
-    panel = Sweeper(ds, Embedder(cache_dir=cache, progress=False), cache, ks=KS, background=False)
+    panel = Sweeper(ds, Embedder(cache_dir=cache, progress=False), cache, ks=KS, background=False, restore=False)
     panel.strategies.value = ("fixed",)
     for name, text in GRID.items():
         panel.ranges[name].value = text

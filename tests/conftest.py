@@ -62,6 +62,13 @@ def tiny() -> Dataset:
 
 
 @pytest.fixture(scope="session")
+def long_log() -> Dataset:
+    """One document of about 3,000 tokens: chunks of 300 tokens exceed the model's 256 word pieces."""
+    log = Document("log.txt", "Log", " ".join(f"Station{i} logs reading{i * 7} at dusk." for i in range(400)))
+    return Dataset("log", (log,), (Question("q", "What does Station12 log?", (span_of(log, "Station12 logs"),)),))
+
+
+@pytest.fixture(scope="session")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False)
 

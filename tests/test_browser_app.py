@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
-from playwright.sync_api import Locator
+from playwright.sync_api import Locator, Page
 from test_notebook import write_dataset
 
 from workbench.dataset import Dataset
@@ -113,3 +113,70 @@ def test_panel_leaves_no_progress_bar_once_it_measured(tab: Tab, workspace: Path
                                    timeout=10_000)
         assert not output.inner_text().strip(), output.inner_text()
         assert not tab.errors
+
+
+# Visible controls and HTML views, each as [what, left, right] in CSS pixels; a hidden tab's are 0 wide and skipped.
+CONTROLS = """() => [...document.querySelectorAll(['.jupyter-widgets input', '.jupyter-widgets select',
+    '.jupyter-widgets button', '.widget-slider', '.widget-dropdown', '.widget-text', '.widget-toggle-buttons',
+    '.lm-TabBar', '.widget-html-content'].join(', '))]
+  .map(e => [e.tagName.toLowerCase() + ' ' + (e.closest('.widget-inline-hbox, .widget-toggle-buttons')?.innerText
+             || e.innerText || e.value || '').trim().slice(0, 40), e.getBoundingClientRect()])
+  .filter(([, r]) => r.width > 0).map(([what, r]) => [what, Math.round(r.left), Math.round(r.right)])"""
+# Visible single selects whose chosen label is wider than the box shows: [label, text px, room px].
+CUT_LABELS = """() => [...document.querySelectorAll('.jupyter-widgets select:not([multiple])')]
+  .filter(s => s.clientWidth > 0 && s.selectedIndex >= 0).map(s => {
+    const style = getComputedStyle(s), ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = style.font;
+    const text = s.options[s.selectedIndex].text;
+    const room = s.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return [text, Math.ceil(ctx.measureText(text).width), Math.floor(room)]; })
+  .filter(([, width, room]) => width > room)"""
+
+
+def overflowing(page: Page, width: int) -> list:
+    """The controls that reach past a `width`-pixel window, on either side."""
+    return [c for c in page.evaluate(CONTROLS) if c[1] < 0 or c[2] > width]
+
+
+def test_a_sweep_shows_whole_labels_and_every_control_fits_a_400_px_window(app: Tab) -> None:
+    """At 1280 px the dropdowns show a long variant label whole; at 400 px (a phone, a projector
+    window) no control runs off the page or is cut off, before or after the sweep."""
+    page = app.page
+    strategies = page.locator(".widget-select-multiple", has_text="strategies")
+    sweeper = page.locator(".jp-OutputArea-output").filter(has=strategies)
+    sweeper.locator("select[multiple]").select_option(["fixed", "semantic"])
+    box = sweeper.locator(".widget-text").filter(has=page.locator(".widget-label", has_text=re.compile(r"^max_size$")))
+    box.locator("input").fill("256")
+    box.locator("input").press("Enter")
+    sweeper.locator(".widget-checkbox", has_text="hybrid").locator("input").check()
+    run = sweeper.locator("button", has_text=re.compile(r"^\s*Run\s*$"))
+    run.click()
+    progress = sweeper.locator(".widget-html").filter(has_text=re.compile(r"variants ·"))
+    page.wait_for_function("el => /^(\\d+)\\/\\1 variants/.test(el.textContent.trim())",
+                           arg=progress.element_handle(timeout=RENDER_S * 1000), timeout=RENDER_S * 1000)
+    page.wait_for_function("b => !b.disabled", arg=run.element_handle(), timeout=RENDER_S * 1000)
+    long = "semantic(breakpoint_percentile=95, buffer_size=1, max_size=256)+hybrid"
+    choice = sweeper.locator(".widget-hbox").filter(has=page.locator(".widget-hslider")).locator("select")
+    choice.select_option(index=[o.replace("\xa0", " ") for o in choice.locator("option").all_inner_texts()].index(long))
+    sweeper.locator(".lm-TabBar-tab", has_text="compare").click()
+    sweeper.locator(".widget-html", has_text="B − A").wait_for(timeout=30_000)
+    app.screenshot("app-voila-swept-1280", sweeper)
+    assert not page.evaluate(CUT_LABELS), "dropdowns cut their label"
+    assert long in labels_shown(page), "the long label is not chosen anywhere"
+
+    page.set_viewport_size({"width": 400, "height": 3000})  # tall: the screenshot shows the whole sweeper
+    page.wait_for_timeout(500)  # the reflow
+    app.screenshot("app-voila-400", full_page=False)
+    assert not overflowing(page, 400), overflowing(page, 400)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    sweeper.locator(".lm-TabBar-tab", has_text="overview").click()
+    assert not overflowing(page, 400), overflowing(page, 400)
+    assert not sweeper.locator('span[style*="#b00020"]').all_inner_texts(), "the sweeper shows an error"
+    assert not app.errors
+
+
+def labels_shown(page: Page) -> list[str]:
+    """The chosen label of every visible single select."""
+    return page.evaluate("""() => [...document.querySelectorAll('.jupyter-widgets select:not([multiple])')]
+      .filter(s => s.clientWidth > 0 && s.selectedIndex >= 0)
+      .map(s => s.options[s.selectedIndex].text.replaceAll("\\u00a0", " "))""")

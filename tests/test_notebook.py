@@ -1,13 +1,18 @@
-"""The quickstart notebook, executed headless with the real model on a tiny corpus."""
+"""The notebooks, executed headless with the real model on a tiny corpus (and `make app` dry-run)."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
+import pytest
 from conftest import REPO
 from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
 
 from workbench.dataset import Dataset
 from workbench.viewer import EVIDENCE
@@ -25,12 +30,14 @@ def write_dataset(ds: Dataset, folder: Path) -> Path:
     return folder
 
 
-def execute(name: str, params: str) -> list:
-    """Run notebooks/<name> headless with its 'parameters' cell replaced; return the outputs."""
+def execute(name: str, params: str, then: Callable[[list], list[str]] = lambda cells: []) -> list:
+    """Run notebooks/<name> headless with its 'parameters' cell replaced, then the cells `then`
+    makes of its code cells (e.g. a sweep, and some of its cells once more); return the outputs."""
     nb = nbformat.read(REPO / "notebooks" / name, as_version=4)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1, f"{name} needs exactly one cell tagged 'parameters'"
     cells[0].source = params
+    nb.cells += [new_code_cell(source) for source in then([c for c in nb.cells if c.cell_type == "code"])]
     resources = {"metadata": {"path": str(REPO / "notebooks")}}
     NotebookClient(nb, timeout=600, kernel_name="python3", resources=resources).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
@@ -38,15 +45,56 @@ def execute(name: str, params: str) -> list:
     return outputs
 
 
-def test_quickstart_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:
+SWEEP = """sweeper.background = False  # as a user's Run, but in this cell
+sweeper.ranges["size"].value = "40"
+sweeper.run_button.click()"""
+SHOW = "print(repr(sweeper.ranges['size'].value), sweeper.result.labels)"
+
+
+def after_a_sweep(cells: list) -> list[str]:
+    """A sweep from the sweeper, section 7 run again, then the sweeper's cell run again."""
+    export, = (c.source for c in cells if "wb.report.export(" in c.source)
+    sweeper, = (c.source for c in cells if "wb.widgets.sweeper(" in c.source)
+    return [SWEEP, export, sweeper, SHOW]
+
+
+def app_command(*args: str) -> tuple[dict[str, str], list[str]]:
+    """What `make app` runs (dry, nothing is served): the environment it sets and the command."""
+    dry = subprocess.run(["make", "-n", "app", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    line, = (line for line in dry.replace("\\\n", " ").splitlines() if "voila " in line)
+    words = shlex.split(line)
+    env = dict(word.split("=", 1) for word in words if "=" in word and not word.startswith("-"))
+    return env, [word for word in words if "=" not in word or word.startswith("-")]
+
+
+def test_make_app_serves_the_folder_named_by_data(tiny: Dataset, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make app DATA=folder` serves the user's folder; without DATA, the bundled dataset."""
+    assert app_command()[0]["WORKBENCH_DATA"] == str(REPO / "data" / "chroma_small")
+    data = write_dataset(tiny, tmp_path / "mine")
+    env, command = app_command(f"DATA={data}")
+    assert env["WORKBENCH_DATA"] == str(data) and "notebooks/app.ipynb" in command
+    monkeypatch.setenv("WORKBENCH_DATA", env["WORKBENCH_DATA"])  # the kernel inherits it, as under Voilà
+    params = next(c.source for c in nbformat.read(REPO / "notebooks" / "app.ipynb", as_version=4).cells
+                  if "parameters" in c.metadata.get("tags", []))
+    outputs = execute("app.ipynb", f"{params}\nCACHE = {str(tmp_path / 'cache')!r}",
+                      lambda cells: ["print(ds.fingerprint, sweeper.ranges['size'].value)"])
+    assert outputs[-1].text.split(" ", 1) == [tiny.fingerprint, "128, 256, 512\n"]
+
+
+def test_quickstart_runs_end_to_end_and_exports_what_the_sweeper_measured(tiny: Dataset, tmp_path: Path) -> None:
     data = write_dataset(tiny, tmp_path / "data")
     outputs = execute("01_quickstart.ipynb", f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
-                      f"OUT = {str(tmp_path / 'out')!r}\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
+                      f"OUT = {str(tmp_path / 'out')!r}\nMAX_QUESTIONS = None\nKS = (1, 3, 5)", after_a_sweep)
     assert any("image/png" in o.get("data", {}) for o in outputs), "the overview plot was not drawn"
     assert any(EVIDENCE in o.get("data", {}).get("text/html", "") for o in outputs), "no chunk viewer"
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), "no widget panel"
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in report and tiny.fingerprint in report
+    swept = "fixed(size=40, overlap=0)"
+    assert swept in report and "fixed(size=512, overlap=0)" in report  # the sweeper's and section 2's
+    size, labels = outputs[-1].text.split(" ", 1)  # the sweeper's cell again: its grid and variants are back
+    assert size == "'40'" and swept in labels and "semantic(" in labels
 
 
 def test_tradeoffs_notebook_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> None:

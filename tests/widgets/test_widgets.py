@@ -14,12 +14,13 @@ import pytest
 
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.dataset import Dataset
+from workbench.evaluation.metrics import DEFAULT_K
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.plots import figure_to_png_bytes, overview
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
-from workbench.widgets import Panel, control, panel, read
+from workbench.widgets import Panel, Sweeper, control, panel, read
 
 KS = (1, 3)
 BASE = [Variant.make("fixed", size=16), Variant.make("fixed", size=48)]
@@ -178,3 +179,23 @@ def test_controls_carry_their_units(tiny: Dataset, embedder: Embedder, store: Pa
     assert p.params["size"].description == "size (chars)"
     p.strategy.value = "sentence"
     assert p.params["overlap"].description == "overlap (sentences)"
+
+
+def test_the_panel_and_the_sweeper_start_at_the_one_default_k(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    """Both read metrics.DEFAULT_K when it was swept (the panel once took the largest k)."""
+    ks = (1, 3, DEFAULT_K, 10)
+    assert panel(tiny, embedder, store, ks=ks).k.value == DEFAULT_K == Sweeper(tiny, embedder, store, ks=ks).k.value
+    assert panel(tiny, embedder, store, ks=KS).k.value == 3  # not swept: the largest swept k
+
+
+def test_the_panel_shows_the_chunk_count_and_warns_of_truncated_chunks(
+    long_log: Dataset, embedder: Embedder, tmp_path: Path
+) -> None:
+    p = panel(long_log, embedder, tmp_path, ks=(1,))
+    p.params["size"].value = 300  # above the model's 256 word pieces
+    row = p.result.variants.set_index("key").loc[p.selected]
+    assert row["truncated_chunks"] > 1
+    assert f"{row['chunks']} chunks, {row['truncated_chunks']} longer than the model's window" in p.message.value
+    assert "Warning: 1 of 1 variants embed truncated chunks" in p.warning.value
+    p.params["size"].value = 64
+    assert "0 longer than the model's window" in p.message.value and p.warning.value == ""

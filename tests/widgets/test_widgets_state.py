@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
+from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
@@ -20,7 +22,9 @@ from workbench.widgets.state import (
     DrawBudget,
     GridSpec,
     Redraw,
+    Restored,
     ScrubState,
+    SweeperMemory,
     SweepRun,
     hint,
     parameters,
@@ -243,3 +247,17 @@ def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, embedde
     both = run.run()
     assert run.error is None and both is not None and both.budgets == [64, 128]
     assert set(both.summary.loc[both.summary["budget"] > 0, "budget"]) == {64, 128}
+
+
+def test_the_memory_leaves_out_what_can_no_longer_be_made(tiny: Dataset, tmp_path: Path) -> None:
+    """A strategy registered in an earlier kernel and gone now leaves the grid and the variants, with its reason."""
+    memory = SweeperMemory(tmp_path / "sweeper.json", ScoreCache(tmp_path, tiny, "model", Settings(ks=KS)))
+    assert memory.load() == Restored(None, [], [])
+    gone = SweepResult(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+                       {"grid": [{"strategy": "gone", "params": {}}, Variant.make("fixed", size=16).spec()]})
+    memory.save(GridSpec(["gone", "fixed"], {"size": "16"}, ("dense", "bm25"), (False, True)), gone)
+    restored = memory.load()
+    assert restored.grid == GridSpec(("fixed",), {"size": "16"}, ("dense", "bm25"), (False, True), (False,))
+    assert restored.variants == []
+    assert restored.left_out[0].startswith("gone: unknown strategy 'gone'")
+    assert restored.left_out[1] == "fixed(size=16, overlap=0): its scores are no longer cached"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import shutil
 import threading
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import pandas as pd
 import pytest
 
 from workbench.chunkers import register_function
@@ -18,6 +21,7 @@ from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 from workbench.viewer import EVIDENCE
 from workbench.widgets import Sweeper, sweeper
+from workbench.widgets.base import project_dir
 from workbench.widgets.state import GridSpec, Redraw
 
 KS = (1, 3)
@@ -33,7 +37,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
     """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
     result each time the overview picture changed."""
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 1.0  # draw after every variant, however fast (see the budget test below)
     sw.ranges["size"].value = "16, 32"
     sw.ranges["overlap"].value = "0:8:8"
@@ -62,7 +66,7 @@ def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tup
 def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
     tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 0.0  # nothing but the first and the last
     filled: list[int] = []
     sw.images["overview"].observe(lambda _: filled.append(len(sw.result.keys)), names="value")
@@ -112,7 +116,7 @@ def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper
 def test_retrievers_and_modifiers_from_the_controls_share_the_dense_index(
     tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False)
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.ranges["size"].value = "16, 32"
     sw.retrievers["bm25"].value = True
     sw.contextual_header.value = sw.late.value = (False, True)  # "both" for each
@@ -135,7 +139,7 @@ def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, stor
         raise RuntimeError("the chunker broke")
 
     register_function("boom", boom)
-    sw = sweeper(tiny, embedder, store, ks=KS)
+    sw = sweeper(tiny, embedder, store, ks=KS, restore=False)
     sw.background = False
     sw.ranges["size"].value = "16, abc"
     sw.run_button.click()
@@ -153,7 +157,7 @@ def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, stor
 def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embedder, store: Path) -> None:
     a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
     result: SweepResult = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
-    sw = sweeper(tiny, embedder, store, result=result)
+    sw = sweeper(tiny, embedder, store, result=result, restore=False)
     assert sw.ks == KS and sw.result is result and (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)
     sw.k.value = 1
     table = sw.comparison().table(result, tiny)
@@ -183,7 +187,7 @@ def test_measure_adds_variants_from_another_panel_in_the_background(
         return [text]
 
     register_function("slow", slow)
-    sw = sweeper(tiny, embedder, store, ks=KS)
+    sw = sweeper(tiny, embedder, store, ks=KS, restore=False)
     v = Variant.make("slow")
     sw.measure([v])  # in a thread: returns while the chunker waits
     assert sw.run is not None and sw.run.running and sw.run_button.disabled
@@ -196,3 +200,95 @@ def test_measure_adds_variants_from_another_panel_in_the_background(
     sw.background = False
     sw.measure([v])
     assert sw.run.total == 0 and "1 already measured" in sw.message.value  # nothing re-run
+
+
+def test_compare_is_redone_after_every_sweep(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+    """Its choices and its P(best) "among the n measured variants" count what was swept since."""
+    a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
+    result = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
+    sw = Sweeper(tiny, embedder, store, result=result, background=False, restore=False)
+    assert "among the 2 measured variants" in sw.cmp_summary.value
+    c = Variant.make("fixed", size=40, unit="chars")
+    sw.measure([c])
+    assert "among the 3 measured variants" in sw.cmp_summary.value
+    assert [key for _, key in sw.cmp_a.options] == [a.key, b.key, c.key] == [key for _, key in sw.cmp_b.options]
+    assert (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)  # the pair chosen stays
+
+
+def test_the_sweeper_warns_of_truncated_chunks_and_what_to_do(
+    long_log: Dataset, embedder: Embedder, tmp_path: Path, swept: tuple[Sweeper, list[int]]
+) -> None:
+    assert swept[0].warning.value == ""  # chunks of 16 and 32 tokens fit the window
+    sw = Sweeper(long_log, embedder, tmp_path, ks=(1,), background=False)
+    sw.ranges["size"].value = "64, 300"
+    sw.run_button.click()
+    truncated = sw.result.variants.set_index("variant").loc["fixed(size=300, overlap=0)", "truncated_chunks"]
+    assert truncated > 1 and "#8a4b00" in sw.warning.value
+    assert "Warning: 1 of 2 variants embed truncated chunks (fixed(size=300, overlap=0)" in sw.warning.value
+    assert "256-word-piece window" in sw.warning.value and "tokenizer=model" in sw.warning.value
+
+
+def test_export_writes_under_the_projects_results_not_the_kernels_folder(
+    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notebook's kernel runs in notebooks/: the export goes to <project>/results/sweeper."""
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
+    monkeypatch.chdir(project / "notebooks")
+    sw = Sweeper(tiny, embedder, store, result=swept[0].result, background=False, restore=False)
+    assert sw.folder.value == str(project / "results" / "sweeper")
+    sw.export_button.click()
+    report = project / "results" / "sweeper" / "report.html"
+    assert report.exists() and not (project / "notebooks" / "results").exists()
+    assert f"wrote <b>{report}</b>" in sw.message.value
+    sw.folder.value = "results/other"  # relative: under the project too
+    sw.export_button.click()
+    assert (project / "results" / "other" / "report.html").exists()
+    sw.folder.value = " "
+    sw.export_button.click()
+    assert "ValueError: folder: name the folder" in sw.message.value
+
+
+def test_the_project_is_found_by_its_pyproject_else_its_results_else_the_working_folder(tmp_path: Path) -> None:
+    (tmp_path / "lone").mkdir()
+    assert project_dir(tmp_path / "lone") == tmp_path / "lone"  # neither above: where it started
+    (tmp_path / "a" / "results").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "results").mkdir(parents=True)  # a stray results/ of a notebook folder
+    (tmp_path / "a" / "b" / "c").mkdir()
+    assert project_dir(tmp_path / "a" / "b" / "c") == tmp_path / "a" / "b"
+    (tmp_path / "a" / "pyproject.toml").write_text("")
+    assert project_dir(tmp_path / "a" / "b" / "c") == tmp_path / "a"  # a pyproject.toml first
+
+
+def test_a_new_sweeper_brings_back_the_last_grid_and_its_variants_from_the_caches(
+    tiny: Dataset, embedder: Embedder, tmp_path: Path
+) -> None:
+    """Running the sweeper's cell again (a new Sweeper on the same data, model and settings)
+    shows the grid typed last and every variant measured, scores read from the score cache."""
+    first = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    assert first.result is None and first.message.value == ""  # nothing remembered yet
+    first.ranges["size"].value = "16, 48"
+    first.retrievers["bm25"].value = True
+    first.contextual_header.value = (True,)
+    first.run_button.click()
+    assert first.run is not None and first.run.error is None and len(first.result.keys) == 4
+    embedded = embedder.stats.embedded
+
+    again = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    assert again.grid() == first.grid() and again.ranges["size"].value == "16, 48"
+    assert again.result.keys == first.result.keys
+    pd.testing.assert_frame_equal(again.result.per_question, first.result.per_question)
+    assert embedder.stats.embedded == embedded and not again.result.variants["built"].any()  # from the score cache
+    assert "restored the last grid and 4 variants measured before, from the caches" in again.message.value
+    assert [key for _, key in again.slider.options] == first.result.keys and again.selected == first.result.keys[-1]
+    assert bytes(again.images["overview"].value).startswith(PNG)
+
+    assert Sweeper(tiny, embedder, tmp_path, ks=KS, restore=False).result is None  # asked to start afresh
+    assert Sweeper(tiny, embedder, tmp_path, ks=(1,)).result is None  # other settings: another memory
+    gone = first.result.variant(first.result.keys[0])
+    shutil.rmtree(again.memory.scores.path(gone))  # e.g. a code change made its scores stale
+    third = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    assert third.result.keys == first.result.keys[1:]
+    assert f"1 left out (Run measures them again), e.g. {html.escape(gone.label)}: its scores" in third.message.value

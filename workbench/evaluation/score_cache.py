@@ -49,6 +49,7 @@ class ScoreCache:
         return self.folder / variant.key
 
     def has(self, variant: Variant) -> bool:
+        """Whether the variant was measured before (entries are published whole: see the module docstring)."""
         return (self.path(variant) / "cost.json").exists()
 
     def get(self, variant: Variant) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame] | None:

@@ -15,9 +15,40 @@ from workbench.dataset import Dataset
 from workbench.errors import describe
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import resolve_store
+from workbench.sweep import SweepResult, resolve_store
+from workbench.verdict import truncation_warning
 
 ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
+WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks
+
+
+def project_dir(start: str | Path | None = None) -> Path:
+    """The project a notebook runs in, so that what a panel writes lands in the project's results/
+    whatever the kernel's working directory (notebooks/): the nearest folder at or above `start`
+    (default: the working directory) holding a pyproject.toml, else the nearest holding a results/
+    folder, else `start` itself."""
+    here = Path.cwd() if start is None else Path(start).resolve()
+    for marker in ("pyproject.toml", "results"):
+        found = next((d for d in (here, *here.parents) if (d / marker).exists()), None)
+        if found is not None:
+            return found
+    return here
+
+
+FULL_WIDTH = "calc(100% - 4px)"  # a control's share of its box: 100% less the 2 px margin each side
+
+
+def row(*children: w.Widget) -> w.HBox:
+    """Widgets side by side that wrap onto the next line when the page is narrow (a phone, a
+    class's projector at 400 px) instead of running off its edge."""
+    return w.HBox(list(children), layout=w.Layout(flex_flow="row wrap"))
+
+
+def whole_label(**layout: str) -> w.Layout:
+    """A dropdown's layout that shows its longest label whole (a variant's label such as
+    "semantic(breakpoint_percentile=95, buffer_size=1, max_size=256)+hybrid"), capped at the width
+    of the page."""
+    return w.Layout(width="max-content", max_width=FULL_WIDTH, **layout)
 
 
 class PanelBase(w.VBox):
@@ -34,6 +65,16 @@ class PanelBase(w.VBox):
         """An exception (as "Type: text", see errors.describe) or a described one, in red."""
         text = describe(error) if isinstance(error, BaseException) else error
         self.message.value = ERROR.format(html.escape(text))
+
+    @staticmethod
+    def truncation_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
+        """verdict.truncation_warning over the variants `keys` of `result` (default: all), as
+        HTML; "" when none of them embeds more than its share of truncated chunks."""
+        if result is None:
+            return ""
+        table = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
+        warning = truncation_warning(table, result.config.get("model_window"))
+        return WARNING.format(html.escape(warning)) if warning else ""
 
     def guarded(self, fn: Callable[[], Any]) -> Callable[..., None]:
         """`fn` as a widget callback (the change or button it is called with is dropped) whose

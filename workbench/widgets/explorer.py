@@ -27,7 +27,7 @@ from workbench.retrieval.index import IndexStore
 from workbench.sweep import sweep
 from workbench.variant import Variant
 from workbench.viewer import chunk_html
-from workbench.widgets.base import PanelBase
+from workbench.widgets.base import PanelBase, row, whole_label
 from workbench.widgets.explorer_state import ExplorerCut, ExplorerState
 from workbench.widgets.render import Picture
 
@@ -109,8 +109,9 @@ class Explorer(PanelBase):
         self.draws = 0
         params = get_strategy("semantic").params  # the strategy's schema: defaults and help texts
         self.doc = w.Dropdown(options=[(f"{d.title or d.doc_id} ({len(d.text):,} chars)", d.doc_id)
-                                       for d in dataset.documents], value=self.state.doc_id, description="document")
-        self.question = w.Dropdown(description="question", layout=w.Layout(width="60%"))
+                                       for d in dataset.documents], value=self.state.doc_id, description="document",
+                              layout=whole_label())
+        self.question = w.Dropdown(description="question", layout=whole_label())
         self.percentile = _slider("breakpoint percentile", int(params["breakpoint_percentile"].default), 100,
                                   params["breakpoint_percentile"].help)
         self.buffer = _slider("buffer size", params["buffer_size"].default, 5, params["buffer_size"].help)
@@ -131,11 +132,11 @@ class Explorer(PanelBase):
         self.position.observe(self.guarded(self._show_text), names="value")
         self.measure.on_click(self.guarded(self._measure))
         self.children = [
-            w.HBox([self.doc, self.sentences]),
-            w.HBox([self.percentile, self.buffer, self.min_size, self.max_size], layout=w.Layout(flex_flow="row wrap")),
-            w.HBox([self.measure, self.scores]),
+            row(self.doc, self.sentences),
+            row(self.percentile, self.buffer, self.min_size, self.max_size),
+            row(self.measure, self.scores),
             self.message, self.plot,
-            w.HBox([self.question, self.position]),
+            row(self.question, self.position),
             w.Box([self.text], layout=w.Layout(max_height="420px", overflow="auto", border="1px solid #ddd")),
         ]
         self.guarded(self._on_doc)()

@@ -20,7 +20,7 @@ import ipywidgets as w
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
-from workbench.evaluation.metrics import DEFAULT_KS
+from workbench.evaluation.metrics import DEFAULT_KS, default_k
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.params import Param
@@ -28,7 +28,7 @@ from workbench.plots import figure_to_png_bytes, overview
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, combine, sweep
 from workbench.variant import Variant
-from workbench.widgets.base import PanelBase
+from workbench.widgets.base import PanelBase, row
 from workbench.widgets.state import sweep_settings
 
 
@@ -97,15 +97,17 @@ class Panel(PanelBase):
         self.strategy = w.Dropdown(options=list(STRATEGIES), description="strategy")
         self.about = w.HTML()
         self.params: dict[str, w.ValueWidget] = {}
-        self.param_box = w.HBox(layout=w.Layout(flex_flow="row wrap"))
+        self.param_box = row()
         self.header = w.Checkbox(False, description="contextual header",
                                  tooltip="embed 'title > heading path' above each chunk's text")
         self.late = w.Checkbox(False, description="late chunking",
                                tooltip="pool token embeddings of the whole document window")
-        self.k = w.SelectionSlider(options=list(self.ks), value=self.ks[-1], description="k", continuous_update=False)
+        self.k = w.SelectionSlider(options=list(self.ks), value=default_k(self.ks), description="k",
+                                   continuous_update=False)  # the sweeper's and the report's k
         self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
         self.progress = w.Output()
+        self.warning = w.HTML()  # when the selected variant embeds truncated chunks (verdict.truncation_warning)
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
         self.strategy.observe(self.guarded(self._on_strategy), names="value")
         for modifier in (self.header, self.late):
@@ -114,10 +116,10 @@ class Panel(PanelBase):
         self.add.on_click(self.guarded(lambda: self._pin(True)))
         self.remove.on_click(self.guarded(lambda: self._pin(False)))
         self.children = [
-            w.HBox([self.strategy, self.about]),
+            row(self.strategy, self.about),
             self.param_box,
-            w.HBox([self.header, self.late, self.k, self.add, self.remove]),
-            self.message, self.progress, self.plot,
+            row(self.header, self.late, self.k, self.add, self.remove),
+            self.message, self.warning, self.progress, self.plot,
         ]
         self._on_strategy()
 
@@ -153,7 +155,10 @@ class Panel(PanelBase):
         if (self.result is None or v.key not in self.result.keys) and not self._measure(v):
             return
         self.selected = v.key
-        self.message.value = f"selected: <b>{html.escape(v.label)}</b>"
+        row = self.result.variants.set_index("key").loc[v.key]
+        self.message.value = (f"selected: <b>{html.escape(self.result.label_of(v.key))}</b>: {row['chunks']:,} chunks, "
+                              f"{row['truncated_chunks']:,} longer than the model's window")
+        self.warning.value = self.truncation_html(self.result, [v.key])
         self._draw()
 
     def _measure(self, v: Variant) -> bool:

@@ -5,6 +5,8 @@ rebuilt and which only re-highlighted, and the question-by-question comparison o
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import threading
 import time
@@ -20,7 +22,9 @@ from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.errors import describe
 from workbench.evaluation import stats
+from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
+from workbench.io import write_text
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.retrieval.index import IndexStore
@@ -195,6 +199,66 @@ def sweep_settings(result: SweepResult | None, dataset: Dataset, embedder: Embed
         if result.config.get(name) != value:
             raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
     return Settings.from_config(result.config)
+
+
+# ---------------------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a SweeperMemory brings back: the grid last typed (None: nothing remembered), the
+    variants measured before whose scores are cached, and one reason per variant left out."""
+
+    grid: GridSpec | None
+    variants: list[Variant]
+    left_out: list[str]
+
+
+@dataclass(frozen=True)
+class SweeperMemory:
+    """The last grid a sweeper ran and every variant it measured, for one dataset, model and
+    settings, as a small JSON file in the store's folder: running the sweeper's cell again (or
+    restarting the kernel) brings both back, the scores from the score cache, so nothing is
+    measured again. The file is named by what a restored variant must share to combine."""
+
+    path: Path
+    scores: ScoreCache
+
+    @classmethod
+    def of(cls, root: str | Path, dataset: Dataset, embedder: Embedder, settings: Settings) -> SweeperMemory:
+        setting = hashlib.sha256(json.dumps(settings.config(), sort_keys=True).encode()).hexdigest()[:12]
+        path = Path(root) / "sweeper" / f"{dataset.fingerprint}-{embedder.fingerprint}-{setting}.json"
+        return cls(path, ScoreCache(Path(root), dataset, embedder.fingerprint, settings))
+
+    def save(self, grid: GridSpec, result: SweepResult) -> None:
+        """Remember the grid (as typed) and the variants of `result` (their specs, config["grid"])."""
+        spec = {"strategies": list(grid.strategies), "ranges": dict(grid.ranges), "retrievers": list(grid.retrievers),
+                "contextual_header": list(grid.contextual_header), "late": list(grid.late)}
+        write_text(self.path, json.dumps({"grid": spec, "variants": result.config.get("grid", [])}, indent=1,
+                                         default=str))
+
+    def load(self) -> Restored:
+        """The remembered grid and the variants that can be restored; a variant whose strategy is
+        no longer registered, or whose scores are no longer cached (e.g. after a code change), is
+        left out with its reason; a strategy no longer registered leaves the grid."""
+        if not self.path.exists():
+            return Restored(None, [], [])
+        saved = json.loads(self.path.read_text(encoding="utf-8"))
+        g = saved["grid"]
+        grid = GridSpec(tuple(s for s in g["strategies"] if s in STRATEGIES), g["ranges"], tuple(g["retrievers"]),
+                        tuple(g["contextual_header"]), tuple(g["late"]))
+        variants, left_out = [], []
+        for spec in saved["variants"]:
+            try:
+                v = Variant.from_spec(spec)
+            except ValueError as e:
+                left_out.append(f"{spec.get('strategy')}: {e}")
+                continue
+            if self.scores.has(v):
+                variants.append(v)
+            else:
+                left_out.append(f"{v.label}: its scores are no longer cached")
+        return Restored(grid, variants, left_out)
 
 
 # ---------------------------------------------------------------------------------------- run

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import ipywidgets as w
+import pandas as pd
 from matplotlib.figure import Figure
 
 from workbench import report
@@ -36,7 +37,7 @@ from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, rankings
 from workbench.variant import Variant
 from workbench.viewer import around, chunk_html
-from workbench.widgets.base import PanelBase
+from workbench.widgets.base import FULL_WIDTH, PanelBase, project_dir, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
@@ -44,6 +45,7 @@ from workbench.widgets.state import (
     GridSpec,
     Redraw,
     ScrubState,
+    SweeperMemory,
     SweepRun,
     hint,
     parameters,
@@ -53,7 +55,16 @@ from workbench.widgets.state import (
 FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then "compare"
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
+TABLE_PX = 760  # the least width of a Compare table: its text column stays a few lines tall, and it fits a notebook
 PICK_TWO = "<i>pick two different measured variants</i>"
+
+
+def scrolling(table: pd.DataFrame) -> str:
+    """A table as HTML that keeps a readable width and scrolls sideways in a narrow window (its
+    text column would otherwise shrink to a word a line), while the text around it wraps:
+    contain:inline-size keeps the table's width out of the width of the box around it."""
+    return (f'<div style="overflow-x:auto;contain:inline-size"><div style="min-width:{TABLE_PX}px">'
+            f"{table.to_html(index=False, escape=True)}</div></div>")
 
 
 def _switch(description: str, tooltip: str) -> w.ToggleButtons:
@@ -75,11 +86,13 @@ class Sweeper(PanelBase):
         ks: Sequence[int] = DEFAULT_KS,
         result: SweepResult | None = None,
         background: bool = True,
+        restore: bool = True,
     ):
         super().__init__(dataset, embedder, store)
         self.settings = sweep_settings(result, dataset, self.embedder, ks)
         self.ks = self.settings.ks
         self.result = result
+        self.memory = SweeperMemory.of(self.store.root, dataset, self.embedder, self.settings)
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
         self.thread: threading.Thread | None = None  # the last background sweep
@@ -101,33 +114,37 @@ class Sweeper(PanelBase):
         self.contextual_header = _switch("contextual header", "embed 'title > heading path' above each chunk")
         self.late = _switch("late chunking", "pool token embeddings of the whole document window")
         self.ranges: dict[str, w.Text] = {}
-        self.range_box = w.VBox()
+        self.range_box = w.VBox(layout=w.Layout(flex="1 1 360px", max_width="560px"))  # beside the strategies or under
         self.k = w.Dropdown(options=list(self.ks), value=default_k(self.ks), description="k",
                             layout=w.Layout(width="130px"))
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
+        self.warning = w.HTML()  # truncated chunks among the measured variants (verdict.truncation_warning)
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
-        self.param = w.Dropdown(description="parameter")
+        self.param = w.Dropdown(description="parameter", layout=whole_label())
         self.heat_metric = w.Dropdown(options=HEAT_METRICS, value="recall", description="metric")
         self.slider = w.SelectionSlider(options=[("nothing measured", "")], description="variant", disabled=True,
                                         readout=False,  # the label is in the dropdown beside it
-                                        layout=w.Layout(width="50%"), style={"description_width": "initial"})
-        self.choice = w.Dropdown(description="", layout=w.Layout(width="45%"))
-        self.question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
+                                        layout=w.Layout(width="420px", max_width=FULL_WIDTH),
+                                        style={"description_width": "initial"})
+        self.choice = w.Dropdown(description="", layout=whole_label())
+        self.question = w.Dropdown(options=questions, description="question", layout=whole_label())
         self.viewer = w.HTML()
-        self.cmp_a = w.Dropdown(description="A")
-        self.cmp_b = w.Dropdown(description="B")
+        self.cmp_a = w.Dropdown(description="A", layout=whole_label())
+        self.cmp_b = w.Dropdown(description="B", layout=whole_label())
         self.cmp_metric = w.Dropdown(options=[("hit (retrieved = any evidence hit)", "hit"),
                                               ("recall (retrieved = recall > 0)", "recall")],
-                                     value="hit", description="retrieved by")
+                                     value="hit", description="retrieved by", layout=whole_label())
         self.cmp_summary = w.HTML()
         self.cmp_table = w.HTML()
-        self.cmp_question = w.Dropdown(options=questions, description="question", layout=w.Layout(width="90%"))
+        self.cmp_question = w.Dropdown(options=questions, description="question", layout=whole_label())
         self.cmp_chunks = w.HTML()
-        self.folder = w.Text(value="results/sweeper", description="folder")
+        self.folder = w.Text(value=str(project_dir() / "results" / "sweeper"), description="folder",
+                             tooltip="where Export writes; a relative folder is taken under the project's folder",
+                             layout=w.Layout(flex="1 1 300px", max_width="640px"))
         self.export_button = w.Button(description="Export", icon="download",
                                       tooltip="write report.html and the tables of the variants in the panel")
 
@@ -149,24 +166,26 @@ class Sweeper(PanelBase):
             w.VBox([self.param, self.notes["parameter"], self.images["parameter"]]),
             w.VBox([self.heat_metric, self.notes["heatmap"], self.images["heatmap"]]),
             w.VBox([self.notes["budgets"], self.images["budgets"]]),
-            w.VBox([w.HBox([self.cmp_a, self.cmp_b, self.cmp_metric]), self.cmp_summary, self.cmp_table,
+            w.VBox([row(self.cmp_a, self.cmp_b, self.cmp_metric), self.cmp_summary, self.cmp_table,
                     self.cmp_question, self.cmp_chunks]),
         ])
         for i, title in enumerate(("overview", "against a parameter", "heatmap", "at equal budgets", "compare")):
             self.tabs.set_title(i, title)
         self.children = [
-            w.HBox([w.VBox([self.strategies, w.HBox([w.Label("retrievers:"), *self.retrievers.values()]),
-                            self.contextual_header, self.late]),
-                    self.range_box]),
-            w.HBox([self.k, self.run_button, self.stop_button, self.bar, self.progress]),
-            self.message,
-            w.HBox([self.slider, self.choice]),
+            row(w.VBox([self.strategies, row(w.Label("retrievers:"), *self.retrievers.values()),
+                        self.contextual_header, self.late], layout=w.Layout(max_width="100%")),
+                self.range_box),
+            row(self.k, self.run_button, self.stop_button, self.bar, self.progress),
+            self.message, self.warning,
+            row(self.slider, self.choice),
             self.tabs,
             self.question, self.viewer,
-            w.HBox([self.folder, self.export_button]),
+            row(self.folder, self.export_button),
         ]
         self._on_strategies()
-        if result is not None:
+        if restore:
+            self.guarded(self._restore)()
+        if self.result is not None:
             self._refresh()
 
     @contextmanager
@@ -185,8 +204,39 @@ class Sweeper(PanelBase):
         for name, p in schema.items():
             if name not in self.ranges:
                 self.ranges[name] = w.Text(description=name, placeholder=hint(p), tooltip=p.help,
-                                           layout=w.Layout(width="560px"), style={"description_width": "150px"})
+                                           layout=w.Layout(width=FULL_WIDTH), style={"description_width": "150px"})
         self.range_box.children = [self.ranges[name] for name in schema]
+
+    def _restore(self) -> None:
+        """The grid and the variants measured before on this data, model and settings (the
+        memory), their scores read from the score cache: a re-run cell loses nothing."""
+        restored = self.memory.load()
+        if restored.grid is None:
+            return
+        self.set_grid(restored.grid)
+        run = SweepRun(self.dataset, restored.variants, self.embedder, self.store, self.settings, self.result)
+        self.result = run.run()
+        if run.error:
+            self.show_error(run.error)
+            return
+        back = len(restored.variants)
+        note = f"restored the last grid and {back} variant{'s' * (back != 1)} measured before, from the caches"
+        if restored.left_out:
+            note += f"; {len(restored.left_out)} left out (Run measures them again), e.g. {restored.left_out[0]}"
+        self.message.value = html.escape(note)
+
+    def set_grid(self, grid: GridSpec) -> None:
+        """Show `grid` in the controls (its strategies and retrievers that exist, its ranges as text)."""
+        if grid.strategies:
+            self.strategies.value = tuple(grid.strategies)
+        for name, values in grid.ranges.items():
+            if name in self.ranges:
+                self.ranges[name].value = values if isinstance(values, str) else ", ".join(map(str, values))
+        if set(grid.retrievers) & set(self.retrievers):
+            for name, box in self.retrievers.items():
+                box.value = name in grid.retrievers
+        self.contextual_header.value = tuple(sorted(set(grid.contextual_header)))
+        self.late.value = tuple(sorted(set(grid.late)))
 
     def grid(self) -> GridSpec:
         """The grid the controls describe."""
@@ -232,6 +282,8 @@ class Sweeper(PanelBase):
         self.progress.value = html.escape(run.progress_text())
         if run.error:
             self.show_error(run.error)
+        if run.result is not None:
+            self.memory.save(self.grid(), run.result)
         if run.result is not None and run.result is not self.result and self.budget.due(run.elapsed, not run.running):
             start = time.perf_counter()
             with self._lock:
@@ -261,6 +313,7 @@ class Sweeper(PanelBase):
             redraw = self.scrub.update(keys=self.result.keys, k=self.k.value,
                                        axes=(self.param.value, self.heat_metric.value))
             if redraw is Redraw.REBUILD:
+                self.warning.value = self.truncation_html(self.result)
                 self.pictures = {name: Picture(fig) for name, fig in self._figures().items()}
                 self._set_options()
                 self._show()
@@ -303,8 +356,7 @@ class Sweeper(PanelBase):
                 box.value = value if value in self.result.keys else options[fallback][1]
             if self.cmp_a.value == self.cmp_b.value:  # two variants as soon as there are two
                 self.cmp_b.value = options[-1][1]
-        if self.cmp_summary.value in ("", PICK_TWO):
-            self._show_comparison()
+        self._show_comparison()  # its P(best) is among every variant measured, so it is redone with each
 
     def select(self, key: str | None) -> None:
         """Highlight a measured variant (by key) in every figure and show its cuts."""
@@ -363,7 +415,7 @@ class Sweeper(PanelBase):
             f"{(table.retrieved_by == c.a).sum()} only A. P(best recall@{c.k}) among the {len(best)} measured "
             f"variants: A {best[c.a]:.2f}, B {best[c.b]:.2f} (bootstrap over questions).")
         shown = table.assign(retrieved_by=table.retrieved_by.map(label), missed_by=table.missed_by.map(label))
-        self.cmp_table.value = shown.drop(columns=["metric", "k"]).to_html(index=False, escape=True)
+        self.cmp_table.value = scrolling(shown.drop(columns=["metric", "k"]))
         if len(table):
             with self._quietly():
                 self.cmp_question.value = table.qid.iloc[0]
@@ -380,7 +432,7 @@ class Sweeper(PanelBase):
         for side, key in (("A", c.a), ("B", c.b)):
             hits = self._rankings(key)[i][: c.k]
             parts.append(f"<h4>{side}: {html.escape(self.result.label_of(key))}</h4>"
-                         + drilldown(self.dataset, q, hits, c.k).to_html(index=False, escape=True)
+                         + scrolling(drilldown(self.dataset, q, hits, c.k))
                          + chunk_html(self.dataset, [h.span for h in hits], *around(q.answers[0]),
                                       evidence=q.answers))
         self.cmp_chunks.value = "".join(parts)
@@ -394,18 +446,21 @@ class Sweeper(PanelBase):
     # ---- export -------------------------------------------------------------------------------
 
     def export(self) -> dict[str, Path]:
-        """report.html, the tables and the figures of the variants in the panel into `folder`: the
+        """report.html, the tables and the figures of the variants in the panel into `folder` (a
+        relative one under the project's folder, base.project_dir, not the kernel's notebooks/): the
         report's default figures, with those on screen (at the panel's k, axes and metric) in
         place of theirs."""
         if self.result is None:
             raise ValueError("nothing to export: run a sweep first")
+        if not self.folder.value.strip():
+            raise ValueError("folder: name the folder to export to, e.g. results/sweeper")
         swept = swept_parameters(self.result)
         names = {"overview": "overview", "parameter": f"by_{self.param.value}",
                  "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}"}
         shown = {names[n]: fig for n, fig in self._figures().items()}
-        paths = report.export(self.result, self.folder.value, report.default_figures(self.result) | shown,
+        folder = (project_dir() / Path(self.folder.value.strip()).expanduser()).resolve()  # an absolute one stays
+        paths = report.export(self.result, folder, report.default_figures(self.result) | shown,
                               dataset=self.dataset, store=self.store)
-        folder = Path(self.folder.value).resolve()
         self.message.value = (f"wrote <b>{html.escape(str(paths['report'].resolve()))}</b> and "
                               f"{len(paths) - 1} tables and figures to {html.escape(str(folder))}")
         return paths
@@ -417,7 +472,9 @@ def sweeper(
     store: IndexStore | str | Path = CACHE_DIR,
     ks: Sequence[int] = DEFAULT_KS,
     result: SweepResult | None = None,
+    restore: bool = True,
 ) -> Sweeper:
     """The sweeper panel; with `result`, its variants are shown from the start (and its ks and
-    mode are used for new ones)."""
-    return Sweeper(dataset, embedder, store, ks, result)
+    mode are used for new ones). It brings back the grid and the variants it last measured on
+    this data, model and settings (from the caches); restore=False starts with none of them."""
+    return Sweeper(dataset, embedder, store, ks, result, restore=restore)
