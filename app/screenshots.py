@@ -1,7 +1,9 @@
 """Take the README's screenshots (docs/sweeper.png, docs/explorer.png) from the app on the bundled
 data, served and driven exactly as the browser tests do (tests/browserkit.py): Voilà with the
-offline template, Debian's Chromium. Run from the repo: `.venv/bin/python app/screenshots.py`
-(about 30 s once results/cache holds the bundled corpus's embeddings, minutes before).
+offline template, Debian's Chromium; and the top of the demo's report (docs/report.png at 1280 px,
+docs/report-400.png at 400 px) when `make demo` has written results/demo/report.html. Run from the
+repo: `.venv/bin/python app/screenshots.py` (about 30 s once results/cache holds the bundled
+corpus's embeddings, minutes before).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from PIL import Image
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -59,6 +61,23 @@ def explore(page: Page) -> None:
     image.crop((0, 0, image.width, min(image.height, HEIGHT))).save(path, optimize=True)
 
 
+def report(browser: Browser) -> list[str]:
+    """The report's head as a reader sees it: 1280 px down to the end of the verdict table, and a
+    phone's 400 px down to the first figure."""
+    path = REPO / "results" / "demo" / "report.html"
+    if not path.exists():
+        return []
+    for name, width, end in (("report.png", 1280, "#verdict"), ("report-400.png", 400, "#scores")):
+        page = browser.new_page(viewport={"width": width, "height": 900}, device_scale_factor=1)
+        page.goto(path.as_uri())
+        box = page.locator(end).bounding_box()
+        assert box is not None, f"{path} has no {end}"
+        page.screenshot(path=DOCS / name, full_page=True, clip={"x": 0, "y": 0, "width": width,
+                                                                  "height": min(box["y"] + box["height"], 2400)})
+        page.close()
+    return ["report.png", "report-400.png"]
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         notebooks = Path(tmp) / "notebooks"
@@ -77,8 +96,9 @@ def main() -> None:
                 "img.widget-image[src]").wait_for()
             sweep_and_scrub(page)
             explore(page)
+            shots = ["sweeper.png", "explorer.png", *report(browser)]
             browser.close()
-    for name in ("sweeper.png", "explorer.png"):
+    for name in shots:
         print(f"{DOCS / name}: {(DOCS / name).stat().st_size // 1000} kB")
 
 
