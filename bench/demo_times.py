@@ -18,7 +18,8 @@ from pathlib import Path
 
 
 def run(cache: Path, out: Path, extra: list[str]) -> tuple[float, str]:
-    cmd = [sys.executable, "-m", "workbench", "sweep", "--cache", str(cache), "--out", str(out), "--quiet", *extra]
+    # not --quiet: its "done in" line is the summary kept (progress bars go to stderr, captured)
+    cmd = [sys.executable, "-m", "workbench", "sweep", "--cache", str(cache), "--out", str(out), *extra]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:

@@ -159,8 +159,9 @@ def test_cli_sweeps_a_bm25_variant(tiny: Dataset, tmp_path: Path, capsys: pytest
     data = write_dataset(tiny, tmp_path / "data")
     main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
           "-v", "fixed:size=24", "-v", "fixed:size=24+bm25", "-v", "fixed:size=24+hybrid", "--ks", "1", "3", "--quiet"])
-    assert "2 of 3 indexes built" in capsys.readouterr().out  # hybrid reuses the FAISS entry and the BM25 index
+    assert "Verdict on recall@3 over 4 questions" in capsys.readouterr().out  # --quiet: only the answer
     variants = pd.read_csv(tmp_path / "out" / "variants.csv")
+    assert list(variants["built"]) == [True, True, False]  # hybrid reuses the FAISS entry and the BM25 index
     assert list(variants["retriever"]) == ["dense", "bm25", "hybrid"]
     assert len(list((tmp_path / "cache" / "index").iterdir())) == 1
     assert (tmp_path / "out" / "report.html").exists()
