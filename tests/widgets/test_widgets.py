@@ -196,6 +196,6 @@ def test_the_panel_shows_the_chunk_count_and_warns_of_truncated_chunks(
     row = p.result.variants.set_index("key").loc[p.selected]
     assert row["truncated_chunks"] > 1
     assert f"{row['chunks']} chunks, {row['truncated_chunks']} longer than the model's window" in p.message.value
-    assert "Warning: 1 of 1 variants embed truncated chunks" in p.warning.value
+    assert "Warning: 1 of 1 variants embed chunks longer than" in p.warning.value
     p.params["size"].value = 64
     assert "0 longer than the model's window" in p.message.value and p.warning.value == ""

@@ -224,8 +224,9 @@ def test_the_sweeper_warns_of_truncated_chunks_and_what_to_do(
     sw.run_button.click()
     truncated = sw.result.variants.set_index("variant").loc["fixed(size=300, overlap=0)", "truncated_chunks"]
     assert truncated > 1 and "#8a4b00" in sw.warning.value
-    assert "Warning: 1 of 2 variants embed truncated chunks (fixed(size=300, overlap=0)" in sw.warning.value
-    assert "256-word-piece window" in sw.warning.value and "tokenizer=model" in sw.warning.value
+    assert ("Warning: 1 of 2 variants embed chunks longer than the 254 word pieces the model reads "
+            "(fixed(size=300, overlap=0)") in sw.warning.value
+    assert "size &lt;= 254" in sw.warning.value and "tokenizer=model" in sw.warning.value
 
 
 def test_export_writes_under_the_projects_results_not_the_kernels_folder(
