@@ -289,6 +289,9 @@ def test_a_re_export_reads_its_figures_back_and_redraws_what_changed(result: Swe
     monkeypatch.setattr(plots, "figure_to_png_bytes", lambda fig, dpi=100: drawn.append(fig) or real(fig, dpi))
     second = report.export(result, tmp_path / "b", store=store)
     assert drawn == []  # the same content: every figure read from the store
+    ran = result.variants.assign(seconds=result.variants["seconds"] + 1.5, built=False, texts_embedded=0)
+    report.export(SweepResult(result.per_question, result.summary, ran, result.config), tmp_path / "r", store=store)
+    assert drawn == []  # a re-run from the caches: only this run's seconds and counts differ
     assert [second[f"{n}.png"].read_bytes() for n in ("overview", "hit")] == \
            [first[f"{n}.png"].read_bytes() for n in ("overview", "hit")]
     keep = result.per_question["key"] == result.keys[0]  # one variant fewer: every figure shows something else

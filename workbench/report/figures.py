@@ -89,11 +89,14 @@ def default_figures(result: SweepResult, width: float = FIGURE_WIDTH) -> dict[st
 
 
 def _content_key(result: SweepResult) -> str:
-    """What the default figures are drawn from: the per-question scores, the variants, the config
-    (its date and cache counts aside) and the drawing code (plots.py, this module, matplotlib)."""
+    """What the default figures are drawn from: the per-question scores, the variants (this run's
+    seconds and cache counts aside), the config (its date and cache counts aside) and the drawing
+    code (plots.py, this module, matplotlib)."""
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
-    h.update(result.variants.to_csv(index=False).encode())
+    # a re-run from the caches differs only in what this run spent: no figure draws it
+    ran = [c for c in ("seconds", "built", "texts_embedded") if c in result.variants.columns]
+    h.update(result.variants.drop(columns=ran).to_csv(index=False).encode())
     volatile = ("date", "texts_embedded", "texts_cached", "token_pass_documents")
     h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
                         default=str).encode())
