@@ -160,3 +160,13 @@ def test_killed_writer_leaves_a_consistent_cache(tmp_path: Path) -> None:
     keys = [text_key(f"t{last}-{i}") for i in range(200)]
     got = cache.get_many(keys)
     assert [float(got[k][0]) for k in keys] == [last * 1000 + i for i in range(200)]
+
+
+def test_the_window_is_read_without_loading_the_tokenizer(cache_dir: Path) -> None:
+    """A warm sweep records the window; reading it from tokenizer.json's template loads nothing,
+    and equals what the loaded tokenizer frames a text with."""
+    fresh = Embedder(cache_dir=cache_dir)
+    window = fresh.window_tokens
+    assert "tokenizer" not in fresh.__dict__  # the cached_property never ran
+    prefix, suffix = fresh._frame
+    assert window == fresh.max_tokens - len(prefix) - len(suffix) == 254

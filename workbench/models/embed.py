@@ -249,7 +249,13 @@ class Embedder(Model):
     @cached_property
     def window_tokens(self) -> int:
         """Content tokens in one model window: `max_tokens` less the special tokens around them.
-        What one pass of token embeddings reads, and all of a chunk an embedding sees."""
+        What one pass of token embeddings reads, and all of a chunk an embedding sees. Counted
+        from tokenizer.json's template when the folder has one, so that a warm sweep, which
+        records it, need not load transformers' tokenizer (seconds)."""
+        file = self.path / "tokenizer.json"
+        post = (json.loads(file.read_text(encoding="utf-8")).get("post_processor") or {}) if file.exists() else {}
+        if post.get("type") == "TemplateProcessing":
+            return self.max_tokens - sum("SpecialToken" in part for part in post["single"])
         prefix, suffix = self._frame
         return self.max_tokens - len(prefix) - len(suffix)
 
