@@ -10,7 +10,7 @@ import pytest
 from workbench import registries
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.ingest import load_dataset
-from workbench.models.embed import Embedder
+from workbench.models.embed import Embedder, default_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -71,6 +71,29 @@ def long_log() -> Dataset:
 @pytest.fixture(scope="session")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False)
+
+
+def save_cross_encoder(folder: Path, seed: int) -> Path:
+    """A 2-layer BERT cross-encoder (one relevance logit, random weights) with MiniLM's word pieces,
+    saved as a sentence-transformers CrossEncoder folder: no cross-encoder ships its weights on
+    PyPI and nothing may download, so the reranker tests build their own (its scores mean nothing)."""
+    import torch
+    from sentence_transformers import CrossEncoder
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()), local_files_only=True)
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    CrossEncoder(str(folder), local_files_only=True).save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_cross_encoder(tmp_path_factory.mktemp("ce") / "tiny-ce", seed=0)
 
 
 @pytest.fixture(scope="session")

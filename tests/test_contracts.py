@@ -184,13 +184,16 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> IndexStore:
 
 
 CHUNKINGS = {"fixed": {"size": 32}, "parent_child": {"child_size": 16, "parent_size": 64}}  # parents: spans collapse
+NEEDED = {"rerank": lambda request: {"model": str(request.getfixturevalue("cross_encoder"))}}  # params with no default
 
 
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
 @pytest.mark.parametrize("name", list(STAGES))
 def test_every_stage_returns_at_most_k_distinct_spans_best_first(name: str, chunking: str, tiny: Dataset,
-                                                                 embedder: Embedder, store: IndexStore) -> None:
-    variant = Variant.make(chunking, retrieval=[name], **CHUNKINGS[chunking])
+                                                                 embedder: Embedder, store: IndexStore,
+                                                                 request: pytest.FixtureRequest) -> None:
+    params = NEEDED[name](request) if name in NEEDED else {}
+    variant = Variant.make(chunking, retrieval=[(name, params)], **CHUNKINGS[chunking])
     index = store.get(variant, tiny, embedder)
     vectors = embedder.encode([q.question for q in tiny.questions])
     for k in (1, 3, len(index.chunks) + 5):

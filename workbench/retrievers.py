@@ -34,6 +34,7 @@ class Index(Protocol):
     and the resources its `needs` attached."""
 
     lexical: Any  # retrieval.bm25.LexicalIndex, for stages that need "bm25"
+    rerankers: Any  # models.rerank.Rerankers, for stages that need "rerankers"
     chunks: Sequence[Any]  # chunkers.Chunk per row, for stages that read the spans (auto_merge)
 
     def dense(self, vectors: np.ndarray, depth: int | None,
@@ -68,13 +69,15 @@ class Stage:
     params: Mapping[str, Param]
     help: str
     first: bool = True  # ranks the chunks itself (else it reorders the rankings of the stage before)
-    needs: tuple[str, ...] = ()  # index resources beside the FAISS index: "bm25"
+    needs: tuple[str, ...] = ()  # index resources beside the FAISS index: "bm25", "rerankers"
+    models: tuple[str, ...] = ()  # parameters naming a model, whose fingerprint keys the scores (a reranker)
     embeds: bool = True  # ranks by the chunks' vectors (so a chunk longer than the model's window ranks by its head)
     wants: Callable[[dict[str, Any], int | None], int | None] | None = None  # candidates asked of the stage before
     version: int = 1  # bump when its rankings for the same parameters change: re-keys its variants
+    check: Callable[[dict[str, Any]], None] | None = None  # cross-parameter rules, run when a variant is made
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return resolve(f"stage {self.name!r}", self.params, params)
+        return resolve(f"stage {self.name!r}", self.params, params, self.check)
 
 
 STAGES: dict[str, Stage] = {}
@@ -83,7 +86,7 @@ DENSE = "dense"  # the stage of a variant that names none
 
 def stage(name: str, help: str, params: Mapping[str, Param] | None = None,
           **options: Any) -> Callable[[StageFn], StageFn]:
-    """Register `fn` as the retrieval stage `name` (options: first, needs, embeds, wants, version)."""
+    """Register `fn` as the retrieval stage `name` (options: first, needs, models, embeds, wants, version, check)."""
     def register(fn: StageFn) -> StageFn:
         add_entry(STAGES, "retrieval stage", name, Stage(name, fn, dict(params or {}), help, **options))
         return fn

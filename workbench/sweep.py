@@ -30,7 +30,7 @@ from workbench.evaluation.scoring import HIT_COLUMNS, hits_table, score
 from workbench.evaluation.settings import MUST_MATCH, Settings
 from workbench.io import CACHE_DIR, atomic_write, write_text
 from workbench.models.embed import Embedder
-from workbench.retrieval.index import IndexStore
+from workbench.retrieval.index import IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, token_cache
 from workbench.retrieval.search import queries, ranked_for, search
 from workbench.variant import Variant
@@ -274,8 +274,12 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
         index = (preview_index(variant, dataset, context.embedder, tokens) if s.preview
                  else context.store.get(variant, dataset, context.embedder))
     qs = queries(index, dataset.questions, qvecs, s.mode)
+    rerankers = index.rerankers = context.store.rerankers if "rerankers" in needs(variant) else None
+    before = rerankers.seconds if rerankers else 0.0
     ranked = ranked_for(index, variant.stages, qs, s.ks, s.budgets, s.budget_encoding)
-    measured = Measured(score(dataset.questions, ranked, index.spans, s, bounds), index.cost,
+    cost = index.cost | ({"rerank_seconds_per_question": round((rerankers.seconds - before) / len(qs), 4)}
+                         if rerankers else {})
+    measured = Measured(score(dataset.questions, ranked, index.spans, s, bounds), cost,
                         hits_table(dataset.questions, ranked, max(s.ks)))
     if context.scores:
         context.scores.put(variant, measured.scores, measured.cost, measured.hits)

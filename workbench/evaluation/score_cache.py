@@ -24,11 +24,12 @@ from workbench.dataset import Dataset
 from workbench.evaluation import metrics, scoring
 from workbench.evaluation.settings import Settings
 from workbench.io import publish, source_fingerprint
-from workbench.retrieval import bm25, index, search, stages
+from workbench.models.rerank import reranker_fingerprint
+from workbench.retrieval import bm25, index, rerank, search, stages
 from workbench.variant import Variant
 
 # what turns an index into rankings (the stages and the depth rule) and rankings into scores
-_CODE = (metrics, scoring, index, bm25, retrievers, stages, search)
+_CODE = (metrics, scoring, index, bm25, retrievers, stages, rerank, search)
 
 
 @cache
@@ -46,7 +47,11 @@ class ScoreCache:
             f"{dataset.fingerprint}-{model_fingerprint}-{hashlib.sha256(setting.encode()).hexdigest()[:12]}")
 
     def path(self, variant: Variant) -> Path:
-        return self.folder / variant.key
+        """The variant's entry: its key, and the fingerprints of the models its stages name (a
+        reranker's files are not in the key, which names them by path)."""
+        models = [reranker_fingerprint(value) for name, params, _ in variant.stages for param, value in params
+                  if param in retrievers.get_stage(name).models and value is not None]
+        return self.folder / "-".join([variant.key, *models])
 
     def has(self, variant: Variant) -> bool:
         """Whether the variant was measured before (entries are published whole: see the module docstring)."""

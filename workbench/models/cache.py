@@ -83,3 +83,21 @@ class VectorCache(ContentCache):
 
     def from_bytes(self, blob: bytes) -> np.ndarray:
         return np.frombuffer(blob, dtype=np.float32)
+
+
+class RerankCache(ContentCache):
+    """sha256(question, passage) -> the reranker's float score, one file per reranker fingerprint."""
+
+    table = "score"
+
+    def to_bytes(self, value: float) -> bytes:
+        return np.float64(value).tobytes()
+
+    def from_bytes(self, blob: bytes) -> float:
+        return float(np.frombuffer(blob, dtype=np.float64)[0])
+
+
+def pair_key(question: str, passage: str) -> bytes:
+    """The row key of a (question, passage) pair: no pair of other texts can share it (a NUL
+    separates them, and neither text is changed)."""
+    return text_key(f"{len(question)}\0{question}\0{passage}")

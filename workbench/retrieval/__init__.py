@@ -3,4 +3,5 @@
 # isort: off
 from workbench.retrieval import stages  # noqa: F401  (registers dense, bm25 and hybrid in workbench.retrievers)
 from workbench.retrieval import automerge  # noqa: F401  (registers auto_merge, after the first stages)
+from workbench.retrieval import rerank  # noqa: F401  (registers rerank)
 # isort: on

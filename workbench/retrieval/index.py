@@ -25,6 +25,7 @@ from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.embed import Embedder
+from workbench.models.rerank import Rerankers
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
@@ -65,11 +66,12 @@ def overlap_chars(chunks: Sequence[Chunk]) -> int:
 
 class ChunkIndex:
     """A variant's chunks, their returned spans and token sizes, the FAISS index over them and the
-    resources its retrieval stages need (`lexical`: the BM25 index over the same chunks). It
+    resources its retrieval stages need (`lexical`: the BM25 index over the same chunks; `rerankers`). It
     searches densely and turns rankings into hits; the stages (workbench.retrieval.stages) decide
     what is ranked."""
 
     lexical: LexicalIndex | None = None  # attached by IndexStore.get for the stages that need "bm25"
+    rerankers: Rerankers | None = None  # attached by IndexStore.get for the stages that need "rerankers"
 
     def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
         self.chunks = chunks
@@ -138,6 +140,7 @@ class IndexStore:
 
     def __init__(self, root: str | Path = CACHE_DIR):
         self.root = Path(root)
+        self.rerankers = Rerankers(self.root)  # loaded on first use, their scores cached under root
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring)."""
@@ -162,6 +165,8 @@ class IndexStore:
                 index.lexical = LexicalIndex.build(embed_texts(index.chunks))  # what dense embeds, header included
                 publish(folder, index.lexical.save)
                 index.cost["built"] = True
+        if "rerankers" in needs(variant):
+            index.rerankers = self.rerankers
         return index
 
     @staticmethod
