@@ -21,6 +21,7 @@ from workbench.errors import describe
 from workbench.evaluation import metrics
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.evaluation.settings import MODES, Settings
+from workbench.gate import DEFAULT_MAX_DROP
 from workbench.ingest import load_dataset
 from workbench.io import CACHE_DIR
 from workbench.models.base import DEVICES, resolve_device
@@ -46,6 +47,7 @@ DEMO_GRID = (
     "semantic:breakpoint_percentile=95,max_size=256",
 )
 
+DEMO_OUT = Path("results/demo")
 TOP = 5  # variants in the table a run ends with (--top)
 WIDTH = 100  # columns the verdict's sentences are wrapped to
 CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
@@ -99,6 +101,31 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _sweep_arguments(s)
+    g = sub.add_parser(
+        "check",
+        help="a CI gate: compare each variant with a baseline run, paired, and exit 1 on a real drop",
+        description="Sweep the variants (from the caches when they were measured) with the same options as "
+        "`sweep`, or read a saved run with --current, and compare each variant with the same variant of the "
+        "--baseline run on the questions both answered. A variant fails when the confidence interval of its "
+        "difference lies below zero and the drop exceeds --max-drop; a baseline variant not measured fails "
+        "too. Exit status: 0 pass, 1 fail, 2 error.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g.add_argument("--baseline", type=Path, required=True, help="a saved run (`sweep --out`) to compare against")
+    g.add_argument("--current", type=Path, help="a saved run to check instead of sweeping")
+    g.add_argument("--metric", choices=metrics.METRICS, default="recall", help="metric compared (default: %(default)s)")
+    g.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="its cut-off (default: %(default)s)")
+    g.add_argument("--max-drop", type=float, default=DEFAULT_MAX_DROP,
+                   help="largest real drop of the metric that passes, absolute (default: %(default)s)")
+    _sweep_arguments(g, out=Path("results/check"))
+    sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
+    return p
+
+
+def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
+    """The options of a sweep (`sweep`, and `check` when it sweeps)."""
     s.add_argument("--data", type=Path, default=Path("data/chroma_small"),
                    help="dataset folder: corpus.jsonl + questions.jsonl, or .md/.txt files + questions.jsonl "
                    "(default: %(default)s)")
@@ -106,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--strict", action="store_true",
                    help="stop with an error when any file of --data is skipped (unknown type, binary, unreadable, "
                    "empty) instead of warning")
-    s.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder (default: %(default)s)")
+    s.add_argument("--out", type=Path, default=out, help="output folder (default: %(default)s)")
     s.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
                    help="a variant to sweep (repeatable); see below. Default: the demo grid")
     s.add_argument("--grid", type=Path, help="JSON file with a list of variants (added to --variant)")
@@ -135,13 +162,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
                    "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
                    "confirm the best with the command it prints (the same options, --out <out>-confirm)")
-    s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
+    if out == DEMO_OUT:  # a check writes tables only
+        s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
     s.add_argument("--top", type=int, default=TOP, metavar="N",
                    help="variants in the table the run ends with, best first (default: %(default)s)")
     s.add_argument("--quiet", action="store_true",
                    help="print only the verdict and the top-N table (errors still go to stderr)")
-    sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
-    return p
 
 
 def _print_params(params: Mapping[str, Param]) -> None:
@@ -168,7 +194,9 @@ def _strategies() -> None:
         _print_params(stage.params)
 
 
-def _sweep(args: argparse.Namespace) -> None:
+def _measure(args: argparse.Namespace) -> SweepResult:
+    """The sweep the options describe, saved to --out (with plots and the report unless --no-report),
+    with its progress and the paths it wrote printed unless --quiet."""
     from workbench.estimate import estimate
     from workbench.retrieval.index import IndexStore
     from workbench.sweep import sweep
@@ -219,7 +247,7 @@ def _sweep(args: argparse.Namespace) -> None:
             print(textwrap.fill(line, WIDTH, subsequent_indent="  "))
         result = sweep(dataset, variants, settings, embedder=embedder, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
-        if args.no_report:
+        if getattr(args, "no_report", True):
             paths = result.save(args.out)
         else:
             from workbench.report import export
@@ -234,7 +262,59 @@ def _sweep(args: argparse.Namespace) -> None:
             best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
             print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
         print()
-    print("\n".join(answer(result, args.top)))
+    return result
+
+
+def _sweep(args: argparse.Namespace) -> None:
+    print("\n".join(answer(_measure(args), args.top)))
+
+
+def _gate(args: argparse.Namespace) -> tuple[pd.DataFrame, SweepResult, SweepResult]:
+    from workbench.gate import compare
+    from workbench.sweep import SweepResult
+
+    try:
+        baseline = SweepResult.load(args.baseline)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: --baseline: {e}") from e
+    if args.current:
+        try:
+            current = SweepResult.load(args.current)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"error: --current: {e}") from e
+    else:
+        current = _measure(args)
+    try:
+        return compare(baseline, current, args.metric, args.k, args.max_drop), baseline, current
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from e
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Exit 1 when a variant dropped (see workbench.gate), after printing the comparison; 2 on an
+    error, so a CI job tells a failed gate from a broken one."""
+    try:
+        table, baseline, current = _gate(args)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            raise SystemExit(2) from None
+        raise
+    for what in ("dataset_fingerprint", "model_fingerprint"):
+        if baseline.config.get(what) != current.config.get(what):
+            print(f"note: the runs differ in {what.split('_')[0]} ({baseline.config.get(what)} -> "
+                  f"{current.config.get(what)}); each variant is compared on the questions both answered")
+    shown = table.drop(columns="key").rename(columns={"n": "questions"})
+    print(shown.to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep=""))
+    drops, missing = (int((table["status"] == s).sum()) for s in ("drop", "missing"))
+    from workbench.gate import failed
+
+    if failed(table):
+        print(f"FAIL: {drops} variant(s) dropped {args.metric}@{args.k} by more than {args.max_drop} with the "
+              f"interval below 0; {missing} baseline variant(s) not measured")
+        raise SystemExit(1)
+    print(f"PASS: no variant's {args.metric}@{args.k} dropped by more than {args.max_drop} "
+          f"({len(table)} compared or new)")
 
 
 def _wrote(folder: Path, paths: dict[str, Path]) -> str:
@@ -326,6 +406,8 @@ def main(argv: list[str] | None = None) -> None:
     args.argv = sys.argv[1:] if argv is None else argv  # kept in the result, to run it again
     if args.command == "strategies":
         _strategies()
+    elif args.command == "check":
+        _check(args)
     else:
         _sweep(args)
 

@@ -173,6 +173,25 @@ class SweepResult:
         return paths
 
 
+    @classmethod
+    def load(cls, folder: str | Path) -> SweepResult:
+        """A result as `save` wrote it (e.g. a baseline kept for `workbench check`); a missing or
+        unreadable table is named."""
+        out = Path(folder)
+        if not (out / "config.json").is_file():
+            raise FileNotFoundError(f"{out}: not a saved sweep result (no config.json; `python -m workbench sweep "
+                                    "--out` writes one)")
+        tables = {}
+        for name, read in (("summary.csv", pd.read_csv), ("variants.csv", pd.read_csv),
+                           ("per_question.parquet", pd.read_parquet), ("hits.parquet", pd.read_parquet)):
+            try:
+                tables[name] = read(out / name)
+            except (OSError, ValueError) as e:
+                raise ValueError(f"{out / name}: cannot read the saved table ({e})") from e
+        return cls(tables["per_question.parquet"], tables["summary.csv"], tables["variants.csv"],
+                   json.loads((out / "config.json").read_text(encoding="utf-8")), tables["hits.parquet"])
+
+
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name in _VERSIONED:

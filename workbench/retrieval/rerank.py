@@ -1,8 +1,9 @@
 """The `rerank` stage: the stage before ranks, a reranker (workbench.models.rerank) rescores its
 top `n` chunks against the question, and those n come first in the reranker's order; the rest
 keep the first stage's order after them (each given the last reranked score, so scores stay finite
-and best first), so a cut-off k > n still finds k chunks. The reranker reads what the index holds for a chunk (its embedded text, header
-included), as BM25 does. Every question's pairs are scored in one batched call."""
+and best first), so a cut-off k > n still finds k chunks. The reranker reads what the index holds
+for a chunk (its embedded text, header included), as BM25 does. Every question's pairs are scored
+in one batched call."""
 
 from __future__ import annotations
 
