@@ -22,16 +22,16 @@ from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
 from workbench.variant import Variant, parse_variant
 from workbench.viewer import EVIDENCE, chunk_style
-from workbench.widgets.base import Guarded, row
+from workbench.widgets.base import FULL_WIDTH, Guarded, row
 from workbench.widgets.labeler_state import LabelerState, Piece
 
 LABELLED = "border-bottom:2px dotted #15803d;"  # evidence of a saved question
 MATCH = "background:#fde047;"  # the current search match
 CUT = "box-shadow:inset 2px 0 #1d4ed8;"  # where a chunk starts
 CSS = """
-.wb-labeler-text { position: relative; white-space: pre-wrap; overflow-wrap: anywhere;
-  font-family: var(--jp-code-font-family, monospace); font-size: 13px; line-height: 1.6; height: 360px; overflow: auto;
-  padding: 6px 10px; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; color: #111827; }
+.wb-labeler-text { position: relative; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 14px;
+  font-family: var(--jp-content-font-family, sans-serif); line-height: 1.7; min-height: 120px; max-height: 380px;
+  overflow: auto; padding: 8px 12px; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; color: #111827; }
 .wb-labeler-text:focus { outline: 2px solid #93c5fd; }
 """
 
@@ -77,10 +77,10 @@ class Labeler(Guarded):
         self.view = DocumentView()
         self._listing = False
         self._drawn = self.state.doc_id
-        self.filter = w.Text(placeholder="filter by id or title", layout=w.Layout(width="100%"))
-        self.docs = w.Select(rows=14, layout=w.Layout(width="100%"))
+        self.filter = w.Text(placeholder="filter by id or title", layout=w.Layout(width=FULL_WIDTH))
+        self.docs = w.Select(rows=14, layout=w.Layout(width=FULL_WIDTH))
         self.search = w.Text(placeholder="search the text, Enter", continuous_update=False,
-                             layout=w.Layout(width="100%"))
+                             layout=w.Layout(width=FULL_WIDTH))
         self.found = w.HTML()
         prev, nxt = _button("◀", "previous match"), _button("▶", "next match")
         self.title = w.HTML()
@@ -89,13 +89,13 @@ class Labeler(Guarded):
                               description="chunks of", style={"description_width": "initial"})
         self.selected = w.HTML("Select text in the document, then press <b>Add evidence</b>.")
         self.question = w.Textarea(placeholder="Type the question this evidence answers",
-                                   layout=w.Layout(width="100%", height="3.2em"))
+                                   layout=w.Layout(width=FULL_WIDTH, height="3.2em"))
         add = _button("Add evidence", "add the selected text to this question's evidence", "primary")
         remove = _button("Remove evidence", "remove the evidence chosen in the list below")
         save = _button("Save label", f"save the question to {self.state.path}", "success")
         new = _button("New", "start a new question (Undo brings this one back)")
-        self.evidence = w.Select(rows=4, layout=w.Layout(width="100%"))
-        self.labels = w.Select(rows=7, layout=w.Layout(width="100%"))
+        self.evidence = w.Select(rows=4, layout=w.Layout(width=FULL_WIDTH))
+        self.labels = w.Select(rows=7, layout=w.Layout(width=FULL_WIDTH))
         edit = _button("Edit", "load the chosen label into the editor")
         delete = _button("Delete", "delete the chosen label", "danger")
         self.undo_button = _button("Undo", "take back the last action")
@@ -118,17 +118,18 @@ class Labeler(Guarded):
         self.undo_button.on_click(self.guarded(self._undo))
 
         browse = w.VBox([w.HTML("<b>Documents</b>"), self.filter, self.docs, w.HTML("<b>Search</b>"), self.search,
-                         row(prev, nxt, self.found)], layout=w.Layout(width="300px", min_width="220px"))
+                         row(prev, nxt, self.found)], layout=w.Layout(width="280px", margin="0 16px 0 0"))
         reading = w.VBox([row(self.title, self.variant), self.view, self.selected],
                          layout=w.Layout(flex="1 1 0", min_width="320px"))
         writing = w.VBox([w.HTML("<b>Question</b>"), self.question, row(add, remove, save, new),
-                          w.HTML("Evidence of this question"), self.evidence], layout=w.Layout(flex="1 1 0"))
+                          w.HTML("Evidence of this question"), self.evidence],
+                         layout=w.Layout(flex="1 1 0", min_width="320px", margin="0 16px 0 0"))
         listing = w.VBox([w.HTML("<b>Labels</b>"), self.labels, row(edit, delete, self.undo_button)],
-                         layout=w.Layout(flex="1 1 0"))
+                         layout=w.Layout(flex="1 1 0", min_width="320px"))
         self.children = [w.HTML(f"<b>Labeller</b> · {len(self.state.docs)} documents · saves to "
                                 f"<code>{html.escape(str(self.state.path))}</code>"),
-                         w.HBox([browse, reading], layout=w.Layout(flex_flow="row wrap", gap="12px")),
-                         w.HBox([writing, listing], layout=w.Layout(flex_flow="row wrap", gap="12px")),
+                         w.HBox([browse, reading], layout=w.Layout(flex_flow="row wrap")),
+                         w.HBox([writing, listing], layout=w.Layout(flex_flow="row wrap", margin="12px 0 0 0")),
                          self.message, self.status]
         self.guarded(self._refresh)()
 
@@ -152,7 +153,7 @@ class Labeler(Guarded):
     def _save(self) -> None:
         label = self.state.commit()
         self._refresh(f"saved {label.qid} ({len(label.answers)} span{'s' * (len(label.answers) != 1)}) to "
-                      f"{self.state.path.name} · {len(self.state.labels)} questions")
+                      f"{self.state.path.name}")
 
     def _edit(self) -> None:
         if self.labels.value is None:
@@ -166,7 +167,7 @@ class Labeler(Guarded):
         if self.labels.value is None:
             raise ValueError("choose a label to delete first")
         qid = self.labels.value
-        self._act(lambda: self.state.delete(qid), f"deleted {qid} · {len(self.state.labels) - 1} questions")
+        self._act(lambda: self.state.delete(qid), f"deleted {qid}")
 
     def _undo(self) -> None:
         self._refresh(f"undid: {self.state.undo()}")
@@ -268,8 +269,9 @@ class Labeler(Guarded):
                                                                        else ""), lab.qid) for lab in s.labels]
         self.undo_button.disabled = not s.can_undo
         editing = f"editing {s.draft.qid}" if s.draft.qid else "new question"
+        saved = f"{len(s.labels)} question{'s' * (len(s.labels) != 1)} saved in {html.escape(s.path.name)}"
         self.status.value = (f"<span style='color:#555'>{editing} · {len(ev)} evidence span{'s' * (len(ev) != 1)} · "
-                             f"{len(s.labels)} questions saved in {html.escape(s.path.name)}</span>")
+                             f"{saved}</span>")
         self.message.value = html.escape(done)
 
 
