@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -26,6 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "results" / "screenshots"
@@ -141,6 +143,32 @@ def set_parameters(notebook: Path, source: str) -> None:
         raise ValueError(f"{notebook} needs exactly one cell tagged 'parameters', found {len(cells)}")
     cells[0].source = source
     nbformat.write(nb, notebook)
+
+
+# Every code cell has run once: a number in each prompt, none queued or running ("[*]").
+ALL_RAN = """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
+  return p.length > 0 && p.every(e => /^\\[\\d+\\]:$/.test(e.textContent.trim())); }"""
+STARTED = ("() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]"
+           ".some(e => /[*\\d]/.test(e.textContent))")
+
+
+def run_all(page: Page, url: str, timeout_s: float) -> None:
+    """Open the notebook at `url` in Lab, wait for its kernel, run all cells and wait until every one ran."""
+    page.goto(url)
+    idle = page.get_by_text(re.compile(r"^Python 3 \(ipykernel\) \| Idle$"))  # the status bar's kernel item
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=timeout_s * 1000)
+    idle.wait_for(timeout=timeout_s * 1000)
+    for _ in range(5):  # right after start-up Lab may ignore the command: run again until it starts
+        page.locator(".jp-Notebook .jp-Cell").first.click()  # Run All acts on the notebook in focus
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        try:
+            page.wait_for_function(STARTED, timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    page.wait_for_function(ALL_RAN, timeout=timeout_s * 1000)
+    idle.wait_for(timeout=timeout_s * 1000)
 
 
 def free_port() -> int:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 from playwright.sync_api import Locator
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_notebook import write_dataset
 
 from workbench.dataset import Dataset
@@ -21,39 +20,19 @@ pytest_plugins = ["browserkit"]
 
 NOTEBOOK = "01_quickstart.ipynb"
 RUN_S = 240  # kernel start, model load and the notebook's sweep on the tiny corpus
-# Every code cell has run once: a number in each prompt, none queued or running ("[*]").
-ALL_RAN = """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
-  return p.length > 0 && p.every(e => /^\\[\\d+\\]:$/.test(e.textContent.trim())); }"""
-STARTED = ("() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]"
-           ".some(e => /[*\\d]/.test(e.textContent))")
 
 
 @pytest.fixture
 def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset) -> Tab:
     """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end."""
-    from browserkit import set_parameters
+    from browserkit import run_all, set_parameters
 
     data = workspace / "tiny"
     if not data.exists():  # the workspace lives for the session; each test reruns the notebook
         write_dataset(tiny, data)
     set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = '../results/cache'\n"
                    "OUT = '../results/quickstart'\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
-    page = tab.page
-    page.goto(f"{lab.url}lab/tree/{NOTEBOOK}")
-    idle = page.get_by_text(re.compile(r"^Python 3 \(ipykernel\) \| Idle$"))  # the status bar's kernel item
-    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_S * 1000)
-    idle.wait_for(timeout=RUN_S * 1000)
-    for attempt in range(5):  # right after start-up Lab may ignore the command: run again until it starts
-        page.locator(".jp-Notebook .jp-Cell").first.click()  # Run All acts on the notebook in focus
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-        try:
-            page.wait_for_function(STARTED, timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            continue
-    page.wait_for_function(ALL_RAN, timeout=RUN_S * 1000)
-    idle.wait_for(timeout=RUN_S * 1000)
+    run_all(tab.page, f"{lab.url}lab/tree/{NOTEBOOK}", RUN_S)
     tab.screenshot("lab-quickstart-ran", full_page=False)
     return tab
 

@@ -29,11 +29,14 @@ from workbench.variant import Variant, grid, parse_variant
 # matplotlib/ipywidgets load on use; the name under `wb.` -> its module
 _LAZY = {"drilldown": "drilldown", "metrics": "evaluation.metrics", "plots": "plots", "report": "report",
          "stats": "evaluation.stats", "viewer": "viewer", "widgets": "widgets"}
+_LAZY_NAMES = {"Labeler": "widgets.labeler"}  # a class under `wb.` -> its module, loaded on use like _LAZY
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(f"workbench.{_LAZY[name]}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f"workbench.{_LAZY_NAMES[name]}"), name)
     raise AttributeError(f"module 'workbench' has no attribute {name!r}")
 
 
@@ -41,5 +44,5 @@ __all__ = [
     "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
     "Question", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "load_dataset", "parse_variant",
     "rankings", "register_factory", "register_function", "register_node_parser", "sweep", "sweep_steps",
-    "unregister", *sorted(_LAZY),
+    "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
 ]

@@ -9,7 +9,7 @@ so it renders in a notebook and in any saved page alike.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -41,18 +41,10 @@ def chunk_html(
         raise ValueError(f"passage [{start}, {end}) is empty or out of range for {doc_id!r} (len {len(text)})")
     mine = [(i, c) for i, c in enumerate(chunks) if c.doc_id == doc_id and c.start < end and c.end > start]
     marks = [e for e in evidence if e.doc_id == doc_id]
-    cuts = sorted({start, end, *(x for _, c in mine for x in (c.start, c.end) if start < x < end),
-                   *(x for e in marks for x in (e.start, e.end) if start < x < end)})
     rank = {i: n for n, (i, _) in enumerate(mine)}  # colour by order within the passage
     out = []
-    for a, b in pairwise(cuts):
-        holders = [i for i, c in mine if c.start <= a and b <= c.end]
-        if len(holders) > 1:
-            style = f"background:{OVERLAP};"
-        elif holders:
-            style = f"background:{COLORS[rank[holders[0]] % 2]};"
-        else:
-            style = ""
+    for a, b, holders in pieces(mine, start, end, [x for e in marks for x in (e.start, e.end)]):
+        style = chunk_style(holders, rank)
         if any(e.start <= a and b <= e.end for e in marks):
             style += EVIDENCE
         tip = ", ".join(f"chunk {i} [{chunks[i].start}, {chunks[i].end})" for i in holders) or "in no chunk"
@@ -62,6 +54,24 @@ def chunk_html(
     return (f'<div style="font-size:0.85em;color:#555">{html.escape(doc_id)} [{start}, {end}): {len(mine)} chunks. '
             f'{legend}</div><div style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
             + CUT * (ellipsis and start > 0) + "".join(out) + CUT * (ellipsis and end < len(text)) + "</div>")
+
+
+def pieces(
+    mine: Sequence[tuple[int, Chunk]], start: int, end: int, cuts: Iterable[int] = ()
+) -> list[tuple[int, int, list[int]]]:
+    """[start, end) cut wherever one of `mine` ((index, chunk) of one document) or a `cuts` offset
+    begins or ends: (a, b, the indices of the chunks holding all of [a, b)), in text order."""
+    at = sorted({start, end, *(x for _, c in mine for x in (c.start, c.end) if start < x < end),
+                 *(x for x in cuts if start < x < end)})
+    return [(a, b, [i for i, c in mine if c.start <= a and b <= c.end]) for a, b in pairwise(at)]
+
+
+def chunk_style(holders: Sequence[int], rank: Mapping[int, int]) -> str:
+    """The background of a piece held by `holders`: neighbouring chunks (`rank`: chunk index -> its
+    order in the passage) alternate, overlaps stand out."""
+    if len(holders) > 1:
+        return f"background:{OVERLAP};"
+    return f"background:{COLORS[rank[holders[0]] % 2]};" if holders else ""
 
 
 def show_chunks(*args: Any, **kwargs: Any) -> Any:

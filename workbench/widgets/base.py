@@ -51,30 +51,18 @@ def whole_label(**layout: str) -> w.Layout:
     return w.Layout(width="max-content", max_width=FULL_WIDTH, **layout)
 
 
-class PanelBase(w.VBox):
-    """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `embedder` and the
-    `message` line. A panel lays out its widgets by setting `children`."""
+class Guarded(w.VBox):
+    """A box with a `message` line on which every exception of its callbacks lands (the Labeler's base,
+    and through PanelBase the panels'). It lays out its widgets by setting `children`."""
 
-    def __init__(self, dataset: Dataset, embedder: Embedder | None, store: IndexStore | str | Path) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.dataset = dataset
-        self.store, self.embedder = resolve_store(store, embedder)
         self.message = w.HTML()
 
     def show_error(self, error: BaseException | str) -> None:
         """An exception (as "Type: text", see errors.describe) or a described one, in red."""
         text = describe(error) if isinstance(error, BaseException) else error
         self.message.value = ERROR.format(html.escape(text))
-
-    @staticmethod
-    def truncation_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
-        """verdict.truncation_warning over the variants `keys` of `result` (default: all), as
-        HTML; "" when none of them embeds more than its share of truncated chunks."""
-        if result is None:
-            return ""
-        table = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
-        warning = truncation_warning(table, result.config.get("model_window"))
-        return WARNING.format(html.escape(warning)) if warning else ""
 
     def guarded(self, fn: Callable[[], Any]) -> Callable[..., None]:
         """`fn` as a widget callback (the change or button it is called with is dropped) whose
@@ -85,3 +73,23 @@ class PanelBase(w.VBox):
             except Exception as e:  # noqa: BLE001  (every error reaches the panel, never only a log)
                 self.show_error(e)
         return call
+
+
+class PanelBase(Guarded):
+    """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `embedder` and the
+    `message` line."""
+
+    def __init__(self, dataset: Dataset, embedder: Embedder | None, store: IndexStore | str | Path) -> None:
+        super().__init__()
+        self.dataset = dataset
+        self.store, self.embedder = resolve_store(store, embedder)
+
+    @staticmethod
+    def truncation_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
+        """verdict.truncation_warning over the variants `keys` of `result` (default: all), as
+        HTML; "" when none of them embeds more than its share of truncated chunks."""
+        if result is None:
+            return ""
+        table = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
+        warning = truncation_warning(table, result.config.get("model_window"))
+        return WARNING.format(html.escape(warning)) if warning else ""
