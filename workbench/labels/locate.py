@@ -87,11 +87,13 @@ _QUOTE_MARKS = str.maketrans({**dict.fromkeys("‘’‚‛′‹›", "'"), **d
                               **dict.fromkeys("‐‑‒–—―−", "-")})
 _DROPPED = frozenset("`*_")  # code and emphasis markers a rendered page does not show
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")  # [text](url "title"), ![alt](src)
-_LINE_MARK = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?)", re.M)  # heading and block-quote markers
+_LINE_MARK = re.compile(r"(?:^|(?<=\s))(?:#{1,6}[ \t]+|>[ \t]?)")  # heading, block-quote markers: a quote
+# joins lines, so they are dropped wherever a line could have started (both sides alike)
 _PLAIN = re.compile(r"[!-)+-^a-~]+")  # printable ASCII but the dropped markers: kept as is, in bulk
 _ANCHOR = re.compile(r"\w{4,}")  # quote words a fuzzy match is sought around
 _ANCHORS_PER_WORD = 5000  # a word this frequent places nothing
 _WINDOWS = 12  # candidate places a fuzzy match is scored at, per quote
+_CONTEXT_SLACK = 10  # characters (spaces, markup) a context may leave between itself and the quote
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,16 @@ class QuoteNotFound(QuoteError):
         super().__init__(f"quote not found (exactly, normalised, or fuzzily with a score >= {threshold:g}): "
                          f"{quote[:60]!r}; {near}")
         self.quote, self.best = quote, best
+
+
+class QuoteDrift(QuoteError):
+    """A label's quote no longer matches its offsets (its document changed); `now` is where the quote
+    is (None: not found or ambiguous), so that a check can report it and a resolve move the label."""
+
+    def __init__(self, quote: str, span: str, start: int, end: int, now: Located | None, why: str):
+        super().__init__(f"does not match the text at [{start}, {end}), which reads {span[:60]!r}; {why}: fix the "
+                         "offsets, or write them anew with `python -m workbench labels resolve`")
+        self.quote, self.start, self.end, self.now, self.why = quote, start, end, now, why
 
 
 class AmbiguousQuote(QuoteError):
@@ -171,8 +183,8 @@ def _kept(text: str) -> Iterator[tuple[int, int]]:
 def normalise(text: str) -> Normalised:
     """What a rendered page and a copy-paste keep of `text`: Unicode NFKC, typographic quotes and dashes
     made ASCII, every whitespace run one space, and Markdown's backticks, emphasis markers, heading and
-    block-quote markers and link syntax ([text](url) -> text) dropped. Both sides of a comparison go
-    through it; a base character is normalised with the combining marks that follow it."""
+    block-quote markers (after any whitespace) and link syntax ([text](url) -> text) dropped. Both sides
+    of a comparison go through it; a base character is normalised with the combining marks after it."""
     out: list[str] = []
     starts, ends = array("q"), array("q")
     for lo, hi in _kept(text):
@@ -275,15 +287,18 @@ def _fuzzy(docs: Mapping[str, Document], ids: list[str], quote: str) -> list[Loc
 
 def _pick(docs: Mapping[str, Document], quote: str, matches: list[Located], occurrence: int | None,
           near: int | None, context: str | None) -> Located:
-    """The one match the hints leave: `context` keeps those with it around them, `occurrence` indexes
-    what is left (0-based, in corpus order), `near` takes the closest start; several left is ambiguous."""
+    """The one match the hints leave: `context` keeps those with it around them (within a few characters
+    of markup), `occurrence` indexes what is left (0-based, in corpus order), `near` takes the closest
+    start; several left is ambiguous. A single match needs no hint, so none is consulted."""
+    if len(matches) == 1:
+        return matches[0]
     if context is not None:
         form = _quote_form(context, "context")
         kept = []
         for m in matches:
             norm = _normalised(docs[m.doc_id].text)
             a, b = norm.index(m.start), norm.index(m.end)
-            if form in norm.text[max(0, a - len(form)):b + len(form)]:
+            if form in norm.text[max(0, a - len(form) - _CONTEXT_SLACK):b + len(form) + _CONTEXT_SLACK]:
                 kept.append(m)
         if not kept:
             raise AmbiguousQuote(quote, tuple(matches), " and 'context' is around none of them")
@@ -339,3 +354,44 @@ def locate_quote(
             raise QuoteNotFound(quote, fuzzy[0] if fuzzy else None, threshold, docs)
         matches = [m for m in fuzzy if m.score == fuzzy[0].score]
     return _pick(docs, quote, matches, occurrence, near, context)
+
+
+def _quote_at(docs: Mapping[str, Document], quote: str, doc_id: str, start: int, end: int,
+              threshold: float) -> Located | None:
+    """How well a label's `quote` matches its own offsets: exactly, normalised, or fuzzily (rapidfuzz's
+    ratio of the normalised forms, at least `threshold`); None when it does not (the text drifted)."""
+    span = docs[doc_id].text[start:end]
+    if span == quote:
+        return Located(doc_id, start, end, "exact", 100.0)
+    have, want = normalise(span).text.strip(), normalise(quote).text.strip()
+    if have == want:
+        return Located(doc_id, start, end, "normalised", 100.0)
+    score = fuzz.ratio(want, have)
+    return Located(doc_id, start, end, "fuzzy", score) if score >= threshold else None
+
+
+def verify_quote(
+    docs: Mapping[str, Document],
+    quote: str,
+    doc_id: str,
+    start: int,
+    end: int,
+    *,
+    occurrence: int | None = None,
+    near: int | None = None,
+    context: str | None = None,
+    threshold: float = THRESHOLD,
+) -> Located:
+    """How a label's `quote` matches its own offsets [start, end) of `doc_id` (a score of 100 when exact
+    or normalised). When it does not, QuoteDrift says where the quote is now: located in the same
+    document, the hints deciding between equal matches, else the one nearest the old start."""
+    found = _quote_at(docs, quote, doc_id, start, end, threshold)
+    if found is not None:
+        return found
+    try:
+        now: Located | None = locate_quote(docs, quote, doc_id, occurrence=occurrence, context=context,
+                                           near=start if near is None else near, threshold=threshold)
+        why = f"the quote is now at [{now.start}, {now.end}) ({now.how})"
+    except QuoteError as e:
+        now, why = None, f"and cannot be located again ({e})"
+    raise QuoteDrift(quote, docs[doc_id].text[start:end], start, end, now, why)
