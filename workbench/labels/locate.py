@@ -218,7 +218,7 @@ def normalise(text: str) -> Normalised:
     return Normalised("".join(out), starts, ends)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _normalised(text: str) -> Normalised:
     """`normalise`, once per document text (a corpus is searched for many quotes)."""
     return normalise(text)
