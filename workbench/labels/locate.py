@@ -87,8 +87,8 @@ _QUOTE_MARKS = str.maketrans({**dict.fromkeys("‘’‚‛′‹›", "'"), **d
                               **dict.fromkeys("‐‑‒–—―−", "-")})
 _DROPPED = frozenset("`*_")  # code and emphasis markers a rendered page does not show
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")  # [text](url "title"), ![alt](src)
-_LINE_MARK = re.compile(r"(?:^|(?<=\s))(?:#{1,6}[ \t]+|>[ \t]?)")  # heading, block-quote markers: a quote
-# joins lines, so they are dropped wherever a line could have started (both sides alike)
+_LINE_MARK = re.compile(r"(?:^|(?<=\s))(?:#{1,6}(?:[ \t]+|$)|>[ \t]?)")  # heading, block-quote markers: a quote
+# joins lines, so they are dropped wherever a line could have started (both sides alike), and at the very end
 _PLAIN = re.compile(r"[!-)+-^a-~]+")  # printable ASCII but the dropped markers: kept as is, in bulk
 _ANCHOR = re.compile(r"\w{4,}")  # quote words a fuzzy match is sought around
 _ANCHORS_PER_WORD = 5000  # a word this frequent places nothing
