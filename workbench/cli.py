@@ -1,4 +1,4 @@
-"""`python -m workbench sweep ...`: the headless sweep behind `make demo`."""
+"""`python -m workbench sweep ...`: the headless sweep behind `make demo`; `labels check|resolve` for labels."""
 
 from __future__ import annotations
 
@@ -121,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="largest real drop of the metric that passes, absolute (default: %(default)s)")
     _sweep_arguments(g, out=Path("results/check"))
     sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
+    _labels_parser(sub)
     return p
 
 
@@ -170,6 +171,50 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
                    help="print only the verdict and the top-N table (errors still go to stderr)")
 
 
+def _labels_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("labels", help="check how every label's evidence locates, or write its offsets",
+                       description="Answers may be offsets (doc_id, start, end), offsets with the quote they hold, "
+                       "or quotes alone (with doc_id, or searched in the whole corpus) located exactly, normalised "
+                       "or fuzzily. `check` prints each label's status; `resolve` writes the questions with offsets.")
+    actions = p.add_subparsers(dest="action", required=True)
+    for name, helped in (("check", "print every label's status: exact, normalised, fuzzy (score), ambiguous, "
+                          "missing (the best candidate), drift (offsets that no longer hold their quote); exit "
+                          "status 1 when any would stop load_dataset"),
+                         ("resolve", "write the questions with every answer as offsets (quotes kept, drifted "
+                          "labels moved to where their quote is now), atomically")):
+        a = actions.add_parser(name, help=helped, description=helped)
+        a.add_argument("data", type=Path, help="dataset folder (corpus.jsonl, or documents) with questions.jsonl")
+        a.add_argument("--questions", type=Path, help="questions file, if not <data>/questions.jsonl")
+        if name == "resolve":
+            a.add_argument("--out", type=Path, required=True, help="the questions file to write")
+
+
+def _labels(args: argparse.Namespace) -> None:
+    from workbench.labels.check import BROKEN, check_labels, resolve_labels, summary
+
+    try:
+        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
+            if args.action == "resolve":
+                statuses = resolve_labels(args.data, args.out, args.questions)
+            else:
+                statuses = check_labels(args.data, args.questions)
+    except ValueError as e:  # DatasetError too: the file, line and field
+        raise SystemExit(f"error: {e}") from e
+    _print_warnings(caught)
+    if args.action == "check":
+        print("\n".join(s.describe() for s in statuses))
+    moved = sum(s.status == "drift" for s in statuses)
+    print(summary(statuses) + (f"; wrote {args.out} ({moved} drifted label(s) moved)" if args.action == "resolve"
+                               else ""))
+    if args.action == "check" and any(s.status in BROKEN for s in statuses):
+        raise SystemExit(1)
+
+
+def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
+    for w in caught:  # one line each, not Python's source-line format
+        print(f"warning: {w.message}", file=sys.stderr)
+
+
 def _print_params(params: Mapping[str, Param]) -> None:
     for pname, prm in params.items():
         rng = f" one of {list(prm.choices)}" if prm.choices else (
@@ -217,8 +262,7 @@ def _measure(args: argparse.Namespace) -> SweepResult:
             dataset = load_dataset(args.data, args.questions, strict=args.strict)
     except DatasetError as e:
         raise SystemExit(f"error: {e}") from e
-    for w in caught:  # one line each, not Python's source-line format
-        print(f"warning: {w.message}", file=sys.stderr)
+    _print_warnings(caught)
     if args.max_questions:
         dataset = dataset.select(max_questions=args.max_questions)
     t0 = time.perf_counter()
@@ -408,6 +452,8 @@ def main(argv: list[str] | None = None) -> None:
         _strategies()
     elif args.command == "check":
         _check(args)
+    elif args.command == "labels":
+        _labels(args)
     else:
         _sweep(args)
 

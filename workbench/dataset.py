@@ -13,11 +13,14 @@ import json
 import random
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the labels layer builds on this one: a type, never an import at run time
+    from workbench.labels.locate import Located
 
 EMPTY_DOCS = ("skip", "error")  # what load_dataset does with empty or whitespace-only documents
 _NAMED_EMPTY = 5  # how many skipped ids a warning lists
@@ -26,10 +29,11 @@ _NAMED_EMPTY = 5  # how many skipped ids a warning lists
 class DatasetError(ValueError):
     """Bad input data; the message names file, line and field."""
 
-    def __init__(self, path: Path | str, line: int | None, field: str | None, problem: str):
+    def __init__(self, path: Path | str, line: int | None, field: str | None, problem: str, example: str = ""):
         where = str(path) + (f", line {line}" if line is not None else "")
         what = f" field '{field}'" if field else ""
-        super().__init__(f"{where}:{what} {problem}")
+        shown = f"\n  a valid line: {example}" if example else ""
+        super().__init__(f"{where}:{what} {problem}{shown}")
         self.path, self.line, self.field, self.problem = str(path), line, field, problem
 
 
@@ -101,11 +105,15 @@ def doc_group(doc: Document, by: Literal["group", "prefix"]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question whose evidence is the union of `answers` (all spans jointly required)."""
+    """A question whose evidence is the union of `answers` (all spans jointly required).
+
+    `located` says, per answer, how its quote matched (None: offsets without a quote); it is no part of
+    the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is the same label."""
 
     qid: str
     question: str
     answers: tuple[Span, ...]
+    located: tuple[Located | None, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -212,7 +220,7 @@ def drop_empty(loaded: list[Loaded], empty_docs: str, where: Path) -> list[Docum
         named = ", ".join(repr(x.doc.doc_id) for x in empty[:_NAMED_EMPTY])
         more = f" and {len(empty) - _NAMED_EMPTY} more" if len(empty) > _NAMED_EMPTY else ""
         warnings.warn(f"{where}: skipped {len(empty)} empty or whitespace-only document(s): {named}{more} "
-                      "(load_dataset(..., empty_docs='error') refuses them)", DatasetWarning, stacklevel=3)
+                      "(load_dataset(..., empty_docs='error') refuses them)", DatasetWarning, stacklevel=4)
     return docs
 
 
@@ -229,19 +237,17 @@ def did_you_mean(doc_id: str, docs: Mapping[str, Document], skipped: Mapping[str
 
 
 def answer_problem(
-    docs: Mapping[str, Document], skipped: Mapping[str, str], doc_id: str, start: int, end: int, quote: object = None
+    docs: Mapping[str, Document], skipped: Mapping[str, str], doc_id: str, start: int | None, end: int | None
 ) -> tuple[str, str] | None:
-    """The first rule an answer span breaks (`skipped`: doc id -> why it was left out), as (its field:
-    ".doc_id", "" for the span itself or ".text" for the quote; the problem), or None. Whatever reads
-    labels checks them here, so a bad label is refused where it is written, never surfacing later as a
-    wrong number."""
+    """The first rule an answer breaks (`skipped`: doc id -> why it was left out), as (its field:
+    ".doc_id" or "" for the span itself; the problem), or None; a span of None, None (a quote still to
+    locate) is not checked. Whatever reads labels checks them here, so a bad label is refused where it
+    is written, never surfacing later as a wrong number."""
     if doc_id in skipped:
         return ".doc_id", f"document {doc_id!r} was skipped ({skipped[doc_id]}): no answer can point into it"
     if doc_id not in docs:
         return ".doc_id", f"unknown document {doc_id!r}" + did_you_mean(doc_id, docs, skipped)
     size = len(docs[doc_id].text)
-    if not 0 <= start < end <= size:
+    if start is not None and end is not None and not 0 <= start < end <= size:
         return "", f"span [{start}, {end}) out of range for {doc_id!r} (0 <= start < end <= {size})"
-    if isinstance(quote, str) and docs[doc_id].text[start:end] != quote:
-        return ".text", f"does not match the document text at [{start}, {end})"
     return None

@@ -62,7 +62,7 @@ def test_text_folder_layout(tmp_path: Path) -> None:
     (tmp_path / "guide.md").write_text("# Billing\n\nRefunds take 5 days.\n", encoding="utf-8")
     (tmp_path / "sub" / "notes.txt").write_text("Plain notes.", encoding="utf-8")
     q = {"qid": "q", "question": "How long?", "answers": [{"doc_id": "guide.md", "start": 11, "end": 31,
-                                                            "text": "Refunds take 5 days."}]}
+                                                            "quote": "Refunds take 5 days."}]}
     (tmp_path / "questions.jsonl").write_text(json.dumps(q) + "\n", encoding="utf-8")
     ds = load_dataset(tmp_path)
     assert {d.doc_id: d.title for d in ds.documents} == {"guide.md": "Billing", "sub/notes.txt": "notes"}
@@ -88,9 +88,11 @@ def test_text_folder_layout(tmp_path: Path) -> None:
         (DOCS, [{"qid": "q", "question": "?", "answers": [{"doc_id": "b", "start": 5, "end": 5}]}],
          "questions.jsonl", 1, "answers[0]", "out of range"),
         (DOCS, [{"qid": "q", "question": "?", "answers": [{"doc_id": "b", "start": "0", "end": 5}]}],
-         "questions.jsonl", 1, "start", "must be int"),
-        (DOCS, [{"qid": "q", "question": "?", "answers": [{"doc_id": "b", "start": 0, "end": 6, "text": "Sec"}]}],
-         "questions.jsonl", 1, "answers[0].text", "does not match"),
+         "questions.jsonl", 1, "answers[0].start", "must be int"),
+        (DOCS, [{"qid": "q", "question": "?", "answers": [{"doc_id": "b", "start": 0, "end": 6, "quote": "Sec"}]}],
+         "questions.jsonl", 1, "answers[0].quote", "which reads 'Second'; the quote is now at [0, 3) (exact)"),
+        (DOCS, [{"qid": "q", "question": "?", "answers": [{"doc_id": "b", "start": 0, "end": 6, "text": "Second"}]}],
+         "questions.jsonl", 1, "answers[0].text", "is now called 'quote'"),
     ],
 )
 def test_bad_input_names_file_line_field(tmp_path, docs, questions, file, line, field, problem) -> None:

@@ -23,7 +23,7 @@ FORMATS = REPO / "tests" / "data" / "formats"
 
 
 def question(folder: Path, doc_id: str, quote: str, start: int = 0) -> None:
-    answer = {"doc_id": doc_id, "start": start, "end": start + len(quote), "text": quote}
+    answer = {"doc_id": doc_id, "start": start, "end": start + len(quote), "quote": quote}
     (folder / "questions.jsonl").write_text(json.dumps({"qid": "q", "question": "?", "answers": [answer]}) + "\n",
                                             encoding="utf-8")
 

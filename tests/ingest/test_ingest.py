@@ -63,7 +63,7 @@ def test_a_new_format_is_one_reader_in_the_table(tmp_path: Path, monkeypatch: py
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "rows.CSV").write_text("a,b\n1,2\n", encoding="utf-8")
     (tmp_path / "notes.md").write_text("# Notes\n\nText.\n", encoding="utf-8")
-    q = {"qid": "q", "question": "?", "answers": [{"doc_id": "t/rows.CSV", "start": 0, "end": 3, "text": "a b"}]}
+    q = {"qid": "q", "question": "?", "answers": [{"doc_id": "t/rows.CSV", "start": 0, "end": 3, "quote": "a b"}]}
     (tmp_path / "questions.jsonl").write_text(json.dumps(q) + "\n", encoding="utf-8")
     with pytest.warns(DatasetWarning, match=r"\.csv: 1 unknown type \('t/rows.CSV'\)"), \
             pytest.raises(DatasetError, match=r"'t/rows.CSV' was skipped \(unknown type\)"):

@@ -107,22 +107,14 @@ def read_folder(folder: Path, exclude: set[Path] = frozenset()) -> tuple[list[Lo
     return loaded, skips
 
 
-def load_dataset(
+def load_documents(
     path: str | Path,
     questions: str | Path | None = None,
-    name: str | None = None,
     empty_docs: Literal["skip", "error"] = "skip",
     strict: bool = False,
-) -> Dataset:
-    """Load a dataset folder.
-
-    Two layouts: `corpus.jsonl` + `questions.jsonl` (the shared format), or a folder of files of any
-    format in READERS (doc_id = relative path) with a `questions.jsonl` beside or given explicitly.
-    Files left out (unknown type, binary, unreadable, empty) are named in one DatasetWarning, with
-    the documents read counted by kind; `strict=True` makes that a DatasetError. Empty or
-    whitespace-only documents have nothing to chunk: `empty_docs="skip"` leaves them out (reported),
-    `"error"` raises a DatasetError naming the first.
-    """
+) -> tuple[list[Document], dict[str, str], Path]:
+    """A dataset folder's documents (see `load_dataset`), the ids of those left out -> why, and the path
+    of its questions file: what questions are checked against, by `load_dataset` and the label tools."""
     if empty_docs not in EMPTY_DOCS:
         raise ValueError(f"load_dataset: parameter 'empty_docs' must be one of {list(EMPTY_DOCS)}, got {empty_docs!r}")
     root = Path(path)
@@ -145,5 +137,26 @@ def load_dataset(
         skipped = {s.name: s.why() for s in skips}
     if not qpath.exists():
         raise DatasetError(qpath, None, None, "questions file not found")
+    return doc_list, skipped, qpath
+
+
+def load_dataset(
+    path: str | Path,
+    questions: str | Path | None = None,
+    name: str | None = None,
+    empty_docs: Literal["skip", "error"] = "skip",
+    strict: bool = False,
+) -> Dataset:
+    """Load a dataset folder.
+
+    Two layouts: `corpus.jsonl` + `questions.jsonl` (the shared format), or a folder of files of any
+    format in READERS (doc_id = relative path) with a `questions.jsonl` beside or given explicitly.
+    Files left out (unknown type, binary, unreadable, empty) are named in one DatasetWarning, with
+    the documents read counted by kind; `strict=True` makes that a DatasetError. Empty or
+    whitespace-only documents have nothing to chunk: `empty_docs="skip"` leaves them out (reported),
+    `"error"` raises a DatasetError naming the first. Answers given as quotes are located in the text
+    (`read_questions`), one DatasetWarning counting those that matched only normalised or fuzzily.
+    """
+    doc_list, skipped, qpath = load_documents(path, questions, empty_docs, strict)
     docs = {d.doc_id: d for d in doc_list}
-    return Dataset(name or root.name, tuple(doc_list), tuple(read_questions(qpath, docs, skipped)))
+    return Dataset(name or Path(path).name, tuple(doc_list), tuple(read_questions(qpath, docs, skipped)))

@@ -76,4 +76,4 @@ def report(folder: Path, docs: list[Document], skips: list[Skip], strict: bool) 
     if strict:
         raise DatasetError(folder, None, None, "files were skipped (strict): " + describe(docs, skips))
     warnings.warn(f"{folder}: {describe(docs, skips)}\n(load_dataset(..., strict=True) or --strict makes this an "
-                  "error)", DatasetWarning, stacklevel=3)
+                  "error)", DatasetWarning, stacklevel=4)
