@@ -1,16 +1,26 @@
-"""A piece of text -> its exact [start, end) in a document: exactly, else modulo whitespace.
+"""A piece of text -> its exact [start, end) in a document.
 
-Pure text in, offsets out (never a Chunk or a Span): chunker adapters locate the pieces of
-libraries that return texts, and label tools the quotes people write. Finding a piece that is
-not there is an error for the caller to name, never a silently misplaced span.
+Pure text in, offsets out (never a Chunk or a Span). Chunker adapters locate the pieces of libraries
+that return texts (`find`, `find_in_order`: exactly, else modulo whitespace); label tools locate the
+quotes people write (`locate_quote`: exactly, else normalised, else fuzzily). Finding a piece that
+is not there is an error for the caller to name, never a silently misplaced span.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
-from collections.abc import Iterable, Iterator
+import unicodedata
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
+
+from rapidfuzz import fuzz
+
+from workbench.dataset import Document
 
 How = Literal["hint", "exact", "whitespace"]  # a given offset confirmed, str.find, any whitespace run matching any
 
@@ -67,3 +77,265 @@ def find_in_order(text: str, pieces: Iterable[tuple[str, int | None]]) -> Iterat
             raise NotFound(i, piece, cursor)
         yield found
         cursor, after = found.start + 1, found.end
+
+
+# Quotes people write: exactly, else normalised, else fuzzy; always an exact span of the source.
+
+Match = Literal["exact", "normalised", "fuzzy"]  # str.find; equal once normalised (`normalise`); rapidfuzz alignment
+THRESHOLD = 90.0  # the least rapidfuzz score a fuzzy match must reach
+_QUOTE_MARKS = str.maketrans({**dict.fromkeys("‘’‚‛′‹›", "'"), **dict.fromkeys("“”„‟″«»", '"'),
+                              **dict.fromkeys("‐‑‒–—―−", "-")})
+_DROPPED = frozenset("`*_")  # code and emphasis markers a rendered page does not show
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")  # [text](url "title"), ![alt](src)
+_LINE_MARK = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?)", re.M)  # heading and block-quote markers
+_PLAIN = re.compile(r"[!-)+-^a-~]+")  # printable ASCII but the dropped markers: kept as is, in bulk
+_ANCHOR = re.compile(r"\w{4,}")  # quote words a fuzzy match is sought around
+_ANCHORS_PER_WORD = 5000  # a word this frequent places nothing
+_WINDOWS = 12  # candidate places a fuzzy match is scored at, per quote
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where a quote is: an exact span of its document's text, how it was found and how well it matched."""
+
+    doc_id: str
+    start: int
+    end: int
+    how: Match
+    score: float  # 100 when exact or normalised; the rapidfuzz alignment score (0..100) when fuzzy
+
+
+class QuoteError(ValueError):
+    """A quote (or a hint) that gives no single span; `field` names the answer field to fix."""
+
+    def __init__(self, message: str, field: str = "quote"):
+        super().__init__(message)
+        self.field = field
+
+
+class QuoteNotFound(QuoteError):
+    """Not in the text, not even fuzzily; `best` is the closest place found (below the threshold), if any."""
+
+    def __init__(self, quote: str, best: Located | None, threshold: float, docs: Mapping[str, Document]):
+        near = "no candidate shares a word with it" if best is None else (
+            f"the best candidate, score {best.score:.0f}, is {best.doc_id!r} [{best.start}, {best.end}): "
+            f"{docs[best.doc_id].text[best.start:best.end][:80]!r}")
+        super().__init__(f"quote not found (exactly, normalised, or fuzzily with a score >= {threshold:g}): "
+                         f"{quote[:60]!r}; {near}")
+        self.quote, self.best = quote, best
+
+
+class AmbiguousQuote(QuoteError):
+    """Equal matches in several places and no hint that picks one; `where` lists them in corpus order."""
+
+    def __init__(self, quote: str, where: tuple[Located, ...], why: str = ""):
+        places = ", ".join(f"{w.doc_id!r} [{w.start}, {w.end})" for w in where[:5]) + (
+            f" and {len(where) - 5} more" if len(where) > 5 else "")
+        super().__init__(f"quote occurs {len(where)} times{why}: {places}: {quote[:60]!r}; pick one with "
+                         "'occurrence' (0-based), 'near' (a character offset) or 'context' (text around it)")
+        self.quote, self.where, self.count = quote, where, len(where)
+
+
+@dataclass(frozen=True, slots=True)
+class Normalised:
+    """A text as `normalise` leaves it, and where each of its characters came from in the source:
+    char i of `text` comes from source[starts[i]:ends[i]], so a match maps back to an exact span."""
+
+    text: str
+    starts: array
+    ends: array
+
+    def source(self, start: int, end: int) -> tuple[int, int]:
+        """The source span that normalised [start, end) came from."""
+        return self.starts[start], self.ends[end - 1]
+
+    def index(self, offset: int) -> int:
+        """The first normalised character from source `offset` or later."""
+        return bisect.bisect_left(self.starts, offset)
+
+
+def _kept(text: str) -> Iterator[tuple[int, int]]:
+    """The source ranges left once link syntax keeps its text and line-start markers are dropped."""
+    cut = sorted([(m.start(), m.start(1)) for m in _LINK.finditer(text)]
+                 + [(m.end(1), m.end()) for m in _LINK.finditer(text)]
+                 + [m.span() for m in _LINE_MARK.finditer(text) if m.end() > m.start()])
+    at = 0
+    for a, b in cut:
+        if a > at:
+            yield at, a
+        at = max(at, b)
+    if at < len(text):
+        yield at, len(text)
+
+
+def normalise(text: str) -> Normalised:
+    """What a rendered page and a copy-paste keep of `text`: Unicode NFKC, typographic quotes and dashes
+    made ASCII, every whitespace run one space, and Markdown's backticks, emphasis markers, heading and
+    block-quote markers and link syntax ([text](url) -> text) dropped. Both sides of a comparison go
+    through it; a base character is normalised with the combining marks that follow it."""
+    out: list[str] = []
+    starts, ends = array("q"), array("q")
+    for lo, hi in _kept(text):
+        i = lo
+        while i < hi:
+            m = _PLAIN.match(text, i, hi)
+            j = m.end() if m else i
+            while j > i and j < hi and unicodedata.combining(text[j]):  # the last one goes with its marks
+                j -= 1
+            if j > i:
+                out.append(text[i:j])
+                starts.extend(range(i, j))
+                ends.extend(range(i + 1, j + 1))
+                i = j
+                continue
+            j = i + 1
+            while j < hi and unicodedata.combining(text[j]):
+                j += 1
+            for ch in unicodedata.normalize("NFKC", text[i:j]).translate(_QUOTE_MARKS):
+                if ch in _DROPPED:
+                    continue
+                if ch.isspace():
+                    if out and out[-1][-1] == " ":
+                        ends[-1] = j
+                        continue
+                    ch = " "
+                out.append(ch)
+                starts.append(i)
+                ends.append(j)
+            i = j
+    return Normalised("".join(out), starts, ends)
+
+
+@lru_cache(maxsize=256)
+def _normalised(text: str) -> Normalised:
+    """`normalise`, once per document text (a corpus is searched for many quotes)."""
+    return normalise(text)
+
+
+def _quote_form(value: str, name: str) -> str:
+    """A quote or context normalised and stripped, refused when nothing is left."""
+    form = normalise(value).text.strip()
+    if not form:
+        raise QuoteError(f"locate_quote: parameter '{name}' is blank once normalised: {value[:40]!r}", name)
+    return form
+
+
+def _occurrences(text: str, piece: str) -> Iterator[int]:
+    """Every start of `piece` in `text`, overlapping ones too."""
+    at = text.find(piece)
+    while at >= 0:
+        yield at
+        at = text.find(piece, at + 1)
+
+
+def _words(text: str, a: int, b: int) -> tuple[int, int]:
+    """[a, b) without edge spaces and widened to whole words: an alignment may cut a word it mismatched."""
+    while a < b and text[a] == " ":
+        a += 1
+    while b > a and text[b - 1] == " ":
+        b -= 1
+    while 0 < a < b and text[a - 1].isalnum() and text[a].isalnum():
+        a -= 1
+    while a < b < len(text) and text[b - 1].isalnum() and text[b].isalnum():
+        b += 1
+    return a, b
+
+
+def _fuzzy(docs: Mapping[str, Document], ids: list[str], quote: str) -> list[Located]:
+    """Fuzzy alignments of the normalised quote, best first: scored only where its words place it
+    (each occurrence of a quote word votes for where the quote would start), so a megabyte corpus
+    costs a few windows of rapidfuzz, not a scan. Each is scored as rapidfuzz's ratio of the quote
+    and the span it ends as (widened to whole words)."""
+    words = {m.group(): m.start() for m in reversed(list(_ANCHOR.finditer(quote)))}  # word -> first offset
+    if not words:
+        words = {w: quote.find(w) for w in quote.split()}
+    half = max(1, len(quote) // 2)
+    votes: dict[tuple[str, int], set[str]] = {}
+    for doc_id in ids:
+        text = _normalised(docs[doc_id].text).text
+        for w, offset in words.items():
+            places = list(itertools.islice(_occurrences(text, w), _ANCHORS_PER_WORD + 1))
+            if len(places) <= _ANCHORS_PER_WORD:
+                for p in places:
+                    votes.setdefault((doc_id, (p - offset) // half), set()).add(w)
+    best = sorted(votes, key=lambda k: -len(votes[k]))[:_WINDOWS]
+    found: dict[tuple[str, int, int], float] = {}
+    for doc_id, bucket in best:
+        norm = _normalised(docs[doc_id].text)
+        lo = max(0, bucket * half - half)
+        window = norm.text[lo:lo + len(quote) + 3 * half]
+        al = fuzz.partial_ratio_alignment(quote, window)
+        a, b = _words(norm.text, lo + al.dest_start, lo + al.dest_end)
+        if b > a:
+            start, end = norm.source(a, b)
+            found[doc_id, start, end] = fuzz.ratio(quote, norm.text[a:b])
+    ranked = sorted(found.items(), key=lambda kv: -kv[1])
+    return [Located(d, s, e, "fuzzy", score) for (d, s, e), score in ranked]
+
+
+def _pick(docs: Mapping[str, Document], quote: str, matches: list[Located], occurrence: int | None,
+          near: int | None, context: str | None) -> Located:
+    """The one match the hints leave: `context` keeps those with it around them, `occurrence` indexes
+    what is left (0-based, in corpus order), `near` takes the closest start; several left is ambiguous."""
+    if context is not None:
+        form = _quote_form(context, "context")
+        kept = []
+        for m in matches:
+            norm = _normalised(docs[m.doc_id].text)
+            a, b = norm.index(m.start), norm.index(m.end)
+            if form in norm.text[max(0, a - len(form)):b + len(form)]:
+                kept.append(m)
+        if not kept:
+            raise AmbiguousQuote(quote, tuple(matches), " and 'context' is around none of them")
+        matches = kept
+    if occurrence is not None:
+        if not 0 <= occurrence < len(matches):
+            raise QuoteError(f"locate_quote: parameter 'occurrence' is {occurrence}, but the quote has "
+                             f"{len(matches)} equal matches (0..{len(matches) - 1}): {quote[:60]!r}", "occurrence")
+        return matches[occurrence]
+    if near is not None:
+        distance = {m: abs(m.start - near) for m in matches}
+        closest = min(distance.values())
+        matches = [m for m in matches if distance[m] == closest]
+    if len(matches) > 1:
+        raise AmbiguousQuote(quote, tuple(matches))
+    return matches[0]
+
+
+def locate_quote(
+    docs: Mapping[str, Document],
+    quote: str,
+    doc_id: str | None = None,
+    *,
+    occurrence: int | None = None,
+    near: int | None = None,
+    context: str | None = None,
+    threshold: float = THRESHOLD,
+) -> Located:
+    """Where `quote` is in document `doc_id` (None: anywhere in `docs`), as an exact span of the source.
+
+    Searched exactly, then normalised (`normalise`: what a copy from a rendered page changes), then
+    fuzzily (rapidfuzz's partial-ratio alignment, a score of at least `threshold`); the first stage
+    that finds it decides. Several equal matches need a hint (see `_pick`): else AmbiguousQuote.
+    Not found: QuoteNotFound, naming the best candidate."""
+    if not isinstance(quote, str) or not quote.strip():
+        raise QuoteError(f"locate_quote: parameter 'quote' must be non-blank text, got {quote!r:.40}")
+    if doc_id is not None and doc_id not in docs:
+        raise KeyError(f"locate_quote: parameter 'doc_id': unknown document {doc_id!r}")
+    if not 0 < threshold <= 100:
+        raise ValueError(f"locate_quote: parameter 'threshold' must be in (0, 100], got {threshold!r}")
+    ids = list(docs) if doc_id is None else [doc_id]
+    exact = quote.strip()
+    matches = [Located(d, s, s + len(exact), "exact", 100.0) for d in ids for s in _occurrences(docs[d].text, exact)]
+    if not matches:
+        form = _quote_form(quote, "quote")
+        for d in ids:
+            norm = _normalised(docs[d].text)
+            matches += [Located(d, *norm.source(s, s + len(form)), "normalised", 100.0)
+                        for s in _occurrences(norm.text, form)]
+    if not matches:
+        fuzzy = _fuzzy(docs, ids, _quote_form(quote, "quote"))
+        if not fuzzy or fuzzy[0].score < threshold:
+            raise QuoteNotFound(quote, fuzzy[0] if fuzzy else None, threshold, docs)
+        matches = [m for m in fuzzy if m.score == fuzzy[0].score]
+    return _pick(docs, quote, matches, occurrence, near, context)
