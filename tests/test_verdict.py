@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import html
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 
+from workbench import load_dataset, parse_variant, sweep
+from workbench.cli import WIDTH, answer
 from workbench.evaluation import stats
+from workbench.models.embed import Embedder
 from workbench.report import write_report
 from workbench.sweep import SweepResult
-from workbench.verdict import truncation_warning, verdict
+from workbench.verdict import document_warning, evidence_warning, sweep_warnings, truncation_warning, verdict
+from workbench.widgets.panel import Panel
 
 N = 120  # questions
 
@@ -172,3 +181,46 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     section = text[text.index('id="verdict"'):text.index("</section>")]
     assert "It is tied with" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
     assert "<td>0.50</td>" in section  # P(best) of each twin
+
+
+@pytest.fixture(scope="module")
+def squad_swept(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+    """The SQuAD excerpt: answers of 10 characters (median) against chunks of 250 and more, and
+    106 of its 130 questions on the Super Bowl article."""
+    ds = load_dataset(REPO / "tests" / "data" / "squad_v11_dev")
+    variants = [parse_variant("fixed:size=256+bm25"), parse_variant("sentence:size=128+bm25")]
+    return sweep(ds, variants, store=tmp_path_factory.mktemp("store"), embedder=embedder, progress=False, ks=(1, 5))
+
+
+def test_short_evidence_and_one_document_are_warned_of_in_the_cli_the_report_and_the_widgets(
+        squad_swept: SweepResult, tmp_path: Path) -> None:
+    r = squad_swept
+    assert r.config["evidence_chars"] == 10.0 and r.config["main_document"] == ["squad-dev-00", 106]
+    assert sorted(r.variants["min_chunk_chars"]) == [263, 272]  # a chunk's tail is its smallest
+    evidence, document = verdict(r).sentences()[-2:]
+    assert evidence.startswith("Warning: the median evidence span is 10 characters, and every chunk of 2 of 2 "
+                               "variants is over 4 times as long (smallest chunk: sentence(size=128, overlap=0)+bm25 "
+                               "272, fixed(size=256, overlap=0)+bm25 263 characters)")
+    assert document.startswith("Warning: 106 of the 130 questions (82%) have their evidence in one document of 2, "
+                               "'squad-dev-00'")
+    printed = "\n".join(answer(r))
+    page = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    shown = Panel.warnings_html(r)
+    for warning in (evidence, document):
+        assert " ".join(textwrap.wrap(warning, WIDTH)) in " ".join(printed.split())
+        assert f'<p class="warning" role="alert"><b>Warning:</b> {html.escape(warning.split(": ", 1)[1])}</p>' in page
+        assert html.escape(warning) in shown
+    one = r.variants[r.variants["variant"].str.startswith("fixed")]
+    assert evidence_warning(one, 70.0) is None  # 263 is not over 4 times 70 characters
+    assert "smallest chunk: fixed(size=256, overlap=0)+bm25 263 characters" in evidence_warning(one, 65.0)
+
+
+def test_a_spread_out_set_with_long_evidence_gets_no_warning(embedder: Embedder, tmp_path: Path) -> None:
+    """Chroma's excerpt: spans of 120 characters (median), 7 of 20 questions on its largest document."""
+    ds = load_dataset(REPO / "tests" / "data" / "chroma_general")
+    r = sweep(ds, [parse_variant("sentence:size=128+bm25")], store=tmp_path, embedder=embedder, progress=False,
+              ks=(1, 5))
+    assert r.config["main_document"] == ["state_of_the_union", 7] and r.variants["min_chunk_chars"].item() == 134
+    assert sweep_warnings(r.variants, r.config) == [] and not verdict(r).warnings
+    assert document_warning(r.config | {"main_document": ["state_of_the_union", 11]}) is not None  # 11 > half of 20
+    assert document_warning(r.config | {"main_document": ["state_of_the_union", 20], "documents": 1}) is None

@@ -21,6 +21,7 @@ from workbench.dataset import (
     Span,
 )
 from workbench.ingest import load_dataset
+from workbench.labels.importers import import_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, build_index
 from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps
@@ -42,7 +43,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
-    "Question", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "load_dataset", "parse_variant",
-    "rankings", "register_factory", "register_function", "register_node_parser", "sweep", "sweep_steps",
-    "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
+    "Question", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "import_dataset", "load_dataset",
+    "parse_variant", "rankings", "register_factory", "register_function", "register_node_parser", "sweep",
+    "sweep_steps", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
 ]

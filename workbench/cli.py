@@ -122,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     _sweep_arguments(g, out=Path("results/check"))
     sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
     _labels_parser(sub)
+    _import_parser(sub)
     return p
 
 
@@ -213,6 +214,36 @@ def _labels(args: argparse.Namespace) -> None:
 def _print_warnings(caught: list[warnings.WarningMessage]) -> None:
     for w in caught:  # one line each, not Python's source-line format
         print(f"warning: {w.message}", file=sys.stderr)
+
+
+def _import_parser(sub: argparse._SubParsersAction) -> None:
+    from workbench.labels.importers import READERS
+
+    i = sub.add_parser("import", help="convert another tool's evaluation set into corpus.jsonl + questions.jsonl",
+                       description="Convert SQuAD, Chroma, BEIR, LlamaIndex, RAGAS or mtcb data into a dataset "
+                       "folder (corpus.jsonl, questions.jsonl, README.md), written whole or not at all; the "
+                       "questions dropped are counted by reason.")
+    i.add_argument("format", choices=sorted(READERS))
+    i.add_argument("src", type=Path, help="the file or folder in that format")
+    i.add_argument("--out", type=Path, required=True, help="the dataset folder to write (must not exist yet)")
+    i.add_argument("--docs", type=Path, help="llamaindex, ragas: the documents (corpus.jsonl or a folder) the "
+                   "passages are located in")
+    i.add_argument("--documents", choices=("article", "paragraph"), help="squad: one document per article "
+                   "(default) or per paragraph")
+    i.add_argument("--split", help="beir: the qrels split (default: test)")
+    i.add_argument("--key", help="mtcb: the field naming a question's document (default: title, repo or id)")
+
+
+def _import(args: argparse.Namespace) -> None:
+    from workbench.labels.importers import import_dataset
+
+    options = {k: getattr(args, k) for k in ("docs", "documents", "split", "key") if getattr(args, k) is not None}
+    try:
+        imported = import_dataset(args.format, args.src, args.out, **options)
+    except (FileExistsError, ValueError) as e:  # DatasetError is a ValueError
+        raise SystemExit(f"error: {e}") from e
+    print(imported.summary())
+    print(f"wrote {args.out}/: corpus.jsonl, questions.jsonl, README.md")
 
 
 def _print_params(params: Mapping[str, Param]) -> None:
@@ -370,15 +401,15 @@ def _wrote(folder: Path, paths: dict[str, Path]) -> str:
 
 
 def answer(result: SweepResult, top: int = TOP) -> list[str]:
-    """What a run ends with, as lines: the verdict's sentences, wrapped, then its `top` variants on
-    the verdict's metric (the headline marked, and added when it ranks lower); one line saying why
-    when the result allows no verdict (e.g. no recall)."""
-    from workbench.verdict import verdict
+    """What a run ends with, as lines: the verdict's sentences (its warnings last), wrapped, then its
+    `top` variants on the verdict's metric (the headline marked, and added when it ranks lower); one
+    line saying why when the result allows no verdict (e.g. no recall), and the warnings."""
+    from workbench.verdict import sweep_warnings, verdict
 
     try:
         v = verdict(result)
-    except ValueError as e:
-        return [f"No verdict: {e}. The tables hold every score."]
+    except ValueError as e:  # the warnings still hold
+        return [f"No verdict: {e}. The tables hold every score.", *sweep_warnings(result.variants, result.config)]
     at = f"{v.metric}@{v.k}"
     preview = " (a preview: pooled vectors, confirm before you trust it)" if result.config.get("preview") else ""
     out = [f"Verdict on {at} over {v.questions} questions{preview}:"]
@@ -454,6 +485,8 @@ def main(argv: list[str] | None = None) -> None:
         _check(args)
     elif args.command == "labels":
         _labels(args)
+    elif args.command == "import":
+        _import(args)
     else:
         _sweep(args)
 

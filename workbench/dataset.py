@@ -11,7 +11,9 @@ import bisect
 import hashlib
 import json
 import random
+import statistics
 import warnings
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -171,6 +173,19 @@ class Dataset:
                                  "'group' field; give every document one, or use by='prefix'")
             out[q.qid] = names.pop() if len(names) == 1 else MIXED
         return out
+
+    @property
+    def evidence_chars(self) -> float:
+        """The median length of an answer span in characters: what a chunk's precision is bounded by."""
+        return float(statistics.median(len(a) for q in self.questions for a in q.answers))
+
+    @property
+    def main_document(self) -> tuple[str, int]:
+        """(doc id, how many questions have evidence in it) for the document holding the most
+        questions' evidence, the first in corpus order on a tie: a set that mostly asks about one
+        document measures chunking on that document."""
+        counts = Counter(doc_id for q in self.questions for doc_id in {a.doc_id for a in q.answers})
+        return max(((d.doc_id, counts[d.doc_id]) for d in self.documents), key=lambda c: c[1])
 
     @property
     def n_chars(self) -> int:

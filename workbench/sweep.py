@@ -267,6 +267,7 @@ class Context:
         d, e = self.dataset, self.embedder
         return {"dataset": d.name, "dataset_fingerprint": d.fingerprint, "corpus_fingerprint": d.corpus_fingerprint,
                 "documents": len(d.documents), "questions": len(d.questions), "characters": d.n_chars,
+                "evidence_chars": d.evidence_chars, "main_document": list(d.main_document),  # verdict.sweep_warnings
                 "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
                 "model_window": e.window_tokens,  # the word pieces of a text the model reads (specials aside)
                 **self.settings.config(), "versions": versions()}

@@ -5,14 +5,16 @@ is best, see stats.lower_is_better): the highest mean, or, when the questions ca
 others (a paired bootstrap interval of the difference that holds 0 means "tied"), the cheapest in
 context tokens of the tied that nothing dominates. It says how it compares with the runner-up,
 how many questions would separate a tie, what it saves, the Pareto set of quality against context
-cost, and warns when dense variants were embedded from truncated chunks. It reads only the tidy
-tables of a SweepResult, like plots and the report.
+cost, and the warnings to read before trusting any number (`sweep_warnings`: chunks embedded truncated,
+evidence much shorter than every chunk, most questions on one document). It reads only the tidy
+tables and the config of a SweepResult, like plots and the report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 COST = "context_tokens"
 SAME_COST = 0.95  # a tied variant within 5% of the top's context tokens is no cheaper headline
 TRUNCATED_SHARE = 0.10  # a dense variant with more of its chunks cut by the model's window gets a warning
+EVIDENCE_RATIO = 4  # a variant whose smallest chunk is this many times the median evidence span gets a warning
+MAIN_DOCUMENT_SHARE = 0.5  # a document holding the evidence of more of the questions gets a warning
 
 
 @dataclass(frozen=True)
@@ -54,13 +58,14 @@ class Verdict:
     questions: int  # how many questions each variant was scored on
     window: int | None  # the model's input window in word pieces (None: not recorded)
     table: pd.DataFrame
+    warnings: tuple[str, ...]  # what to read before trusting a number (see `sweep_warnings`): the last sentences
 
     def row(self, key: str) -> pd.Series:
         return self.table.set_index("key").loc[key]
 
     def sentences(self) -> list[str]:
         """Two to four sentences, plain text (the report adds links and markup): the headline, how
-        it compares, what it saves, and a warning when chunks were embedded truncated."""
+        it compares, what it saves, then the warnings (`sweep_warnings`)."""
         at = f"{self.metric}@{self.k}"
         b = self.row(self.best)
         score = f"{b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}]"
@@ -75,7 +80,7 @@ class Verdict:
                    f"{t['variant']} ({t['mean']:.3f} with {t[COST]:,.0f}), this one reaches {same} {self.metric} "
                    f"with {1 - b[COST] / t[COST]:.0%} fewer tokens."]
         if self.runner_up is None:
-            return [*out, "It is the only variant measured, so nothing is compared.", *self._truncation()]
+            return [*out, "It is the only variant measured, so nothing is compared.", *self.warnings]
         r = self.row(self.runner_up)
         o = r if self.best == self.top else b  # the variant `top` is compared with
         lead, low, high = (0.0 - o[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
@@ -84,14 +89,14 @@ class Verdict:
             over = "over it"
         gap = f"{lead:+.3f} {over} (paired interval [{low:+.3f}, {high:+.3f}], p = {o['p_value']:.3g})"
         if not (self.tied or self.best != self.top):
-            return [*out, f"It beats every other variant: {gap}.", *self._truncation()]
+            return [*out, f"It beats every other variant: {gap}.", *self.warnings]
         tied_with = [self.top] * (self.best != self.top) + sorted(self.tied, key=lambda k: k != self.runner_up)
         n = len(tied_with)
         others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
         first = self.row(tied_with[0])["variant"]
         out.append(f"It is tied with {first}{others}: {gap}, an interval that holds 0, so these {self.questions:,} "
                    f"questions cannot tell them apart. {self._separate(o['questions_needed'])}")
-        return [*out, *self._cheaper(), *self._truncation()]
+        return [*out, *self._cheaper(), *self.warnings]
 
     def _separate(self, n: float) -> str:
         """How many questions would tell the tied variants apart, in words."""
@@ -115,10 +120,6 @@ class Verdict:
                     f"least against its {b[COST]:,.0f}."]
         return [f"Of the variants it ties with it sends the fewest context tokens@{self.k}: {b[COST]:,.0f}, "
                 f"{1 - b[COST] / c[COST]:.0%} fewer than {c['variant']} ({c[COST]:,.0f})."]
-
-    def _truncation(self) -> list[str]:
-        warning = truncation_warning(self.table, self.window)
-        return [warning] if warning else []
 
 
 def truncated_share(variants: pd.DataFrame) -> pd.Series:
@@ -147,6 +148,46 @@ def truncation_warning(variants: pd.DataFrame, window: int | None = None) -> str
             f"tokens (tokenizer=model{fits}), choose a smaller size, or use +late.")
 
 
+def evidence_warning(variants: pd.DataFrame, evidence_chars: float | None) -> str | None:
+    """One sentence when some variant's smallest chunk (min_chunk_chars) is over EVIDENCE_RATIO
+    times the median evidence span (`evidence_chars`, the sweep's config): a returned chunk then
+    holds mostly other text, so precision and IoU stay low whatever its boundaries. None when no
+    variant is so, or when the result predates these counts."""
+    if not evidence_chars or "min_chunk_chars" not in variants.columns:
+        return None
+    over = variants[variants["min_chunk_chars"] > EVIDENCE_RATIO * evidence_chars].sort_values(
+        "min_chunk_chars", ascending=False, kind="stable")
+    if over.empty:
+        return None
+    named = ", ".join(f"{r.variant} {r.min_chunk_chars:,.0f}" for r in over.head(3).itertuples(index=False))
+    more = f" and {len(over) - 3} more" if len(over) > 3 else ""
+    return (f"Warning: the median evidence span is {evidence_chars:,.0f} characters, and every chunk of {len(over)} "
+            f"of {len(variants)} variants is over {EVIDENCE_RATIO} times as long (smallest chunk: {named} characters"
+            f"{more}), so their precision and IoU stay low whatever the boundaries; compare them on recall, "
+            "or label the whole passage that answers each question.")
+
+
+def document_warning(config: Mapping[str, Any]) -> str | None:
+    """One sentence when over MAIN_DOCUMENT_SHARE of the questions have evidence in one document
+    (the sweep's config: main_document [doc_id, questions], questions, documents): the scores then
+    say how chunking does on that document. None for a one-document corpus, or an older result."""
+    main, n, docs = config.get("main_document"), config.get("questions"), config.get("documents")
+    if not main or not n or not docs or docs < 2 or main[1] <= MAIN_DOCUMENT_SHARE * n:
+        return None
+    return (f"Warning: {main[1]:,} of the {n:,} questions ({main[1] / n:.0%}) have their evidence in one document of "
+            f"{docs:,}, {main[0]!r}, so these scores say mostly how each variant chunks that document; add "
+            "questions on the others before choosing for the whole corpus.")
+
+
+def sweep_warnings(variants: pd.DataFrame, config: Mapping[str, Any]) -> list[str]:
+    """Every warning to read before trusting a number of these variants, each one sentence: chunks
+    embedded truncated, evidence much shorter than every chunk, most questions on one document.
+    The verdict ends with them; the CLI, report and widgets show them through here."""
+    found = (truncation_warning(variants, config.get("model_window")),
+             evidence_warning(variants, config.get("evidence_chars")), document_warning(config))
+    return [w for w in found if w]
+
+
 def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000) -> Verdict:
     """The verdict on `metric`@k (k defaults to metrics.default_k of the swept ks)."""
     pq = result.per_question
@@ -165,7 +206,8 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
              else pd.DataFrame(columns=compared))
     pairs = pairs[compared].rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})
     cost = result.summary[(result.summary["metric"] == COST) & (result.summary["k"] == k)].set_index("key")["mean"]
-    columns = [c for c in ("chunks", "truncated_chunks", "tokens_embedded") if c in result.variants.columns]
+    columns = [c for c in ("chunks", "truncated_chunks", "tokens_embedded", "min_chunk_chars")
+               if c in result.variants.columns]
     index = result.variants.set_index("key")[columns]
     table = table.merge(pairs, on="key", how="left").assign(
         tied=lambda t: (t["diff_low"] <= 0) & (t["diff_high"] >= 0),
@@ -187,4 +229,5 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     window = result.config.get("model_window")
     return Verdict(metric, k, best, top, runner_up, tied, tuple(table["key"].iloc[front]),
                    int(pq[(pq["metric"] == metric) & (pq["k"] == k)]["qid"].nunique()),
-                   int(window) if window else None, table.reset_index(drop=True))
+                   int(window) if window else None, table.reset_index(drop=True),
+                   tuple(sweep_warnings(table, result.config)))

@@ -8,7 +8,7 @@ import base64
 import html
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
@@ -22,7 +22,7 @@ from workbench.models.base import model_fingerprint
 from workbench.models.embed import default_model_path
 from workbench.report.figures import NARROW_WIDTH, by_group_png, describe_figure
 from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
-from workbench.verdict import TRUNCATED_SHARE, truncated_share, truncation_warning
+from workbench.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
@@ -99,11 +99,11 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
         out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
                   "the corpus (workbench.retrieval.preview), not embedded: the ranking is an estimate. Confirm the "
                   "best variants with a real sweep before choosing.</p>\n")
-    warning = truncation_warning(result.variants, c.get("model_window"))
     if v is not None:
         out.write(_verdict(v))
-    elif warning:
-        out.write(_warning(warning))
+    else:
+        truncation = truncation_warning(result.variants, c.get("model_window"))
+        out.write(_warnings(sweep_warnings(result.variants, c), truncation))
     if figures:
         out.write(f'<section id="figures"><h2>Figures</h2>\n<p>Variants are numbered in the figures:</p>\n'
                   f"{_legend_table(result)}")
@@ -164,10 +164,14 @@ def _figure(result: SweepResult, name: str, fig: Figure | bytes, narrow: Figure 
             f"<figcaption>{caption}</figcaption></figure>\n")
 
 
-def _warning(text: str) -> str:
-    """The truncation warning (verdict.truncation_warning) as a box, the affected rows linked."""
-    return (f'<p class="warning" role="alert"><b>{html.escape(text.split(": ", 1)[0])}:</b> '
-            f'{html.escape(text.split(": ", 1)[1])} <a href="#variants">the variants, marked</a></p>\n')
+def _warnings(texts: Sequence[str], truncation: str | None) -> str:
+    """Each warning (verdict.sweep_warnings) as a box; the `truncation` one links the rows it marks."""
+    boxes = []
+    for text in texts:
+        head, body = (html.escape(part) for part in text.split(": ", 1))
+        marked = ' <a href="#variants">the variants, marked</a>' if text == truncation else ""
+        boxes.append(f'<p class="warning" role="alert"><b>{head}:</b> {body}{marked}</p>\n')
+    return "".join(boxes)
 
 
 def _truncated_cell(count: str, share: float) -> str:
@@ -260,9 +264,7 @@ def _provenance(config: Mapping[str, Any]) -> str:
 def _verdict(v: Verdict) -> str:
     """The computed verdict first: its sentences, each linked to the section that backs it, and
     a small table of the best, the tied and the Pareto variants."""
-    sentences = v.sentences()
-    warning = truncation_warning(v.table, v.window)
-    told = sentences[:-1] if warning and sentences[-1] == warning else sentences  # the warning gets its box
+    told = v.sentences()[: -len(v.warnings) or None]  # each warning gets its box
     links = ("#scores", "#against-best", "#variants")
     text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>' for s, link in zip(told, links, strict=False))
     shown = v.table[v.table["key"].isin({v.best, v.top}) | v.table["tied"] | v.table["pareto"]]
@@ -277,7 +279,8 @@ def _verdict(v: Verdict) -> str:
         f"<td>{'yes' if r.pareto else ''}</td></tr>\n"
         for r, share in zip(shown.itertuples(index=False), shares, strict=True))
     at = f"{v.metric}@{v.k}"
-    return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n{_warning(warning) if warning else ""}'
+    boxes = _warnings(v.warnings, truncation_warning(v.table, v.window))
+    return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n{boxes}'
             '<div class="scroll"><table>\n<thead><tr><th>variant</th>'
             f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
             f"<th>truncated_chunks</th><th>Pareto (cost vs {at})</th></tr></thead>\n<tbody>\n{rows}</tbody></table>"

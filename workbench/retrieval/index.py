@@ -229,6 +229,7 @@ def chunk_cost(chunks: Sequence[Chunk]) -> dict[str, Any]:
         "chunks": len(chunks),
         "chars": sum(c.end - c.start for c in chunks),
         "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
+        "min_chunk_chars": min((c.end - c.start for c in chunks), default=None),  # verdict.evidence_warning
         "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(embed_texts(chunks))),
         "overlap_chars": overlap_chars(chunks),
     }

@@ -16,7 +16,7 @@ from workbench.errors import describe
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, resolve_store
-from workbench.verdict import truncation_warning
+from workbench.verdict import sweep_warnings
 
 ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
 WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks
@@ -85,11 +85,10 @@ class PanelBase(Guarded):
         self.store, self.embedder = resolve_store(store, embedder)
 
     @staticmethod
-    def truncation_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
-        """verdict.truncation_warning over the variants `keys` of `result` (default: all), as
-        HTML; "" when none of them embeds more than its share of truncated chunks."""
+    def warnings_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
+        """verdict.sweep_warnings over the variants `keys` of `result` (default: all), as HTML, one
+        per line; "" when there is nothing to warn about."""
         if result is None:
             return ""
         table = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
-        warning = truncation_warning(table, result.config.get("model_window"))
-        return WARNING.format(html.escape(warning)) if warning else ""
+        return "<br>".join(WARNING.format(html.escape(w)) for w in sweep_warnings(table, result.config))

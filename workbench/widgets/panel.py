@@ -107,7 +107,7 @@ class Panel(PanelBase):
         self.add = w.Button(description="add variant", icon="plus", tooltip="keep the selected variant in the plots")
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
         self.progress = w.Output()
-        self.warning = w.HTML()  # when the selected variant embeds truncated chunks (verdict.truncation_warning)
+        self.warning = w.HTML()  # about the selected variant and the questions (verdict.sweep_warnings)
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
         self.strategy.observe(self.guarded(self._on_strategy), names="value")
         for modifier in (self.header, self.late):
@@ -158,7 +158,7 @@ class Panel(PanelBase):
         row = self.result.variants.set_index("key").loc[v.key]
         self.message.value = (f"selected: <b>{html.escape(self.result.label_of(v.key))}</b>: {row['chunks']:,} chunks, "
                               f"{row['truncated_chunks']:,} longer than the model's window")
-        self.warning.value = self.truncation_html(self.result, [v.key])
+        self.warning.value = self.warnings_html(self.result, [v.key])
         self._draw()
 
     def _measure(self, v: Variant) -> bool:

@@ -121,7 +121,7 @@ class Sweeper(PanelBase):
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
-        self.warning = w.HTML()  # truncated chunks among the measured variants (verdict.truncation_warning)
+        self.warning = w.HTML()  # about the measured variants (verdict.sweep_warnings)
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
         self.param = w.Dropdown(description="parameter", layout=whole_label())
@@ -313,7 +313,7 @@ class Sweeper(PanelBase):
             redraw = self.scrub.update(keys=self.result.keys, k=self.k.value,
                                        axes=(self.param.value, self.heat_metric.value))
             if redraw is Redraw.REBUILD:
-                self.warning.value = self.truncation_html(self.result)
+                self.warning.value = self.warnings_html(self.result)
                 self.pictures = {name: Picture(fig) for name, fig in self._figures().items()}
                 self._set_options()
                 self._show()
