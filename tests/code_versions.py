@@ -49,6 +49,7 @@ def source_hash(modules: list[str]) -> str:
 def components() -> dict[str, dict[str, Any]]:
     """Every versioned component: its version now and the hash of its code now."""
     import workbench  # noqa: F401  (registers every strategy and stage)
+    from workbench import variant
     from workbench.chunkers import STRATEGIES
     from workbench.models import embed
     from workbench.retrieval import index
@@ -58,6 +59,7 @@ def components() -> dict[str, dict[str, Any]]:
     out |= {f"stage {name}": (s.version, [s.fn.__module__]) for name, s in STAGES.items()}
     out["index build (BUILD_VERSION)"] = (index.BUILD_VERSION, ["workbench.retrieval.index", "workbench.variant",
                                                                  "workbench.models.late"])
+    out["contextual header (HEADER_VERSION)"] = (variant.HEADER_VERSION, ["workbench.variant"])
     out["encoding (ENCODE_VERSION)"] = (embed.ENCODE_VERSION, closure("workbench.models.embed"))
     return {name: {"version": v, "source": source_hash(mods)} for name, (v, mods) in sorted(out.items())}
 

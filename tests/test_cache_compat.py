@@ -3,7 +3,9 @@
 tests/data/cache_eca49dc/ holds what commit eca49dc wrote for 7 variants of the SQuAD excerpt
 (vectors, index entries, the BM25 index, scores) and its result tables (see tests/data/README.md).
 Today's code must name the same entries (same variant keys, corpus and model fingerprints), so
-nothing is chunked, embedded or built again, and must score them to the same numbers.
+nothing is chunked, embedded or built again, and must score them to the same numbers. Variants of a
+component re-versioned since (BUMPED) are named anew and their entries built again, from the cached
+vectors when their texts are the same.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ from workbench.variant import Variant, parse_variant
 
 OLD = Path(__file__).parent / "data" / "cache_eca49dc"
 DATA = Path(__file__).parent / "data" / "squad_v11_dev"
+# re-versioned since eca49dc: parent_child v2 and HEADER_VERSION 2 (headings without "{ #anchor }" attributes,
+# a header's title not repeated), neither of which changes a chunk or an embedded text of this corpus
+BUMPED = ("parent_child", "recursive:size=96+header")
 
 
 def test_keys_of_todays_specs_are_unchanged() -> None:
     assert Variant.make("fixed", size=256).key == "6678acd8ce7d3106"
     assert Variant.make("fixed", size=256, retriever="bm25").key == "4ed0573cf1945c34"
     for text, key in json.loads((OLD / "keys.json").read_text()).items():
-        assert parse_variant(text).key == key, text
+        assert (parse_variant(text).key == key) == (text not in BUMPED), text
 
 
 def test_a_cache_written_before_the_layout_change_is_reused(tmp_path: Path) -> None:
@@ -40,9 +45,11 @@ def test_a_cache_written_before_the_layout_change_is_reused(tmp_path: Path) -> N
     result = sweep(load_dataset(DATA), [parse_variant(t) for t in texts], ks=(1, 5), embedder=embedder, store=cache,
                    progress=False)
     assert result.config["texts_embedded"] == 0 and embedder.stats.embedded == 0  # every vector from the old cache
-    assert not result.variants["built"].any()  # every FAISS entry and the BM25 index loaded, none built
-    assert sorted(p.name for p in (cache / "index").iterdir()) == entries
-    old = pd.read_csv(OLD / "result" / "summary.csv")
+    built = result.variants.set_index("key")["built"]
+    bumped = {json.loads((OLD / "keys.json").read_text())[t]: parse_variant(t).key for t in BUMPED}
+    assert set(built.index[built]) == set(bumped.values())  # every other entry and the BM25 index loaded
+    assert len(list((cache / "index").iterdir())) == len(entries) + len(bumped)
+    old = pd.read_csv(OLD / "result" / "summary.csv").replace({"key": bumped})
     cols = ["key", "metric", "k", "budget"]
     both = old.merge(result.summary, on=cols, suffixes=("_old", "_new"), how="outer", indicator=True)
     assert (both["_merge"] == "both").all() and len(both) == len(old)

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from workbench.chunkers import STRATEGIES, ChunkEnv, get_strategy
-from workbench.dataset import Dataset
+from workbench.dataset import Dataset, Document
 from workbench.variant import Variant, grid, parse_variant
 
 
@@ -97,3 +97,12 @@ def test_parse_variant_takes_json_values_with_separators_inside() -> None:
 def test_text_is_what_parse_variant_reads_back(variant: Variant) -> None:
     assert parse_variant(variant.text) == variant
     assert "tokenizer=" not in variant.text  # defaults left out: the form a person types
+
+
+def test_a_contextual_header_names_a_title_equal_to_the_first_heading_once() -> None:
+    doc = Document("install.md", "Install", "# Install\n\nPick one.\n\n## Linux\n\nRun the installer.\n")
+    other = Document("guide.md", "Guide", "# Install\n\n## Linux\n\nRun the installer.\n")
+    ds = Dataset("headers", (doc, other), ())
+    chunks = Variant.make("markdown", size=8, contextual_header=True).chunk(ds, ChunkEnv())
+    headers = [c.embed_text.removesuffix(c.text) for c in chunks if "installer" in c.text]
+    assert headers == ["Install > Linux\n\n", "Guide > Install > Linux\n\n"]

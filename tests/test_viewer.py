@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset, Document, Span
+from workbench.ingest import READERS
 from workbench.variant import Variant
 from workbench.viewer import COLORS, EVIDENCE, OVERLAP, around, chunk_html
 
@@ -50,3 +53,18 @@ def test_bad_passages_are_named(tiny: Dataset) -> None:
     with pytest.raises(ValueError, match="out of range"):
         chunk_html(tiny, [], "space.txt", 50, 50)
     assert "in no chunk" in chunk_html(tiny, [], "space.txt", 0, 20, [Span("space.txt", 0, 5)])
+
+
+def test_tooltips_and_the_passage_name_where_each_chunk_is() -> None:
+    folder = REPO / "tests" / "data" / "formats"
+    docs = [READERS[Path(n).suffix](folder / n, n) for n in ("handbook.pdf", "docs_src/cors_tutorial001.py",
+                                                             "install.rst")]
+    ds = Dataset("formats", tuple(docs), ())
+    pdf, code, rst = (chunk_html(ds, Variant.make(strategy, **kw).chunk(ds, ChunkEnv()), d.doc_id)
+                      for d, (strategy, kw) in zip(docs, [("page", {}), ("code", {"size": 30}),
+                                                          ("markdown", {"size": 32})], strict=True))
+    tips = [html.unescape(t) for markup in (pdf, code, rst) for t in re.findall(r' title="([^"]*)"', markup)]
+    assert any(t.endswith("): handbook.pdf · page 3") for t in tips)
+    assert any(t.endswith("): docs_src/cors_tutorial001.py · async def main()") for t in tips)
+    assert any(t.endswith("): install.rst · Installing the client > From source > Checking the install") for t in tips)
+    assert html.escape("handbook.pdf · pages 1-3 [0, ") in pdf  # the passage: the whole document

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from workbench.chunkers import make_chunk, where
 from workbench.dataset import Dataset, Hit, Question
 from workbench.evaluation.metrics import by_doc, clip, overlap, total
 
-COLUMNS = ["rank", "score", "doc_id", "start", "end", "tokens", "touches_evidence", "covered_chars", "text"]
+COLUMNS = ["rank", "score", "doc_id", "where", "start", "end", "tokens", "touches_evidence", "covered_chars", "text"]
 
 
 def _preview(text: str, width: int) -> str:
@@ -22,9 +23,10 @@ def _preview(text: str, width: int) -> str:
 
 
 def drilldown(dataset: Dataset, question: Question, ranked: Sequence[Hit], k: int, preview: int = 120) -> pd.DataFrame:
-    """The top-k hits, one row each: rank, score, doc_id, start, end, tokens (cl100k_base),
-    touches_evidence, covered_chars (evidence characters inside this hit, counted even if an
-    earlier hit already covered them) and a whitespace-collapsed text preview."""
+    """The top-k hits, one row each: rank, score, doc_id, where (path, pages, heading path or enclosing
+    function, see `where`), start, end, tokens (cl100k_base), touches_evidence, covered_chars (evidence
+    characters inside this hit, counted even if an earlier hit already covered them) and a
+    whitespace-collapsed text preview."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     ev = by_doc(question.answers)
@@ -32,9 +34,11 @@ def drilldown(dataset: Dataset, question: Question, ranked: Sequence[Hit], k: in
     for rank, hit in enumerate(ranked[:k], 1):
         s = hit.span
         covered = total(clip(ev.get(s.doc_id, []), s.start, s.end))
-        text = dataset.docs[s.doc_id].text[s.start : s.end]
+        doc = dataset.docs[s.doc_id]
+        chunk = make_chunk(doc, s.start, s.end)
         tokens = hit.tokens.get("cl100k_base")
-        rows.append((rank, hit.score, s.doc_id, s.start, s.end, tokens, covered > 0, covered, _preview(text, preview)))
+        rows.append((rank, hit.score, s.doc_id, where(doc, chunk), s.start, s.end, tokens,
+                     covered > 0, covered, _preview(chunk.text, preview)))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

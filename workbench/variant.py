@@ -73,6 +73,11 @@ def _stage_kwargs(stages: tuple[StageSpec, ...], given: dict[str, Any], strategy
 DENSE_ONLY = make_stages([DENSE])  # the retrieval of a variant that names none
 
 
+# Bump when `with_header` embeds another text for the same chunks: it renames the entries of +header variants
+# only (2: a title equal to the first heading is not repeated).
+HEADER_VERSION = 2
+
+
 @dataclass(frozen=True)
 class Variant:
     strategy: str
@@ -143,7 +148,8 @@ class Variant:
 
     @property
     def key(self) -> str:
-        spec = self.spec() | {"version": self.version}
+        header = {"header_version": HEADER_VERSION} if self.contextual_header and HEADER_VERSION != 1 else {}
+        spec = self.spec() | {"version": self.version} | header
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
@@ -219,8 +225,10 @@ def short_value(value: Any) -> str:
 
 
 def with_header(doc: Document, chunk: Chunk) -> Chunk:
-    """Contextual chunk header: embed "title > heading path" above the text; span and text stay."""
-    path = " > ".join(p for p in (doc.title, chunk.heading) if p)
+    """Contextual chunk header: embed "title > heading path" above the text; span and text stay. The title
+    is left out when the path starts with it (a page titled by its first heading says it once)."""
+    title = "" if chunk.heading.split(" > ", 1)[0] == doc.title else doc.title
+    path = " > ".join(p for p in (title, chunk.heading) if p)
     return replace(chunk, embed_text=f"{path}\n\n{chunk.embed_text or chunk.text}")
 
 

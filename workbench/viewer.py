@@ -2,8 +2,9 @@
 
 For teaching and for debugging a chunker: neighbouring chunks alternate between two colours,
 text held by two chunks at once (overlap) gets a third, the evidence of a question is underlined,
-and every piece carries a tooltip naming the chunks that hold it. Plain HTML and inline styles,
-so it renders in a notebook and in any saved page alike.
+every piece carries a tooltip naming the chunks that hold it and where each is (`where`: path, pages,
+heading path or enclosing function), and the passage is named the same way. Plain HTML and inline
+styles, so it renders in a notebook and in any saved page alike.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from workbench.chunkers import Chunk
+from workbench.chunkers import Chunk, make_chunk, where
 from workbench.dataset import Dataset, Span
 
 COLORS = ("#dbeafe", "#fde68a")  # alternate chunks
@@ -35,7 +36,8 @@ def chunk_html(
     marks with "…" an end where the passage is cut from its document (outside the text spans)."""
     if doc_id not in dataset.docs:
         raise KeyError(f"doc_id {doc_id!r} is not in dataset {dataset.name!r}")
-    text = dataset.docs[doc_id].text
+    doc = dataset.docs[doc_id]
+    text = doc.text
     end = len(text) if end is None else min(end, len(text))
     if not 0 <= start < end:
         raise ValueError(f"passage [{start}, {end}) is empty or out of range for {doc_id!r} (len {len(text)})")
@@ -47,11 +49,13 @@ def chunk_html(
         style = chunk_style(holders, rank)
         if any(e.start <= a and b <= e.end for e in marks):
             style += EVIDENCE
-        tip = ", ".join(f"chunk {i} [{chunks[i].start}, {chunks[i].end})" for i in holders) or "in no chunk"
+        tip = "\n".join(f"chunk {i} [{chunks[i].start}, {chunks[i].end}): {where(doc, chunks[i])}"
+                        for i in holders) or "in no chunk"
         out.append(f'<span style="{style}" title="{html.escape(tip)}">{html.escape(text[a:b])}</span>')
     legend = (f'<span style="background:{COLORS[0]}">chunk</span> <span style="background:{COLORS[1]}">next chunk'
               f'</span> <span style="background:{OVERLAP}">overlap</span> <span style="{EVIDENCE}">evidence</span>')
-    return (f'<div style="font-size:0.85em;color:#555">{html.escape(doc_id)} [{start}, {end}): {len(mine)} chunks. '
+    return (f'<div style="font-size:0.85em;color:#555">{html.escape(where(doc, make_chunk(doc, start, end)))} '
+            f'[{start}, {end}): {len(mine)} chunks. '
             f'{legend}</div><div style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
             + CUT * (ellipsis and start > 0) + "".join(out) + CUT * (ellipsis and end < len(text)) + "</div>")
 
@@ -80,6 +84,12 @@ def show_chunks(*args: Any, **kwargs: Any) -> Any:
     from IPython.display import HTML
 
     return HTML(chunk_html(*args, **kwargs))
+
+
+def span_chunks(dataset: Dataset, spans: Sequence[Span]) -> list[Chunk]:
+    """Retrieved spans (hits, parents included) as chunks to draw: `where` finds their headings from
+    their position, as the spans carry none."""
+    return [make_chunk(dataset.docs[s.doc_id], s.start, s.end) for s in spans]
 
 
 def around(span: Span, chars: int = 600) -> tuple[str, int, int]:

@@ -231,7 +231,7 @@ def test_drilldown_table(tiny):
     ranked = [hit("b", 0, 26, 6), hit("a", 0, 16, 4), hit("a", 10, 60, 12)]
     df = drilldown(tiny, q, ranked, k=2, preview=12)
     assert df.columns.tolist() == [
-        "rank", "score", "doc_id", "start", "end", "tokens", "touches_evidence", "covered_chars", "text",
+        "rank", "score", "doc_id", "where", "start", "end", "tokens", "touches_evidence", "covered_chars", "text",
     ]  # fmt: skip
     assert df[["rank", "doc_id", "start", "end", "tokens", "touches_evidence", "covered_chars"]].values.tolist() == [
         [1, "b", 0, 26, 6, False, 0],
@@ -253,3 +253,20 @@ def test_miss_reasons(tiny):
     assert miss_reason(q, [hit("a", 0, 16)], 5) == "partial coverage: 12 of 34 evidence chars (35%)"
     assert miss_reason(q, [hit("a", 0, 40), hit("a", 50, 80)], 5) == "complete"
     assert miss_reason(q, [hit("b", 0, 5), hit("a", 0, 40), hit("a", 50, 80)], 2).startswith("partial coverage")
+
+
+def test_drilldown_names_where_each_hit_is():
+    from pathlib import Path
+
+    from conftest import REPO, span_of
+
+    from workbench.ingest import READERS
+
+    folder = REPO / "tests" / "data" / "formats"
+    pdf, html = (READERS[Path(n).suffix](folder / n, n) for n in ("handbook.pdf", "page.html"))
+    ds = Dataset("formats", (pdf, html), ())
+    spans = [span_of(html, "allow_credentials"), span_of(pdf, "Every invoice")]
+    ranked = [hit(s.doc_id, s.start, s.end) for s in spans]
+    df = drilldown(ds, Question("q", "credentials?", spans[:1]), ranked, k=2)
+    assert df["where"].tolist() == ["page.html · CORS (Cross-Origin Resource Sharing) > Options",
+                                    "handbook.pdf · page 2"]

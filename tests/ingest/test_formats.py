@@ -82,3 +82,39 @@ def test_code_with_syntax_errors_loads_as_written(suffix: str, body: str, langua
     (tmp_path / f"broken{suffix}").write_text(body, encoding="utf-8")
     doc = READERS[suffix](tmp_path / f"broken{suffix}", f"broken{suffix}")
     assert (doc.text, doc.language) == (body, language)
+
+
+MKDOCS = """# Install { #install }
+
+Pick your system.
+
+## Linux {#linux .tab key=val}
+
+Run the installer.
+
+## Windows {: #windows }
+
+Double-click it.
+
+## Set {x} aside {-}
+
+Nothing else.
+"""
+
+
+def test_heading_attributes_leave_titles_and_heading_paths_but_stay_in_the_text(tmp_path: Path) -> None:
+    from workbench.chunkers import ChunkEnv
+    from workbench.dataset import Dataset
+    from workbench.variant import Variant
+
+    (tmp_path / "install.md").write_text(MKDOCS, encoding="utf-8")
+    doc = READERS[".md"](tmp_path / "install.md", "install.md")
+    assert doc.title == "Install" and doc.text == MKDOCS  # the spans address the source as written
+    paths = ["Install", "Install > Linux", "Install > Windows", "Install > Set {x} aside"]
+    assert [p for _, _, p in section_spans(doc.text)] == paths
+    ds = Dataset("mkdocs", (doc,), ())
+    for strategy, kw in (("markdown", {"size": 16}), ("table", {"size": 16}), ("parent_child", {"parent": "section"})):
+        chunks = Variant.make(strategy, **kw).chunk(ds, ChunkEnv())
+        assert {c.heading for c in chunks} == set(paths), strategy
+    linux = next(c for c in Variant.make("markdown", size=16).chunk(ds, ChunkEnv()) if "installer" in c.text)
+    assert "{#linux .tab key=val}" in doc.text[linux.start - 40:linux.start] + linux.text

@@ -362,3 +362,24 @@ def test_truncated_chunks_sit_beside_chunks_and_a_truncating_variant_is_warned_o
         assert f"{int(chunks.iloc[0]) // 2} (50%) \u26a0" in part
     plain = write_report(result, tmp_path / "p.html", figures={}).read_text(encoding="utf-8")
     assert 'class="warning"' not in plain and 'class="truncated"' not in plain
+
+
+def test_cuts_name_where_each_retrieved_chunk_is() -> None:
+    from conftest import REPO, span_of
+
+    from workbench.ingest import READERS
+    from workbench.report import cuts
+
+    folder = REPO / "tests" / "data" / "formats"
+    pdf, code, rst = (READERS[Path(n).suffix](folder / n, n) for n in ("handbook.pdf", "docs_src/cors_tutorial001.py",
+                                                                        "install.rst"))
+    ds = Dataset("formats", (pdf, code, rst), ())
+    q = Question("q", "How do I install it?", (span_of(rst, "pip install example-client"),))
+    hits = [span_of(rst, "Run this command in a terminal"), span_of(code, "Hello World"), span_of(pdf, "VAT number")]
+    drawn = html.unescape(cuts._retrieved(ds, "best", hits, q))
+    ranks = re.search(r"top 3: (.*)</p>", drawn).group(1)
+    assert ranks.split("; ") == [
+        f"1. install.rst · Installing the client > From the package index [{hits[0].start}, {hits[0].end})",
+        f"2. docs_src/cors_tutorial001.py · async def main() [{hits[1].start}, {hits[1].end})",
+        f"3. handbook.pdf · page 3 [{hits[2].start}, {hits[2].end})"]
+    assert "): install.rst · Installing the client > From the package index" in drawn  # the drawn chunk's tooltip

@@ -3,6 +3,8 @@ widget draws what the state decided (real model, real documents from tests/data/
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,8 @@ DATA = REPO / "tests" / "data" / "semantic"  # real documents, see tests/data/RE
 
 @pytest.fixture(scope="module")
 def docs() -> Dataset:
-    httpx = Document("httpx", "HTTPX README", (DATA / "httpx_readme.md").read_text(encoding="utf-8"))
+    httpx = Document("httpx", "HTTPX README", (DATA / "httpx_readme.md").read_text(encoding="utf-8"), kind="markdown",
+                     path="semantic/httpx_readme.md")
     sotu = Document("sotu", "State of the Union 2024", (DATA / "sotu_2024.txt").read_text(encoding="utf-8"))
     q = Question("q-http2", "Does HTTPX support HTTP/2?",
                  (span_of(httpx, "has support for both **HTTP/1.1 and HTTP/2**"),))
@@ -101,6 +104,9 @@ def test_moving_the_percentile_recuts_and_redraws(docs: Dataset, embedder: Embed
 
     ex.question.value = "q-http2"  # its evidence is underlined in the text view
     assert "border-bottom: 3px solid" in ex.text.value
+    tips = [html.unescape(t) for t in re.findall(r' title="([^"]*)"', ex.text.value)]  # where each chunk is
+    assert any(t.endswith("): semantic/httpx_readme.md · Features") for t in tips)
+    assert any(t.endswith("): semantic/httpx_readme.md · Release Information > Fixed") for t in tips)
 
 
 def test_a_bad_setting_is_shown_and_the_last_view_kept(docs: Dataset, embedder: Embedder, tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from workbench.chunkers import automerge  # noqa: F401  (registers auto_merging:
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
 from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import STRATEGIES, get_strategy, run_strategy, unregister
+from workbench.chunkers.where import where
 from workbench.params import Param
 
 __all__ = [
     "STRATEGIES", "Chunk", "ChunkEnv", "Param", "get_strategy", "make_chunk", "register_factory", "register_function",
-    "register_node_parser", "run_strategy", "unregister",
+    "register_node_parser", "run_strategy", "unregister", "where",
 ]

@@ -17,7 +17,7 @@ above the text, which stays the exact source span.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import tree_sitter_language_pack as tslp
@@ -195,6 +195,22 @@ def _scope(src: _Source, root: Node, span: Bounds, kinds: frozenset[str]) -> str
         if node.type in kinds and (node.parent is None or node.parent.type not in kinds):
             path.append(_signature(src, node))  # (a decorated definition's inner one is the same)
     return SCOPE_SEP.join(path)
+
+
+@lru_cache(maxsize=8)
+def _parsed(language: str, text: str) -> tuple[_Source, Node]:
+    """`text` parsed once for `scope_at`, which a viewer calls for every chunk it names (sizes unused)."""
+    return _Source(text, Units([0, len(text)]), 0), _parser(language).parse(text.encode("utf-8")).root_node
+
+
+def scope_at(doc: Document, start: int, end: int) -> str:
+    """The heading `code` gives a chunk [start, end) of `doc` ("class Cache > def get(self, key)"), for a
+    chunk cut by another strategy; "" when the document has no grammar here."""
+    name = check_language(doc, AUTO)
+    if name is None:
+        return ""
+    src, root = _parsed(name, doc.text)
+    return _scope(src, root, (start, end), DEFINITIONS[name])
 
 
 def check_language(doc: Document, language: str) -> str | None:

@@ -90,6 +90,7 @@ def _check_parent_child(p: dict[str, Any]) -> None:
         "tokenizer": TOKENIZER,
     },
     check=_check_parent_child,
+    version=2,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes
 )
 def parent_child(
     doc: Document,

@@ -2,8 +2,9 @@
 
 Headings come from markdown-it-py's CommonMark parse (plus GFM tables), never from a regex, so a
 `#` line inside a code fence is code and a setext underline is a heading. A section's chunks
-carry its heading path ("Billing > Refunds"): the context a bare paragraph lacks. Tables and code
-blocks are split only when they alone exceed `size`, and then by lines, never mid-row.
+carry its heading path ("Billing > Refunds", MkDocs/Pandoc "{ #anchor }" attributes left out): the
+context a bare paragraph lacks. Tables and code blocks are split only when they alone exceed `size`,
+and then by lines, never mid-row.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, sp
 from workbench.chunkers.registry import check_overlap, strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.dataset import Document
+from workbench.ingest.text import heading_title
 from workbench.params import UNIT_PARAM, Param
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
@@ -56,7 +58,7 @@ def sections(text: str, tokens: list[Token], lines: list[int], max_level: int) -
         level = int(tok.tag[1:])
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, " ".join(tokens[i + 1].content.split())))  # setext titles may span lines
+        stack.append((level, heading_title(" ".join(tokens[i + 1].content.split()))))  # setext titles may span lines
         path = PATH_SEP.join(t for _, t in stack)
         heads.append((line_offset(lines, tok.map[0]), line_offset(lines, tok.map[1]), path))
     if not heads:
@@ -130,6 +132,7 @@ def _section_pieces(
         "max_heading_level": Param(6, "deepest heading level that starts a section", lo=1, hi=6),
     },
     check=check_overlap(),
+    version=2,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes
 )
 def markdown(
     doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str, max_heading_level: int

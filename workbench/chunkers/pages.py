@@ -27,6 +27,11 @@ def page_spans(doc: Document) -> list[tuple[int, int]]:
     return [(s, e) for s, e in zip(starts, (*starts[1:], len(doc.text)), strict=True)]
 
 
+def page_range(first: int, last: int) -> str:
+    """"page 3" or "pages 3-4": how a chunk names the pages it spans (from 1, as viewers count)."""
+    return f"page {first}" if first == last else f"pages {first}-{last}"
+
+
 @strategy(
     "page",
     "PDF pages as units: `window` pages per chunk, `overlap` of them shared by neighbours; a document "
@@ -46,5 +51,5 @@ def page(doc: Document, env: ChunkEnv, *, window: int, overlap: int) -> list[Chu
         first, last = kept[i][0], kept[j - 1][0]
         span = strip_span(doc.text, kept[i][1], kept[j - 1][2])
         if span is not None:
-            out.append(make_chunk(doc, *span, heading=f"page {first}" if first == last else f"pages {first}-{last}"))
+            out.append(make_chunk(doc, *span, heading=page_range(first, last)))
     return out

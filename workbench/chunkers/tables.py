@@ -160,6 +160,7 @@ def _table_chunks(doc: Document, table: Table, units: Units, size: int, rows: st
         "rows": Param("fit", "a table over `size` (fit) or every table (each) split by rows: packed up to `size`, "
                       "or one row per chunk", choices=ROWS),
     },
+    version=2,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes
 )
 def table(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str, max_heading_level: int,
           rows: str) -> list[Chunk]:

@@ -35,16 +35,27 @@ def read_utf8(file: Path) -> str:
         raise Unreadable(file, "unreadable", f"not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
+# A trailing MkDocs/Pandoc attribute block: "{ #install }", "{: #id .cls }", "{#id .class key=val}", "{-}"
+_ATTRIBUTES = re.compile(r"\s*\{:?(?=\s*(?:[#.][^\s{}]|-\s*\}|[\w-]+=))[^{}]*\}\s*$")
+
+
+def heading_title(content: str) -> str:
+    """What a Markdown heading says, from its text after the '#' marks: its attribute block (an anchor
+    for the site generator, not words of the title) dropped, spaces trimmed; kept when it is all there is."""
+    return _ATTRIBUTES.sub("", content).strip() or content.strip()
+
+
 def read_text(file: Path, doc_id: str, kind: str = "text") -> Document:
     """`file` as one document named `doc_id` (its path in the dataset); the title is its first
-    line when that is a Markdown heading (any number of '#'), else the file name without suffix."""
+    line when that is a Markdown heading (any number of '#'; see `heading_title`), else the file name without
+    suffix."""
     return text_document(file, doc_id, read_utf8(file), kind)
 
 
 def text_document(file: Path, doc_id: str, text: str, kind: str) -> Document:
     """`text` as a document of `kind`, titled as `read_text` says."""
     first = (text.lstrip().splitlines() or [""])[0]
-    title = first.lstrip("#").strip() if first.startswith("#") else file.stem
+    title = heading_title(first.lstrip("#")) if first.startswith("#") else file.stem
     return Document(doc_id, title, text, kind=kind, path=doc_id)
 
 

@@ -11,9 +11,9 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from workbench.chunkers import Chunk
+from workbench.chunkers import where
 from workbench.dataset import Dataset, Question, Span
-from workbench.viewer import around, chunk_html
+from workbench.viewer import around, chunk_html, span_chunks
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
@@ -125,13 +125,14 @@ def _overlap(a: Span, b: Span) -> bool:
 
 
 def _retrieved(dataset: Dataset, label: str, spans: Sequence[Span], question: Question) -> str:
-    """What one variant retrieved for a question: its top spans listed, and drawn over the evidence's
-    passages (only retrieved chunks are coloured, so uncoloured evidence is what it missed)."""
+    """What one variant retrieved for a question: its top spans listed with where each is (`where`), and
+    drawn over the evidence's passages (only retrieved chunks are coloured, so uncoloured evidence is what
+    it missed)."""
     k = len(spans)
-    chunks = [Chunk(s.doc_id, s.start, s.end, dataset.docs[s.doc_id].text[s.start:s.end]) for s in spans]
-    ranks = "; ".join(f"{i}. {s.doc_id} [{s.start}, {s.end})"
-                      + (" (evidence)" if any(_overlap(s, e) for e in question.answers) else "")
-                      for i, s in enumerate(spans, 1))
+    chunks = span_chunks(dataset, spans)
+    ranks = "; ".join(f"{i}. {where(dataset.docs[c.doc_id], c)} [{c.start}, {c.end})"
+                      + (" (evidence)" if any(_overlap(c.span, e) for e in question.answers) else "")
+                      for i, c in enumerate(chunks, 1))
     drawn = "".join(chunk_html(dataset, chunks, doc, lo, hi, question.answers, ellipsis=True)
                     for doc, lo, hi in _passages(dataset, question.answers))
     return f"<h4>{html.escape(label)}</h4>\n<p class=\"note\">top {k}: {html.escape(ranks)}</p>\n{drawn}\n"

@@ -36,7 +36,7 @@ from workbench.retrieval.index import IndexStore
 from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, rankings
 from workbench.variant import Variant
-from workbench.viewer import around, chunk_html
+from workbench.viewer import around, chunk_html, span_chunks
 from workbench.widgets.base import FULL_WIDTH, PanelBase, project_dir, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
@@ -433,8 +433,8 @@ class Sweeper(PanelBase):
             hits = self._rankings(key)[i][: c.k]
             parts.append(f"<h4>{side}: {html.escape(self.result.label_of(key))}</h4>"
                          + scrolling(drilldown(self.dataset, q, hits, c.k))
-                         + chunk_html(self.dataset, [h.span for h in hits], *around(q.answers[0]),
-                                      evidence=q.answers))
+                         + chunk_html(self.dataset, span_chunks(self.dataset, [h.span for h in hits]),
+                                      *around(q.answers[0]), evidence=q.answers))
         self.cmp_chunks.value = "".join(parts)
 
     def _rankings(self, key: str) -> list[list[Hit]]:
