@@ -127,9 +127,11 @@ def read_labels(path: Path, docs: Mapping[str, Document]) -> list[Label]:
                 continue
             doc_id = json_field(a, "doc_id", str, path, n)
             start, end = json_field(a, "start", int, path, n), json_field(a, "end", int, path, n)
-            broken = answer_problem(docs, {}, doc_id, start, end, a.get("quote", a.get("text")))
+            broken = answer_problem(docs, {}, doc_id, start, end)
+            if broken is None and isinstance(a.get("quote"), str) and docs[doc_id].text[start:end] != a["quote"]:
+                broken = ".quote", f"does not match the document text at [{start}, {end})"
             if broken is not None:
-                raise DatasetError(path, n, f + (".quote" if broken[0] == ".text" else broken[0]), broken[1])
+                raise DatasetError(path, n, f + broken[0], broken[1])
             spans.append(Evidence(doc_id, start, end, docs[doc_id].text[start:end]))
         extra = {k: v for k, v in obj.items() if k not in ("qid", "question", "answers")}
         labels.append(Label(qid, question, tuple(spans), tuple(kept), extra, obj))
