@@ -50,7 +50,7 @@ def components() -> dict[str, dict[str, Any]]:
     """Every versioned component: its version now and the hash of its code now."""
     import workbench  # noqa: F401  (registers every strategy and stage)
     from workbench.chunkers import STRATEGIES
-    from workbench.models import embed
+    from workbench.models import embed, llm
     from workbench.retrieval import index
     from workbench.retrievers import STAGES
 
@@ -59,6 +59,7 @@ def components() -> dict[str, dict[str, Any]]:
     out["index build (BUILD_VERSION)"] = (index.BUILD_VERSION, ["workbench.retrieval.index", "workbench.variant",
                                                                  "workbench.models.late"])
     out["encoding (ENCODE_VERSION)"] = (embed.ENCODE_VERSION, closure("workbench.models.embed"))
+    out["generation (GENERATE_VERSION)"] = (llm.GENERATE_VERSION, closure("workbench.models.llm"))
     return {name: {"version": v, "source": source_hash(mods)} for name, (v, mods) in sorted(out.items())}
 
 
