@@ -51,7 +51,7 @@ def components() -> dict[str, dict[str, Any]]:
     import workbench  # noqa: F401  (registers every strategy and stage)
     from workbench import variant
     from workbench.chunkers import STRATEGIES
-    from workbench.models import embed
+    from workbench.models import embed, llm
     from workbench.retrieval import index
     from workbench.retrievers import STAGES
 
@@ -61,6 +61,7 @@ def components() -> dict[str, dict[str, Any]]:
                                                                  "workbench.models.late"])
     out["contextual header (HEADER_VERSION)"] = (variant.HEADER_VERSION, ["workbench.variant"])
     out["encoding (ENCODE_VERSION)"] = (embed.ENCODE_VERSION, closure("workbench.models.embed"))
+    out["generation (GENERATE_VERSION)"] = (llm.GENERATE_VERSION, closure("workbench.models.llm"))
     return {name: {"version": v, "source": source_hash(mods)} for name, (v, mods) in sorted(out.items())}
 
 

@@ -23,6 +23,7 @@ from workbench.dataset import (
 from workbench.ingest import load_dataset
 from workbench.labels.importers import import_dataset
 from workbench.models.embed import Embedder
+from workbench.models.llm import LLM
 from workbench.retrieval.index import IndexStore, build_index
 from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
@@ -42,7 +43,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
+    "LLM", "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
     "Question", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "import_dataset", "load_dataset",
     "parse_variant", "rankings", "register_factory", "register_function", "register_node_parser", "sweep",
     "sweep_steps", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),

@@ -18,6 +18,11 @@ sit in the vector cache, so nothing is wasted; when no text is left to sample (a
 by a token pass over the start of a document, which is not kept. Either way a first pass, untimed,
 warms the model up. One measurement, on a machine that may be busy: an estimate.
 
+Generation (`estimate_generation`, for whatever asks an LLM over many items): the items missing
+from the generation cache, the tokens they will generate, and the time at a rate measured the same
+way, on a sample of them (kept in the cache): one generation to warm the model up, then a batch.
+Its tokens are the sample's mean per item times the items left (at most max_tokens each).
+
 Measured on data/chroma_small, on 2 busy shared cores: for 5 variants (fixed 128 and 256, its
 +bm25, recursive 256, semantic 80) it counted 3,398 texts where the sweep then embedded 3,405, and
 said 7 min 25 s for a sweep that took 7 min 19 s; timing the warm-up pass too, it had said 13 min 45 s
@@ -48,6 +53,7 @@ from workbench.evaluation.settings import Settings
 from workbench.io import CACHE_DIR
 from workbench.models.cache import text_key
 from workbench.models.embed import Embedder
+from workbench.models.llm import LLM, Prompt
 from workbench.retrieval.index import IndexStore, embed_texts
 from workbench.retrieval.preview import token_cache_path
 from workbench.sweep import Context, check_grid, resolve_store
@@ -92,6 +98,57 @@ class Estimate:
         return (f"estimate: {' and '.join(work)} ({self.word_pieces:,} word pieces) for {self.variants} variants"
                 f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s, "
                 f"measured {self.measured}")
+
+
+@dataclass(frozen=True)
+class GenerationEstimate:
+    """What an LLM will generate for a prompt over many items, before it starts."""
+
+    prompt: str  # "name v1"
+    items: int  # generations asked for
+    to_generate: int  # not in the generation cache, the sample left out
+    max_tokens: int  # per generation
+    tokens: int  # expected tokens to generate: the sample's mean per generation times `to_generate`
+    rate: float | None  # generated tokens per second, measured now (None: nothing to generate)
+    sampled: int  # generations made to measure the rate, now in the cache
+
+    @property
+    def cached(self) -> bool:
+        return self.to_generate == 0
+
+    @property
+    def seconds(self) -> float:
+        return self.tokens / self.rate if self.rate else 0.0
+
+    def line(self) -> str:
+        if self.cached:
+            return f"estimate ({self.prompt}): all {self.items:,} generations cached, nothing to generate"
+        return (f"estimate ({self.prompt}): {self.to_generate:,} of {self.items:,} generations to make, about "
+                f"{self.tokens:,} tokens (at most {self.to_generate * self.max_tokens:,}): about "
+                f"{duration(self.seconds)} at {self.rate:,.1f} tokens/s, measured on {self.sampled - 1} of them after "
+                "one to warm up (generated now, kept in the cache)")
+
+
+def estimate_generation(llm: LLM, prompt: Prompt, items: Sequence[dict[str, Any]], max_tokens: int,
+                        ) -> GenerationEstimate:
+    """What `llm.generate(prompt, items, max_tokens=max_tokens)` will generate and how long it will
+    take (see the module docstring). A fully cached run costs a cache look-up: nothing loads."""
+    todo = [i for i, hit in zip(items, llm.cached(prompt, items, max_tokens), strict=True) if not hit]
+    todo = list({k: i for k, i in zip(llm.keys(prompt, todo, max_tokens), todo, strict=True)}.values())  # distinct
+    name = f"{prompt.name} v{prompt.version}"
+    if not todo:
+        return GenerationEstimate(name, len(items), 0, max_tokens, 0, None, 0)
+    n = min(llm.batch_size + 1, max(2, len(todo) // 2), len(todo))
+    sample = [todo[i] for i in sorted(np.random.default_rng(0).choice(len(todo), n, replace=False))]
+    llm.generate(prompt, sample[:1], max_tokens=max_tokens, desc="warming up")  # not timed: sets the model up
+    timed = llm.generate(prompt, sample[1:], max_tokens=max_tokens, desc="measuring the rate")
+    made = [g for g in timed if not g.cached]
+    tokens = sum(g.generated_tokens for g in made)
+    seconds = sum(g.seconds for g in made)
+    left = len(todo) - n
+    per_item = tokens / len(made) if made else float(max_tokens)
+    rate = tokens / seconds if tokens and seconds else None
+    return GenerationEstimate(name, len(items), left, max_tokens, round(per_item * left), rate, n)
 
 
 def duration(seconds: float) -> str:

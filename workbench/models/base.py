@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,12 @@ def local_model_path(model: str | Path, markers: tuple[str, ...], kind: str) -> 
 
 
 def model_fingerprint(path: Path) -> str:
-    """Hash of every file of a local model folder (weights, config, tokenizer). Files are read
-    again only when one's size or modification time changed: every Embedder and every report's
-    reproducing code asks, and the weights are tens of MB."""
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _SKIP_FILES)
-    return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    """Hash of every file of a local model folder (weights, config, tokenizer), or of a model
+    that is one file (a GGUF). Files are read again only when one's size or modification time
+    changed: every model and every report's reproducing code asks, and the weights are tens of MB."""
+    root, files = (path.parent, [path]) if path.is_file() else \
+        (path, sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _SKIP_FILES))
+    return _hash_files(root, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 
 @cache
@@ -52,6 +54,21 @@ def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:16]
+
+
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' progress bars hidden while a model loads ("Loading weights": a bar of 0.1 s
+    left behind in every output), then put back as they were."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
 
 
 def resolve_device(device: str) -> str:

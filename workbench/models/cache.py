@@ -5,13 +5,15 @@ same chunks for every k), so an output is computed once per model, ever. The fin
 the file, so a changed model can never serve stale outputs; the input's sha256 names the row.
 SQLite gives atomic, crash-safe writes for free: an interrupted run keeps every finished batch
 and never leaves a corrupt cache. `ContentCache` is that SQLite file; each kind of output
-subclasses it to say how one output becomes bytes (`VectorCache`: float32 vectors; an LLM's
-generations or a reranker's scores next).
+subclasses it to say how one output becomes bytes (`VectorCache`: float32 vectors;
+`JSONCache`: an LLM's generations, with their token counts and seconds; a reranker's scores next).
+An input that is more than one text (a prompt's name, version and inputs) is keyed by `json_key`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -24,6 +26,12 @@ import numpy as np
 def text_key(text: str) -> bytes:
     """The row key of an input: the sha256 of its UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def json_key(value: Any) -> bytes:
+    """The row key of a structured input (JSON-able: dicts, lists, strings, numbers): the sha256
+    of its canonical JSON, so that equal inputs share a row whatever their dict order."""
+    return text_key(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
 def cache_file(cache_dir: Path, kind: str, fingerprint: str) -> Path:
@@ -101,3 +109,15 @@ def pair_key(question: str, passage: str) -> bytes:
     """The row key of a (question, passage) pair: no pair of other texts can share it (a NUL
     separates them, and neither text is changed)."""
     return text_key(f"{len(question)}\0{question}\0{passage}")
+
+
+class JSONCache(ContentCache):
+    """key -> a JSON-able record (an LLM generation: its text, token counts and seconds)."""
+
+    table = "json"
+
+    def to_bytes(self, value: Any) -> bytes:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+    def from_bytes(self, blob: bytes) -> Any:
+        return json.loads(blob)

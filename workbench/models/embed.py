@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from workbench.chunkers.units import windows
 from workbench.io import CACHE_DIR
-from workbench.models.base import Model, local_model_path, model_fingerprint, resolve_device
+from workbench.models.base import Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers, onnx_transformer
 
@@ -151,17 +151,11 @@ class Embedder(Model):
     def model(self) -> Any:
         import torch
         from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
 
         if self.threads:
             torch.set_num_threads(self.threads)
-        shown = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # "Loading weights": a bar of 0.1 s left behind in every output
-        try:
+        with quiet_loading():
             model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
-        finally:
-            if shown:
-                hf_logging.enable_progress_bar()
         if self.backend != "torch":
             transformer = model[0]
             file = exported_model(transformer, self.cache_dir / "models", self.model_fingerprint, self.backend)
