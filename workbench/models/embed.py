@@ -297,8 +297,9 @@ class Embedder(Model):
             batch = plan[b : b + self.batch_size]
             rows = [prefix + w.doc.ids[w.start : w.end] + suffix for w in batch]
             width = max(map(len, rows))
-            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
-            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+            # on the model's device (the ONNX module takes them back to numpy itself)
+            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
+            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=self.device)
             with torch.inference_mode():
                 out = module({"input_ids": ids, "attention_mask": mask})["token_embeddings"].float().cpu().numpy()
             for w, emb in zip(batch, out, strict=True):
