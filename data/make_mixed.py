@@ -28,7 +28,8 @@ def row(doc_id: str, text: str) -> tuple[str, str, bool]:
 
 
 PY, GO, DEB, THR = "code/pagerange.py", "code/outyet.go", "code/debounce.js", "code/throttle.js"
-HTML, PDF, DOCX, TABLE = "html/race_detector.html", "pdf/siege_of_vicksburg.pdf", "docx/autogen.docx", "table/git_aliases.md"
+HTML, PDF = "html/race_detector.html", "pdf/siege_of_vicksburg.pdf"
+DOCX, TABLE = "docx/autogen.docx", "table/git_aliases.md"
 
 QUESTIONS = [
     # code: function bodies and the comments beside them
@@ -77,10 +78,12 @@ QUESTIONS = [
       quote(THR, "if (!previous && options.leading === false) previous = _now;")]),
     ("js-remaining", "When does a throttled function run right away rather than being scheduled?",
      [quote(THR, "    if (remaining <= 0 || remaining > wait) {\n      if (timeout) {\n        clearTimeout(timeout);\n"
-                 "        timeout = null;\n      }\n      previous = _now;\n      result = func.apply(context, args);")]),
+                 "        timeout = null;\n      }\n      previous = _now;\n"
+                 "      result = func.apply(context, args);")]),
     ("js-both-later", "What do both underscore's debounce and throttle do when their `later` timer fires?",
      [quote(DEB, "      timeout = null;\n      if (!immediate) result = func.apply(context, args);"),
-      quote(THR, "    timeout = null;\n    result = func.apply(context, args);\n    if (!timeout) context = args = null;")]),
+      quote(THR, "    timeout = null;\n    result = func.apply(context, args);\n"
+                 "    if (!timeout) context = args = null;")]),
     # HTML page
     ("html-enable", "How do you turn on Go's data race detector?",
      [quote(HTML, "To use it, add the `-race` flag to the go command:")]),
@@ -101,7 +104,8 @@ QUESTIONS = [
      [quote(HTML, "To make the code safe, protect the accesses with a mutex:")]),
     # PDF: six scanned pages with an OCR text layer
     ("pdf-bunks", "What did the soldiers build their bunks from on June 10th?",
-     [quote(PDF, "a part of the day has been spent\nin cutting cane and building bunks with it on the side of the hill.")]),
+     [quote(PDF, "a part of the day has been spent\nin cutting cane and building bunks with it on the side "
+                 "of the hill.")]),
     ("pdf-caves", "How were the people of Vicksburg living during the bombardment?",
      [quote(PDF, "We learn from prisoners that the inhabitants are now living in caves dug out of the sides "
                  "of the hills.")]),
@@ -126,8 +130,8 @@ QUESTIONS = [
                  "forward will\nbe made and the Southern confederacy will be crushed forever.")]),
     ("pdf-housekeeping", "Which household skills did the soldiers of the 20th Ohio claim, across two pages?",
      [quote(PDF, "If any young lady at the North needs"),
-      quote(PDF, "a good housekeeper, she can easily be accommodated by making\na requisition on the 20th Ohio. In fact "
-                 "we can all do patchwork,\nsew on buttons, make beds and sweep")]),
+      quote(PDF, "a good housekeeper, she can easily be accommodated by making\na requisition on the 20th Ohio. "
+                 "In fact we can all do patchwork,\nsew on buttons, make beds and sweep")]),
     # Word document
     ("docx-autogen", "What is AutoGen?",
      [quote(DOCX, "AutoGen is an open-source framework that allows developers to build LLM applications via multiple "
