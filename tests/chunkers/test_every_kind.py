@@ -1,7 +1,7 @@
 """Every registered strategy on every kind of document read from real files: chunks are exact spans of
 `doc.text`, non-empty, in order of their start, none twice, and together cover every non-space character.
 
-Why real files: the readers make texts no hand-written string has (form feeds between PDF pages, Markdown
+Why real files: the readers make texts no hand-written string has (OCR text joined across PDF pages, Markdown
 tables out of HTML and Word, tabs and unclosed comments in code), and a chunker that is exact on prose can slip there.
 Parameters are drawn at random from each strategy's own schema with a fixed seed per (strategy, draw), so
 a failure names a setting that reproduces; the draws cover every choice and sizes from tiny to large.
