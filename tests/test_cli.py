@@ -8,7 +8,9 @@ import sys
 from itertools import takewhile
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from conftest import REPO
 from test_notebook import write_dataset
 
 from workbench.chunkers import STRATEGIES, register_function
@@ -65,6 +67,21 @@ def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
         assert (tmp_path / "out" / name).exists(), name
     main(args)
     assert "0 of 2 indexes built, embedded nothing new" in capsys.readouterr().out
+
+
+def test_sweep_on_the_bundled_mixed_folder_reads_every_file(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """data/mixed as a user's folder: every file read (--strict: a skipped one is an error), its questions
+    on code, PDF pages and table rows scored by the structure-aware strategies (BM25: no model to load)."""
+    main(["sweep", "--data", str(REPO / "data" / "mixed"), "--strict", "--out", str(tmp_path / "out"),
+          "--cache", str(tmp_path / "cache"), "--no-report", "--ks", "1", "3",
+          "-v", "code:size=128+bm25", "-v", "page+bm25", "-v", "table:size=128+bm25"])
+    out, err = capsys.readouterr()
+    assert "warning" not in err and "skipped" not in out + err
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    recall = summary[(summary["metric"] == "recall") & (summary["k"] == 3)].set_index("variant")["n"]
+    assert sorted(recall.index) == ["code(size=128)+bm25", "page(window=1)+bm25", "table(size=128)+bm25"]
+    assert set(recall) == {41}  # every question of questions.jsonl, none dropped with a skipped file
 
 
 @pytest.mark.parametrize(

@@ -105,3 +105,14 @@ def test_tradeoffs_notebook_runs_end_to_end(tiny: Dataset, tmp_path: Path) -> No
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     for label in ("fixed(size=64, overlap=0)", "recursive(size=256, overlap=0)+late", "sentence_window(window=3)"):
         assert label in report
+
+
+def test_your_documents_notebook_measures_code_and_pdf_units(tmp_path: Path) -> None:
+    outputs = execute("03_your_documents.ipynb", f"DATA = {str(REPO / 'data' / 'mixed')!r}\n"
+                      f"CACHE = {str(tmp_path / 'cache')!r}\nK = 3\nKS = (1, 3)")
+    tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    code, variants, pdf = tables[-3:]
+    for label in ("code(size=128)", "code(size=128, header=False)", "recursive(size=128, overlap=0, separators=code)"):
+        assert label in code
+    assert "page(window=2, overlap=1)" in pdf and "fixed(size=256, overlap=0)" in pdf and "truncated_chunks" in variants
+    assert all("recall@3" in t and "context_tokens@3" in t for t in (code, pdf))

@@ -195,6 +195,15 @@ def test_code_with_syntax_errors_still_chunks() -> None:
     assert sum(c.text.count("def ok():\n    return 1") for c in chunks) == 3  # whole, beside broken neighbours
 
 
+def test_text_after_an_unclosed_block_comment_is_kept() -> None:
+    """tree-sitter's Rust grammar ends an ERROR node's children at an unclosed "/*" while the node runs on to
+    the end of the file: that tail is chunked too (found on a Markdown README chunked with language=rust)."""
+    text = "# Notes\n\nSee `src/*.rs` and the rest.\nAnother line of prose.\n"
+    chunks = chunk(text, "rust", size=8)
+    assert_chunk_contract(Document("src/m", "m", text), chunks, 8, 0, "tokens", "cl100k_base", ENV)
+    assert chunks[-1].text == "Another line of prose."
+
+
 def test_language_from_the_document_or_lines() -> None:
     assert chunk(PY, "python", size=40) == chunk(PY, None, size=40, language="python")
     # a language with no grammar here (guessed for a file without extension) chunks as no language does

@@ -91,14 +91,23 @@ class _Source:
 
 def _items(src: _Source, node: Node) -> list[tuple[int, int, Node | None]]:
     """The node's children as (start, end, child), empty ones left out; comments directly above a
-    child (no blank line between) join it, and other comments stand as items of their own (None)."""
+    child (no blank line between) join it, and other comments stand as items of their own (None), as
+    does text between children that no child holds (error recovery: an ERROR node running on past an
+    unclosed "/*" to the end of the file)."""
     out: list[tuple[int, int, Node | None]] = []
     pending: int | None = None  # start of the comments waiting for the child below them
     last = pending
+    done = src.bounds(node)[0]  # where the text not yet in an item starts
     for child in node.children:
         s, e = src.bounds(child)
         if e <= s:
             continue
+        if src.text[done:s].strip():
+            if pending is not None:
+                out.append((pending, last, None))
+                pending = None
+            out.append((done, s, None))
+        done = e
         if pending is not None and "\n\n" in src.text[last:s]:
             out.append((pending, last, None))  # a blank line parts the comments from what follows
             pending = None
@@ -112,6 +121,9 @@ def _items(src: _Source, node: Node) -> list[tuple[int, int, Node | None]]:
         pending = None
     if pending is not None:
         out.append((pending, last, None))
+    end = src.bounds(node)[1]
+    if src.text[done:end].strip():
+        out.append((done, end, None))
     return out
 
 
@@ -237,6 +249,7 @@ def check_language(doc: Document, language: str) -> str | None:
                           choices=(AUTO, *sorted(DEFINITIONS))),
         "header": Param(True, "embed 'path > class > signature' above each chunk"),
     },
+    version=2,  # 2: text an ERROR node holds past its last child (after an unclosed "/*") is chunked, not dropped
 )
 def code(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str, language: str,
          header: bool) -> list[Chunk]:
