@@ -410,6 +410,8 @@ def ann_study(cache: Path, tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def ann_markdown(indexes: pd.DataFrame, sweeps: pd.DataFrame, minutes: float) -> str:
+    shares = {c: lambda x: f"{x:.3f}" for c in ("recall@10_vs_exact", "recall@5", "ci_low", "ci_high")}
+    indexes, sweeps = (t.transform({c: shares.get(c, lambda x: x) for c in t.columns}) for t in (indexes, sweeps))
     return f"""{ANN_HEADING}
 
 `python bench/scale.py --only ann` ({minutes:.0f} minutes, this process, the same busy machine; faiss
@@ -418,7 +420,8 @@ documents and the {int(sweeps["questions"].iloc[0])} questions of its {DISTRACTO
 model, cached in --cache); each size is topped up with noisy copies of the chunk vectors. IVF: nlist = 4 sqrt(n),
 nprobe 16, k-means seed 0; HNSW: m 32, ef_construction 40 (inserted on one thread, for one graph), ef_search 64.
 rss_heap_mb / rss_mmap_mb: RSS added by reading the index file without and with `IO_FLAG_MMAP_IFC` (what
-`IndexStore(mmap=True)` and `--mmap` do); search_*: 10 neighbours for each question, one batch; recall@10
+`IndexStore(mmap=True)` and `--mmap` do; in this process, so heap that earlier indexes freed can be reused:
+a lower bound, file_mb is what a heap read holds); search_*: 10 neighbours for each question, one batch; recall@10
 against exact search over the same vectors (ann.recall, what a sweep shows as `ann_recall`).
 
 {md_table(indexes, list(indexes.columns))}
