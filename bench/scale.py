@@ -12,6 +12,15 @@ Variants: 1, 3 and 6 fixed-size variants of nearly the same size (similar indexe
 subset, cold (own cache each), then warm on the 6-variant cache; then, in this process, what a
 variant's result tables hold per row (the memory a sweep keeps per variant).
 
+Approximate search (`--only ann`, a few minutes, also part of the full run): flat against IVF and HNSW
+(workbench.retrieval.ann) at three corpus sizes, in this process. Real vectors: the fixed:size=256
+chunks of squad's DISTRACTOR_DOCS smallest documents and the questions of its DISTRACTOR_BASE smallest,
+embedded by the bundled model into --cache (so a re-run embeds nothing); each size adds noisy copies of
+the chunk vectors (cosine about 0.7 to their original) up to ANN_SIZES vectors. Per index: build time,
+bytes on disk, RSS added by reading it (heap, and memory-mapped), search time per question and recall@10
+against exact search. Then distractors: the same questions swept (recall@5) on their documents plus 0, a
+few and all the other DISTRACTOR_DOCS documents (Dataset.with_distractors).
+
 Runs go cheapest first, the two datasets interleaved; a run still going at --until is killed
 and the rest are skipped (listed in the .md), so the largest sizes are the ones a busy machine drops.
 
@@ -31,17 +40,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pandas as pd
 import psutil
 
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
+from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
-from workbench.retrieval.index import IndexStore
+from workbench.retrieval.ann import Ann, recall
+from workbench.retrieval.index import IndexStore, flat_index
 from workbench.sweep import sweep, sweep_steps
 from workbench.variant import parse_variant
 
@@ -57,6 +70,11 @@ COMPACT = {"key": "category", "variant": "category", "qid": "category", "metric"
 INT_COLUMNS = ("documents", "characters", "questions", "chunks", "texts_embedded", "indexes_built")
 COLUMNS = ["dataset", "cache", "variants", "documents", "characters", "questions", "chunks", "texts_embedded",
            "indexes_built", "wall_s", "build_s", "peak_rss_mb"]
+ANN_SIZES = (5_000, 20_000, 50_000)  # vectors in the index
+ANNS = (Ann("ivf", above=0), Ann("hnsw", above=0))  # the defaults but the threshold
+DISTRACTOR_VARIANT = "fixed:size=256"
+DISTRACTOR_DOCS, DISTRACTOR_BASE, DISTRACTOR_COUNTS = 9, 3, (0, 3, 6)  # squad: smallest 9; questions of 3
+ANN_HEADING = "## Approximate search (IVF, HNSW) and distractors"
 
 
 @dataclass(frozen=True)
@@ -326,6 +344,102 @@ kept: RSS after each step, and after glibc's `malloc_trim(0)` returns the freed 
     return "\n".join(out)
 
 
+def distractor_data() -> tuple[Dataset, Dataset]:
+    """(squad's DISTRACTOR_DOCS smallest documents, the same with only the questions of its
+    DISTRACTOR_BASE smallest)."""
+    pool = smallest(load_dataset(SHARED / "squad_v11_dev"), DISTRACTOR_DOCS)
+    base = smallest(pool, DISTRACTOR_BASE)
+    return pool, Dataset(pool.name, pool.documents, base.questions)
+
+
+def rss_added(read: Callable[[], faiss.Index]) -> tuple[faiss.Index, float]:
+    """(what `read` returns, the RSS in MB it added)."""
+    gc.collect()
+    before = psutil.Process().memory_info().rss
+    value = read()
+    return value, (psutil.Process().memory_info().rss - before) / 2**20
+
+
+def ann_study(cache: Path, tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(flat, IVF and HNSW at each of ANN_SIZES, the distractor sweeps): see the module docstring."""
+    pool, asked = distractor_data()
+    embedder = Embedder(cache_dir=cache, progress=False)
+    variant = parse_variant(DISTRACTOR_VARIANT)
+    sweeps = []
+    for n in DISTRACTOR_COUNTS:
+        data = asked.with_distractors(n)
+        r = sweep(data, [variant], ks=(5,), budgets=(), embedder=embedder, store=IndexStore(cache), progress=False)
+        row = r.summary.query("metric == 'recall'").iloc[0]
+        sweeps.append({"distractors": n, "documents": len(data.documents), "chunks": int(r.variants["chunks"][0]),
+                       "questions": len(data.questions), "recall@5": row["mean"], "ci_low": row["ci_low"],
+                       "ci_high": row["ci_high"]})
+        print(json.dumps(sweeps[-1]), flush=True)
+    entry = IndexStore(cache).get(variant, pool, embedder)  # the last sweep's: every document of the pool
+    real = entry.exact.reconstruct_n(0, entry.exact.ntotal)
+    queries = embedder.encode([q.question for q in asked.questions])
+    rng = np.random.default_rng(0)
+    rows = []
+    for size in ANN_SIZES:
+        base = real[rng.integers(0, len(real), size - len(real))]
+        noisy = base + rng.standard_normal(base.shape, dtype=np.float32) / np.sqrt(base.shape[1])
+        vectors = np.concatenate([real, noisy / np.linalg.norm(noisy, axis=1, keepdims=True)]).astype(np.float32)
+        t0 = time.perf_counter()
+        exact = flat_index(vectors)
+        builds = {"flat": (exact, time.perf_counter() - t0)}
+        for ann in ANNS:
+            t0 = time.perf_counter()
+            builds[ann.name(size)] = (ann.build(vectors), time.perf_counter() - t0)
+        del vectors
+        for name, (index, build_s) in builds.items():
+            file = tmp / f"ann-{size}.faiss"
+            faiss.write_index(index, str(file))
+            row = {"vectors": size, "index": name, "build_s": build_s, "file_mb": file.stat().st_size / 2**20}
+            for how, flags in (("heap", 0), ("mmap", faiss.IO_FLAG_MMAP_IFC)):
+                loaded, row[f"rss_{how}_mb"] = rss_added(lambda flags=flags: faiss.read_index(str(file), flags))
+                if name != "flat":
+                    next(a for a in ANNS if a.name(size) == name).prepare(loaded)
+                t0 = time.perf_counter()
+                loaded.search(queries, 10)
+                row[f"search_{how}_ms_per_q"] = (time.perf_counter() - t0) / len(queries) * 1000
+                del loaded
+            row["recall@10_vs_exact"] = recall(index, exact, queries, 10)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        del builds, exact
+    return pd.DataFrame(rows), pd.DataFrame(sweeps)
+
+
+def ann_markdown(indexes: pd.DataFrame, sweeps: pd.DataFrame, minutes: float) -> str:
+    shares = {c: lambda x: f"{x:.3f}" for c in ("recall@10_vs_exact", "recall@5", "ci_low", "ci_high")}
+    indexes, sweeps = (t.transform({c: shares.get(c, lambda x: x) for c in t.columns}) for t in (indexes, sweeps))
+    return f"""{ANN_HEADING}
+
+`python bench/scale.py --only ann` ({minutes:.0f} minutes, this process, the same busy machine; faiss
+{faiss.__version__}). Real vectors: {DISTRACTOR_VARIANT} chunks of squad_v11_dev's {DISTRACTOR_DOCS} smallest
+documents and the {int(sweeps["questions"].iloc[0])} questions of its {DISTRACTOR_BASE} smallest (bundled
+model, cached in --cache); each size is topped up with noisy copies of the chunk vectors. IVF: nlist = 4 sqrt(n),
+nprobe 16, k-means seed 0; HNSW: m 32, ef_construction 40 (inserted on one thread, for one graph), ef_search 64.
+rss_heap_mb / rss_mmap_mb: RSS added by reading the index file without and with `IO_FLAG_MMAP_IFC` (what
+`IndexStore(mmap=True)` and `--mmap` do; in this process, so heap that earlier indexes freed can be reused:
+a lower bound, file_mb is what a heap read holds); search_*: 10 neighbours for each question, one batch; recall@10
+against exact search over the same vectors (ann.recall, what a sweep shows as `ann_recall`).
+
+{md_table(indexes, list(indexes.columns))}
+
+Distractors: `{DISTRACTOR_VARIANT}` on the same questions, their {DISTRACTOR_BASE} documents plus n of the other
+{DISTRACTOR_DOCS - DISTRACTOR_BASE} (`Dataset.with_distractors(n)`, seed 0; `--distractors N`), recall@5 with its
+95% interval:
+
+{md_table(sweeps, list(sweeps.columns))}
+"""
+
+
+def with_section(text: str, section: str) -> str:
+    """`text` with its ANN_HEADING section (to the end) replaced by `section`, or `section` appended."""
+    head = text.split(ANN_HEADING)[0].rstrip("\n")
+    return f"{head}\n\n{section}"
+
+
 def parse_sizes(items: list[str]) -> dict[str, tuple[int, ...]]:
     """NAME=N,N,... -> {NAME: (N, ...)}; errors name the option."""
     out = {}
@@ -350,7 +464,17 @@ def main() -> None:
                    help="UTC time after which runs are killed or skipped (default: %(default)s)")
     p.add_argument("--md", type=Path, default=REPO / "bench" / "scale.md",
                    help="write the tables here (default: %(default)s)")
+    p.add_argument("--only", choices=("ann",), help="run only this study and replace its section of --md")
+    p.add_argument("--cache", type=Path, default=CACHE_DIR,
+                   help="the approximate-search study's vector and index cache (default: %(default)s)")
     args = p.parse_args()
+    if args.only == "ann":
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="scale-ann-") as tmp:
+            section = ann_markdown(*ann_study(args.cache, Path(tmp)), (time.perf_counter() - t0) / 60)
+        args.md.write_text(with_section(args.md.read_text() if args.md.exists() else "", section))
+        print(f"wrote {args.md}")
+        return
     args.sizes = parse_sizes(args.sizes) if args.sizes else SIZES
     name, _, n = args.study.partition("=")
     study = (name, int(n))
@@ -363,7 +487,9 @@ def main() -> None:
         warm = rows[(rows["section"] == "variants") & (rows["cache"] == "warm")]
         held = held_per_variant(study, study_cache) if "wall_s" in warm and warm["wall_s"].notna().any() else None
         trim = rss_per_step(study[0], Path(tmp) / "trim")
-    args.md.write_text(markdown(rows, held, trim, args, (time.perf_counter() - t0) / 60))
+        t1 = time.perf_counter()
+        section = ann_markdown(*ann_study(args.cache, Path(tmp)), (time.perf_counter() - t1) / 60)
+    args.md.write_text(with_section(markdown(rows, held, trim, args, (time.perf_counter() - t0) / 60), section))
     print(f"wrote {args.md}")
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from workbench.io import CACHE_DIR
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.embed import BACKENDS, Embedder
 from workbench.params import Param
+from workbench.retrieval.ann import Ann
 from workbench.retrievers import DENSE, STAGES
 from workbench.variant import MODIFIERS, Variant, parse_variant
 
@@ -152,6 +153,16 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
     s.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="embedding and index cache folder, shared by runs (default: %(default)s)")
     s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
+    s.add_argument("--distractors", type=int, metavar="N",
+                   help="keep only the documents holding the questions' evidence and a reproducible random sample "
+                   "of N others (Dataset.with_distractors), after --max-questions")
+    s.add_argument("--ann", metavar="SPEC",
+                   help="approximate search (FAISS) for indexes of more chunks than `above`: ivf or hnsw, with "
+                   "optional name=value,... of above (default 100000), nlist, nprobe, seed (ivf), m, "
+                   "ef_construction, ef_search (hnsw), e.g. hnsw:m=16,ef_search=128; the variants table gains "
+                   "index and ann_recall (against exact search). Default: exact search")
+    s.add_argument("--mmap", action="store_true",
+                   help="read indexes memory-mapped: vectors stay on disk, in the page cache, not in the heap")
     s.add_argument("--threads", type=int,
                    help="torch and onnxruntime threads (1 is faster when another process is busy)")
     s.add_argument("--backend", choices=BACKENDS, default="torch",
@@ -296,6 +307,11 @@ def _measure(args: argparse.Namespace) -> SweepResult:
     _print_warnings(caught)
     if args.max_questions:
         dataset = dataset.select(max_questions=args.max_questions)
+    if args.distractors is not None:
+        try:
+            dataset = dataset.with_distractors(args.distractors)
+        except ValueError as e:
+            raise SystemExit(f"error: --distractors: {e}") from e
     t0 = time.perf_counter()
     try:
         device = resolve_device(args.device)
@@ -303,7 +319,8 @@ def _measure(args: argparse.Namespace) -> SweepResult:
         raise SystemExit(f"error: --device: {e}") from e
     try:  # before the model loads: a bad setting costs nothing
         settings = Settings(ks=tuple(args.ks), budgets=tuple(args.budgets), budget_encoding=args.budget_encoding,
-                            mode=args.mode, preview=args.preview)
+                            mode=args.mode, preview=args.preview,
+                            ann=Ann.parse(args.ann) if args.ann else None)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from e
     try:
@@ -315,7 +332,7 @@ def _measure(args: argparse.Namespace) -> SweepResult:
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
               f"{len(variants)} variants, model {embedder.name}")
-    store = IndexStore(args.cache)
+    store = IndexStore(args.cache, mmap=args.mmap)
     try:
         if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
             line = estimate(dataset, variants, settings, embedder=embedder, store=store).line()

@@ -210,6 +210,21 @@ class Dataset:
             qs = [q for i, q in enumerate(qs) if i in picked]
         return Dataset(self.name, docs, tuple(qs))
 
+    def with_distractors(self, n: int, seed: int = 0) -> Dataset:
+        """The documents holding some question's evidence plus `n` of the others drawn with a fixed
+        seed, every question kept, in corpus order: a big corpus's retrieval at a fraction of its
+        embedding cost (fewer distractors make retrieval easier: measure it, as bench/scale.md does)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"with_distractors: n must be an int >= 0, got {n!r}")
+        evidence = {a.doc_id for q in self.questions for a in q.answers}
+        others = [d.doc_id for d in self.documents if d.doc_id not in evidence]
+        if n > len(others):
+            raise ValueError(f"with_distractors: n = {n} but dataset {self.name!r} has only {len(others)} documents "
+                             f"without evidence (of {len(self.documents)})")
+        keep = evidence | set(random.Random(seed).sample(others, n))
+        name = f"{self.name}+{n}distractors" + (f"-seed{seed}" if seed else "")
+        return Dataset(name, tuple(d for d in self.documents if d.doc_id in keep), self.questions)
+
 
 @dataclass(frozen=True, slots=True)
 class Loaded:

@@ -50,8 +50,11 @@ class SweepResult:
                   (its stages' names) and their parameters (rrf_k for hybrid), one column per
                   parameter, index cost (chunks, truncated_chunks: those longer than the model's
                   window, 0 for BM25 alone; chars, tokens embedded, overlap chars, build_seconds:
-                  when its index was built, perhaps in an earlier run), seconds (this run's) and
-                  preview (True: scored from pooled vectors, see workbench.retrieval.preview)
+                  when its index was built, perhaps in an earlier run), seconds (this run's),
+                  preview (True: scored from pooled vectors, see workbench.retrieval.preview) and, with
+                  Settings.ann, index (what searched it: "flat" or the approximate index and its
+                  parameters) and ann_recall (the share of the exact top max(ks) chunks it found per
+                  question, averaged; empty when flat)
     hits:         each variant's top max(ks) returned units per question, what the report draws:
                   [key, variant, qid, rank, doc_id, start, end, score, chunk_id]
     config:       provenance: dataset and model (names, fingerprints), the Settings (ks, budgets,
@@ -292,13 +295,15 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
     s, dataset = context.settings, context.dataset
     with context.embedder.progress_bars(context.progress):
         index = (preview_index(variant, dataset, context.embedder, tokens) if s.preview
-                 else context.store.get(variant, dataset, context.embedder))
+                 else context.store.get(variant, dataset, context.embedder, s.ann))
     qs = queries(index, dataset.questions, qvecs, s.mode)
     rerankers = index.rerankers = context.store.rerankers if "rerankers" in needs(variant) else None
     before = rerankers.seconds if rerankers else 0.0
     ranked = ranked_for(index, variant.stages, qs, s.ks, s.budgets, s.budget_encoding)
     cost = index.cost | ({"rerank_seconds_per_question": round((rerankers.seconds - before) / len(qs), 4)}
                          if rerankers else {})
+    if s.ann:  # what the approximate search loses against exact search, on these questions
+        cost["ann_recall"] = index.ann_recall(qvecs, max(s.ks))
     measured = Measured(score(dataset.questions, ranked, index.spans, s, bounds), cost,
                         hits_table(dataset.questions, ranked, max(s.ks)))
     if context.scores:
@@ -375,7 +380,8 @@ def sweep(
     settings: a Settings (workbench.evaluation.settings), or its fields as keywords on top of the
     defaults: ks, budgets (context budgets in tokens of budget_encoding, "cl100k_base" or
     "o200k_base"; () scores none), mode ("corpus" searches all chunks; "document" only the
-    question's own document(s)), confidence, preview.
+    question's own document(s)), confidence, preview, ann (workbench.retrieval.ann.Ann: approximate
+    search for indexes above a chunk count, its recall against exact search in the variants table).
     progress=False draws no progress bar at all (the embedder's included).
     preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
     chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every

@@ -25,11 +25,11 @@ from workbench.evaluation import metrics, scoring
 from workbench.evaluation.settings import Settings
 from workbench.io import publish, source_fingerprint
 from workbench.models.rerank import reranker_fingerprint
-from workbench.retrieval import bm25, index, rerank, search, stages
+from workbench.retrieval import ann, bm25, index, rerank, search, stages
 from workbench.variant import Variant
 
 # what turns an index into rankings (the stages and the depth rule) and rankings into scores
-_CODE = (metrics, scoring, index, bm25, retrievers, stages, rerank, search)
+_CODE = (metrics, scoring, index, ann, bm25, retrievers, stages, rerank, search)
 
 
 @cache

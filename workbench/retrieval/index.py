@@ -4,9 +4,11 @@ An entry lives in `<root>/index/<chunking key>-<corpus fingerprint>-<model finge
 changed chunker, corpus or model can never be served from a stale entry. The chunking key leaves
 the retriever out: a dense, a BM25 and a hybrid variant of one chunking share the entry, and the
 BM25 index (workbench.retrieval.bm25), built the first time a variant needs it, sits in its `bm25/`
-subfolder. Entries and subfolders are built in a temporary folder and renamed into place: an
-interrupted build leaves nothing half-written. Files are FAISS's own format, Parquet, numpy
-arrays and JSON (no pickle).
+subfolder, and an approximate index (workbench.retrieval.ann), when one is asked for and the entry is
+big enough, in an `ann-...` subfolder named by its parameters. With `mmap=True` FAISS files are read
+memory-mapped: the vectors stay on disk and the page cache holds what searches touch. Entries and
+subfolders are built in a temporary folder and renamed into place: an interrupted build leaves nothing
+half-written. Files are FAISS's own format, Parquet, numpy arrays and JSON (no pickle).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.embed import Embedder
 from workbench.models.rerank import Rerankers
+from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
@@ -72,6 +75,7 @@ class ChunkIndex:
 
     lexical: LexicalIndex | None = None  # attached by IndexStore.get for the stages that need "bm25"
     rerankers: Rerankers | None = None  # attached by IndexStore.get for the stages that need "rerankers"
+    ann: Ann | None = None  # set by `approximate`: `index` is then that approximate index, `exact` the flat one
 
     def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
         self.chunks = chunks
@@ -87,6 +91,16 @@ class ChunkIndex:
             self._doc_rows.setdefault(c.doc_id, []).append(i)  # type: ignore[arg-type]
         self._doc_rows = {doc: np.asarray(rows, dtype=np.int64) for doc, rows in self._doc_rows.items()}
         self.has_parents = any(c.parent_start is not None for c in chunks)  # several rows may return one span
+        self.exact = index
+
+    def approximate(self, index: faiss.Index, ann: Ann) -> None:
+        """Search `index`, an approximate index over the same rows, instead of the exact one."""
+        self.index, self.ann = index, ann
+
+    def ann_recall(self, vectors: np.ndarray, k: int) -> float | None:
+        """The share of the exact top-k chunks the approximate search finds for these query
+        vectors, over the whole index (workbench.retrieval.ann.recall); None when search is exact."""
+        return None if self.ann is None else recall(self.index, self.exact, vectors, k)
 
     @property
     def spans(self) -> list[Span]:
@@ -129,17 +143,24 @@ class ChunkIndex:
         limit = self.index.ntotal if rows is None else len(rows)
         if limit == 0:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
-        params = None if rows is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(rows))
+        params = None
+        if rows is not None:
+            selector = faiss.IDSelectorBatch(rows)
+            params = self.ann.params(selector) if self.ann else faiss.SearchParameters(sel=selector)
         scores, ids = self.index.search(q[None, :], limit if depth is None else min(depth, limit), params=params)
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep]
 
 
 class IndexStore:
-    """A folder of per-variant index entries: `get` loads one, or builds and saves it."""
+    """A folder of per-variant index entries: `get` loads one, or builds and saves it; `mmap`: read
+    FAISS files memory-mapped (see the module docstring)."""
 
-    def __init__(self, root: str | Path = CACHE_DIR):
+    def __init__(self, root: str | Path = CACHE_DIR, mmap: bool = False):
+        if not isinstance(mmap, bool):
+            raise TypeError(f"mmap must be True or False, got {mmap!r}")
         self.root = Path(root)
+        self.mmap = mmap
         self.rerankers = Rerankers(self.root)  # loaded on first use, their scores cached under root
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
@@ -148,15 +169,21 @@ class IndexStore:
         name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{build}"
         return self.root / "index" / name
 
-    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
-        """The variant's index with what its retrieval stages need; cost["built"] says whether
-        anything (the FAISS entry or the BM25 index) was built rather than loaded."""
+    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
+        """The variant's index with what its retrieval stages need, searched approximately when
+        `ann` is given and applies to its chunk count (cost["index"] then names what searches it);
+        cost["built"] says whether anything (the FAISS entry, the approximate or the BM25 index)
+        was built rather than loaded."""
         path = self.path(variant, dataset, embedder)
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
             index = build_index(variant.chunking, dataset, embedder)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
+            if self.mmap:  # the vectors just built leave RAM
+                index.exact = index.index = self._read(path / "index.faiss")
+        if ann is not None:
+            self._approximate(index, path, ann)
         if "bm25" in needs(variant):
             folder = path / "bm25"
             if folder.exists():
@@ -168,6 +195,21 @@ class IndexStore:
         if "rerankers" in needs(variant):
             index.rerankers = self.rerankers
         return index
+
+    def _approximate(self, index: ChunkIndex, path: Path, ann: Ann) -> None:
+        n = index.exact.ntotal
+        index.cost["index"] = ann.name(n)
+        if not ann.applies(n):
+            return
+        file = path / ann.folder(n) / "index.faiss"
+        if not file.exists():
+            built = ann.build(index.exact.reconstruct_n(0, n))
+            publish(file.parent, lambda tmp: faiss.write_index(built, str(tmp / file.name)))
+            index.cost["built"] = True
+        index.approximate(ann.prepare(self._read(file)), ann)
+
+    def _read(self, file: Path) -> faiss.Index:
+        return faiss.read_index(str(file), faiss.IO_FLAG_MMAP_IFC if self.mmap else 0)
 
     @staticmethod
     def _write(tmp: Path, variant: Variant, built: ChunkIndex) -> None:
@@ -192,7 +234,7 @@ class IndexStore:
             )
             for r in table.itertuples(index=False)
         ]
-        index = faiss.read_index(str(path / "index.faiss"))
+        index = self._read(path / "index.faiss")
         cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
         returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
