@@ -107,12 +107,13 @@ def env(embedder: Embedder) -> ChunkEnv:
     return ChunkEnv(embed=embedder.encode, model_tokenizer=embedder.tokenizer)
 
 
-# Known failures on real files, to be fixed in workbench/labels/locate.py (find_in_order, not this area's code):
-# a piece wholly inside the previous one (an overlap-only piece such as "|" at a table row's end) is searched past
-# the previous piece's end and misplaced, so a later piece is "not in the source text".
-LOCATE_BUG = pytest.mark.xfail(raises=ValueError, strict=True, reason="find_in_order misplaces a piece nested in "
-                               "the previous one (table/git_aliases.md)")
-KNOWN = {("langchain_recursive", 0): LOCATE_BUG, ("llamaindex_sentence", 2): LOCATE_BUG}
+# Known failures on real files: the alias table's separator row is a run of ~130 dashes that LangChain and
+# LlamaIndex cut into overlapping pieces of dashes, and a piece of a repeated character fits anywhere in the run:
+# find_in_order (workbench/labels/locate.py) takes the first place that ends past the piece before, which can be
+# too early, so a later stretch is in no chunk (LangChain) or a later piece is not found (LlamaIndex).
+AMBIGUOUS_RUN = pytest.mark.xfail(strict=True, reason="pieces of a long run of one character are placed ambiguously "
+                                  "by find_in_order (table/git_aliases.md)")
+KNOWN = {("langchain_recursive", 0): AMBIGUOUS_RUN, ("llamaindex_sentence", 2): AMBIGUOUS_RUN}
 CASES = [pytest.param(name, seed, marks=KNOWN.get((name, seed), ()), id=f"{name}-{seed}")
          for name in sorted(STRATEGIES) for seed in range(1 if name in SLOW else DRAWS)]
 
@@ -131,3 +132,11 @@ def test_model_tokenizer_sizes_are_exact_too(name: str, env: ChunkEnv) -> None:
     for doc in ONE_OF_EACH if name in SLOW else DOCS:
         chunks = run_strategy(name, params, doc, env)
         assert_exact_ordered_covering(doc, chunks, f"{name}({params}) on {doc.doc_id} ({doc.kind})")
+
+
+def test_auto_merging_keeps_every_cell_of_the_alias_table(env: ChunkEnv) -> None:
+    """LlamaIndex hints a node "|\\n|" at an earlier copy of it (before the previous node's end): the
+    hint must not be taken, or the real one is in no chunk."""
+    doc = next(d for d in DOCS if d.doc_id.endswith("git_aliases.md"))
+    chunks = run_strategy("auto_merging", {"chunk_sizes": (64,)}, doc, env)
+    assert_exact_ordered_covering(doc, chunks, "auto_merging(64) on git_aliases.md")

@@ -49,6 +49,15 @@ def test_pieces_in_order_use_confirmed_hints_and_name_the_missing_one() -> None:
     assert "piece 3 is not in the text after offset 9" in str(err.value)
 
 
+def test_an_overlap_only_tail_lies_inside_the_piece_before_and_a_stale_hint_is_not_taken() -> None:
+    text = "| `gprav` | `git pull --rebase --autostash -v` |\n| `gpr` | `git pull --rebase` |"
+    pieces = ["| `gprav` | `git pull --rebase --autostash -v`", "-v`", "|\n| `gpr`"]
+    found = list(find_in_order(text, ((p, None) for p in pieces)))
+    assert [text[f.start : f.end] for f in found] == pieces and found[1].end == found[0].end  # the tail itself
+    again = list(find_in_order("abcdef cd", [("abcdef", 0), ("cd", 2)]))  # hint 2: inside the piece before
+    assert [(f.start, f.how) for f in again] == [(0, "hint"), (7, "exact")]
+
+
 @settings(max_examples=100, deadline=None)
 @given(text=texts, data=st.data())
 def test_a_slice_with_its_whitespace_rewritten_is_found(text: str, data: st.DataObject) -> None:

@@ -62,21 +62,27 @@ def find_in_order(text: str, pieces: Iterable[tuple[str, int | None]]) -> Iterat
     """Where each `(piece, start hint)` of a sequence in document order lies; blank pieces are skipped.
 
     Each piece must start after the previous one's start (overlaps are fine) and end after its
-    end. A hint is used when the text really holds the piece there; else the piece is searched
+    end. A hint is used when the text really holds the piece there, ending after the previous
+    piece (a library's hint can point at an earlier copy of the text); else the piece is searched
     from the previous start, exactly, then modulo whitespace (pieces that were stripped or had
-    their whitespace collapsed). Raises NotFound for the first piece that is not there."""
-    cursor, after = 0, 0  # the next piece starts at or after `cursor` and ends after `after`
+    their whitespace collapsed). A piece found nowhere past the previous one may lie inside it:
+    an overlap-only tail that a splitter emits alone ("-v`" after "... --autostash -v`"). Raises
+    NotFound for the first piece that is not there."""
+    cursor, after = 0, 0  # the next piece starts at or after `cursor` and (but for a nested one) ends after `after`
     for i, (piece, hint) in enumerate(pieces):
         if not piece.strip():
             continue
-        if hint is not None and hint >= cursor and text.startswith(piece, hint):
+        if hint is not None and hint >= cursor and hint + len(piece) > after and text.startswith(piece, hint):
             found: Found | None = Found(hint, hint + len(piece), "hint")
         else:
             found = find(text, piece, cursor, after)
         if found is None:
+            nested = text.find(piece, cursor, after)
+            found = None if nested < 0 else Found(nested, nested + len(piece), "exact")
+        if found is None:
             raise NotFound(i, piece, cursor)
         yield found
-        cursor, after = found.start + 1, found.end
+        cursor, after = found.start + 1, max(after, found.end)
 
 
 # Quotes people write: exactly, else normalised, else fuzzy; always an exact span of the source.
