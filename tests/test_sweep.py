@@ -33,7 +33,7 @@ def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     assert list(first.variants["variant"]) == labels and first.variants["built"].all()
     assert first.config["texts_embedded"] > 0
     pq = first.per_question
-    assert list(pq.columns) == ["key", "variant", "qid", "k", "budget", "metric", "value"]
+    assert list(pq.columns) == ["key", "variant", "model", "qid", "k", "budget", "metric", "value"]
     assert dict(zip(pq["key"], pq["variant"], strict=True)) == {v.key: v.label for v in GRID}
     assert len(pq[(pq.metric == "recall") & (pq.k == 3)]) == len(GRID) * len(tiny.questions)
     s = first.summary

@@ -25,7 +25,8 @@ from workbench.gate import DEFAULT_MAX_DROP
 from workbench.ingest import load_dataset
 from workbench.io import CACHE_DIR
 from workbench.models.base import DEVICES, resolve_device
-from workbench.models.embed import BACKENDS, Embedder
+from workbench.models.choose import embedders_of
+from workbench.models.embed import BACKENDS
 from workbench.params import Param
 from workbench.retrieval.ann import Ann
 from workbench.retrievers import DENSE, STAGES
@@ -149,7 +150,10 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
                    help="tokenizer the budgets count in (default: %(default)s)")
     s.add_argument("--mode", choices=MODES, default="corpus",
                    help="search the whole corpus, or only each question's own document (default: corpus)")
-    s.add_argument("--model", help="local sentence-transformers model folder (default: bundled all-MiniLM-L6-v2)")
+    s.add_argument("--model", action="append",
+                   help="an embedding model (repeatable: every variant is swept with each, one result with a "
+                   "model column): a local sentence-transformers folder, 'wordllama' (static embeddings), or "
+                   "'default' for the bundled all-MiniLM-L6-v2 (the default)")
     s.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="embedding and index cache folder, shared by runs (default: %(default)s)")
     s.add_argument("--max-questions", type=int, help="score a reproducible random sample of this many questions")
@@ -324,20 +328,23 @@ def _measure(args: argparse.Namespace) -> SweepResult:
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from e
     try:
-        embedder = Embedder(args.model, cache_dir=args.cache, threads=args.threads, progress=not args.quiet,
-                            backend=args.backend, device=device)
+        specs = [None if m == "default" else m for m in args.model or ["default"]]
+        embedders = embedders_of(specs, args.cache, threads=args.threads, progress=not args.quiet,
+                                 backend=args.backend, device=device)
     except ValueError as e:  # the model folder, or a backend the device cannot run
         option = "--device" if "device=" in str(e) else "--model"
         raise SystemExit(f"error: {option}: {e}") from e
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
-              f"{len(variants)} variants, model {embedder.name}")
+              f"{len(variants)} variants, model{'s' * (len(embedders) > 1)} {', '.join(e.name for e in embedders)}")
     store = IndexStore(args.cache, mmap=args.mmap)
     try:
         if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
-            line = estimate(dataset, variants, settings, embedder=embedder, store=store).line()
-            print(textwrap.fill(line, WIDTH, subsequent_indent="  "))
-        result = sweep(dataset, variants, settings, embedder=embedder, store=store, progress=not args.quiet)
+            for e in embedders:
+                if e.window_tokens is not None:  # a model with a transformer: what the estimate times
+                    line = estimate(dataset, variants, settings, embedder=e, store=store).line()
+                    print(textwrap.fill(f"{e.name}: " * (len(embedders) > 1) + line, WIDTH, subsequent_indent="  "))
+        result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         if getattr(args, "no_report", True):
             paths = result.save(args.out)
@@ -348,7 +355,8 @@ def _measure(args: argparse.Namespace) -> SweepResult:
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     if not args.quiet:
-        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(variants), embedder.stats.embedded)}")
+        embedded = sum(e.stats.embedded for e in embedders)
+        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), embedded)}")
         print(_wrote(args.out, paths))
         if args.preview:
             best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
@@ -486,6 +494,8 @@ def _confirm_command(args: argparse.Namespace, best: list[Variant]) -> str:
         option = f"--{name.replace('_', '-')}"
         if isinstance(value, bool):
             words.append(option)
+        elif name == "model":  # repeatable
+            words += [w for m in value for w in (option, m)]
         else:
             words += [option, *map(str, value if isinstance(value, list) else [value])]
     out = args.out if args.out.name else args.out.resolve()

@@ -542,7 +542,8 @@ def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
     among `rows`: strategy, parameters, modifiers. A parameter some strategies lack varies only
     if it takes two values where it exists: the strategy tells the others apart already."""
     left_out = {*exclude, *(_stage_params() if RETRIEVER in exclude else ())}
-    cols = ["strategy", *(p for p in result.grid_params if p not in left_out), *_MODIFIERS]
+    cols = ["strategy", *(p for p in result.grid_params if p not in left_out), *_MODIFIERS,
+            *(["model"] if "model" in rows.columns and "model" not in left_out else [])]
     return [c for c in cols if rows[c].dropna().map(str).nunique() > 1]
 
 
@@ -554,7 +555,7 @@ def _group_name(row: pd.Series, cols: Sequence[str], rows: pd.DataFrame) -> str:
     params = [f"{c}={short_value(row[c])}" for c in cols
               if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and own[c].map(str).nunique() > 1]
     mods = [_MODIFIER_NAMES[c] for c in _MODIFIERS if c in cols and row[c]]
-    return ", ".join([row["strategy"], *params, *mods])
+    return ", ".join([row["strategy"], *params, *mods, *([row["model"]] if "model" in cols else [])])
 
 
 def _known(value: Any) -> bool:
@@ -723,4 +724,57 @@ def heatmap(
         ax.set_title(f"{name}: {title}")
     fig.colorbar(image, ax=list(axes), label=f"mean {name}")
     _mark_static(fig, result, highlight)
+    return fig
+
+
+def models_of(result: SweepResult) -> list[str]:
+    """The models a result holds, in sweep order (one for a result saved before models were a dimension)."""
+    return list(dict.fromkeys(result.variants["model"])) if "model" in result.variants.columns else []
+
+
+def by_model(
+    result: SweepResult,
+    param: str | None = None,
+    metric: str = RECALL,
+    k: int | None = None,
+    width: float | None = None,
+) -> Figure:
+    """Which chunking for which model: one panel per model, `metric` against `param` (default: the
+    first swept size), one line per chunking (strategy and whatever else varies), the interval as a
+    band, the best point of each panel starred; panels share the y axis, so models compare too."""
+    models = models_of(result)
+    if len(models) < 2:
+        raise ValueError(f"by_model needs a result of two models or more, got {models}")
+    param = param or next((p for p in swept_parameters(result) if _is_size(result, p)), None)
+    if param is None:
+        raise ValueError(f"no chunk size swept to draw against; pass param= one of {result.grid_params}")
+    _check_param(result, param)
+    mk = _metric_k(result, metric, k)
+    means = _rows(result, metric, result.keys, mk).set_index("key")
+    rows, _ = _with_param(result, result.keys, [param])
+    rows_of_panels, cols, fig_width = _panels(len(models), width, 4.2)
+    fig = Figure(figsize=(fig_width, 3.8 * rows_of_panels), layout="constrained")
+    axes = _axes(fig, len(models), rows_of_panels, cols, sharey=True)
+    names = [n for n, _ in _groups(result, rows, [param, "model"])]
+    colors, markers = variant_colors(names), variant_markers(names)
+    for ax, model in zip(axes, models, strict=True):
+        mine = rows[rows["model"] == model]
+        best = means.loc[mine["key"], "mean"].agg("idxmin" if stats.lower_is_better(metric) else "idxmax")
+        for name, part in _groups(result, mine, [param, "model"]):
+            part = part.iloc[np.argsort(part[param].to_numpy(float), kind="stable")]
+            r, x = means.loc[part["key"]], part[param].to_numpy(float)
+            ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
+                            alpha=0.2, linewidth=0)
+            ax.plot(x, r["mean"].to_numpy(float), marker=markers[name], color=colors[name], label=name)
+            for key, xi, yi in zip(part["key"], x, r["mean"], strict=True):
+                _record(ax, key, xi, yi)
+        ax.plot([rows.set_index("key").loc[best, param]], [means.loc[best, "mean"]], marker="*", markersize=16,
+                color="gold", markeredgecolor="black", linestyle="none")
+        ax.set_title(model)
+        ax.set_xlabel(_axis_label(result, param, rows["key"]))
+        ax.set_ylabel(f"mean {_metric_name(metric, mk)}")
+        ax.grid(alpha=0.3)
+    handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
+    fig.legend(handles, names, loc="outside lower center", ncol=_ncol(names, fig_width), fontsize=8, frameon=False)
+    fig.suptitle(f"Which chunking for which model: {_metric_name(metric, mk)} vs {param} (★ each model's best)")
     return fig

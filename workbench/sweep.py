@@ -29,6 +29,7 @@ from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.scoring import HIT_COLUMNS, hits_table, score
 from workbench.evaluation.settings import MUST_MATCH, Settings
 from workbench.io import CACHE_DIR, atomic_write, write_text
+from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, token_cache
@@ -44,9 +45,10 @@ class SweepResult:
     """Everything a sweep measured, as tidy tables.
 
     per_question: one row per variant x question x cut-off x metric:
-                  [key, variant, qid, k, budget, metric, value]
-    summary:      one row per variant x metric x cut-off: [key, variant, metric, k, budget, mean, ci_low, ci_high, n]
-    variants:     one row per variant: key, variant (its label), strategy, modifiers, retriever
+                  [key, variant, model, qid, k, budget, metric, value]
+    summary:      one row per variant x metric x cut-off:
+                  [key, variant, model, metric, k, budget, mean, ci_low, ci_high, n]
+    variants:     one row per variant: key, variant (its label), model (its name), strategy, modifiers, retriever
                   (its stages' names) and their parameters (rrf_k for hybrid), one column per
                   parameter, index cost (chunks, truncated_chunks: those longer than the model's
                   window, 0 for BM25 alone; chars, tokens embedded, overlap chars, build_seconds:
@@ -56,8 +58,10 @@ class SweepResult:
                   parameters) and ann_recall (the share of the exact top max(ks) chunks it found per
                   question, averaged; empty when flat)
     hits:         each variant's top max(ks) returned units per question, what the report draws:
-                  [key, variant, qid, rank, doc_id, start, end, score, chunk_id]
-    config:       provenance: dataset and model (names, fingerprints), the Settings (ks, budgets,
+                  [key, variant, model, qid, rank, doc_id, start, end, score, chunk_id]
+    config:       provenance: dataset and models (a `models` list of name, fingerprint, backend and
+                  window; `model`, `model_fingerprint`, `backend`, `model_window` too when there is
+                  one), the Settings (ks, budgets,
                   budget_encoding, mode, confidence; preview = True for a preview sweep), grid,
                   versions, date, and what this run computed: texts_embedded, texts_cached and
                   token_pass_documents (the documents a preview's token pass ran over; 0 when cached)
@@ -67,8 +71,10 @@ class SweepResult:
     budget (metrics.score_budgets); k = 0 and budget = 0 for a k-independent metric
     (precision_omega). So `k > 0` selects the per-k rows and `budget > 0` the budget rows.
 
-    `key` identifies a variant (Variant.key); `variant` is its label, for people, made unique
-    within the result. Every function that takes variants accepts either (see `key_of`).
+    A row is about a (variant, model): `key` is the Variant.key for the bundled default model and
+    `<variant key>@<8 hex digits of the model fingerprint>` for any other (workbench.models.choose.result_key);
+    `variant` is its label, for people, made unique within the result (with " · <model name>" when the
+    result holds several models). Every function that takes variants accepts either (see `key_of`).
     """
 
     per_question: pd.DataFrame
@@ -117,7 +123,7 @@ class SweepResult:
         key = self.key_of(key)
         for spec in self.config.get("grid", []):
             v = Variant.from_spec(spec)
-            if v.key == key:
+            if v.key == variant_key(key):
                 return v
         raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
 
@@ -207,8 +213,25 @@ def versions() -> dict[str, str]:
 
 def resolve_store(store: IndexStore | str | Path, embedder: Embedder | None) -> tuple[IndexStore, Embedder]:
     """A store from a folder name, and by default an embedder caching its vectors in that folder."""
-    store = store if isinstance(store, IndexStore) else IndexStore(store)
+    store = _store(store)
     return store, embedder or Embedder(cache_dir=store.root)
+
+
+def _store(store: IndexStore | str | Path) -> IndexStore:
+    return store if isinstance(store, IndexStore) else IndexStore(store)
+
+
+def resolve_models(store: IndexStore | str | Path, embedder: Embedder | None,
+                   models: Sequence[ModelSpec] | None) -> tuple[IndexStore, list[Embedder]]:
+    """The store and the models of a sweep: `models` (specs, see workbench.models.choose) caching
+    their vectors in the store's folder, else the one `embedder` (default: the bundled model)."""
+    if models is None:
+        store, embedder = resolve_store(store, embedder)
+        return store, [embedder]
+    if embedder is not None:
+        raise ValueError("give embedder= or models=, not both (an Embedder can be one of the models)")
+    store = _store(store)
+    return store, embedders_of(models, store.root)
 
 
 def rankings(
@@ -273,7 +296,13 @@ class Context:
                 "evidence_chars": d.evidence_chars, "main_document": list(d.main_document),  # verdict.sweep_warnings
                 "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
                 "model_window": e.window_tokens,  # the word pieces of a text the model reads (specials aside)
-                **self.settings.config(), "versions": versions()}
+                "models": [model_entry(e)], **self.settings.config(), "versions": versions()}
+
+
+def model_entry(embedder: Embedder) -> dict[str, Any]:
+    """A model of a result's config["models"]; window None: the model reads a whole text."""
+    e = embedder
+    return {"name": e.name, "fingerprint": e.fingerprint, "backend": e.backend, "window": e.window_tokens}
 
 
 @dataclass(frozen=True)
@@ -317,6 +346,7 @@ def sweep_steps(
     settings: Settings | None = None,
     *,
     embedder: Embedder | None = None,
+    models: Sequence[ModelSpec] | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     progress: bool = True,
     **changes: Any,
@@ -326,15 +356,19 @@ def sweep_steps(
     `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
     settings = Settings.of(settings, **changes)
     check_grid(variants)
-    store, embedder = resolve_store(store, embedder)
-    return _steps(variants, Context(dataset, settings, embedder, store, progress))
+    store, embedders = resolve_models(store, embedder, models)
+    contexts = [Context(dataset, settings, e, store, progress) for e in embedders]
+    return (step for context in contexts for step in _steps(variants, context, several=len(contexts) > 1))
 
 
-def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResult]:
-    keys = [v.key for v in variants]
-    labels = dict(zip(keys, unique_labels(keys, [v.label for v in variants]), strict=True))
+def _steps(variants: Sequence[Variant], context: Context, several: bool = False) -> Iterator[SweepResult]:
+    """The steps of one model; `several`: the sweep has other models, so labels name this one."""
     embedder, config = context.embedder, context.config()
-    bar = tqdm(variants, desc="variants", disable=not context.progress, unit="variant")
+    keys = [v.key for v in variants]
+    labels = dict(zip(keys, unique_labels(keys, [f"{v.label} · {embedder.name}" if several else v.label
+                                                 for v in variants]), strict=True))
+    bar = tqdm(variants, desc="variants" + f" ({embedder.name})" * several, disable=not context.progress,
+               unit="variant")
     for v in bar:
         bar.set_postfix_str(labels[v.key])
         before = (embedder.stats.embedded, embedder.stats.cached, context.token_pass_documents)
@@ -344,7 +378,7 @@ def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResul
         except Exception as e:
             e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
             raise
-        named = {"key": v.key, "variant": labels[v.key]}
+        named = {"key": result_key(v.key, embedder), "variant": labels[v.key], "model": embedder.name}
         scores, hits = (t.assign(**named)[[*named, *t.columns]] for t in (measured.scores, measured.hits))
         cost = dict(measured.cost)
         # `chunks` and `truncated_chunks` side by side; BM25 reads the whole chunk, so only a stage
@@ -356,6 +390,7 @@ def _steps(variants: Sequence[Variant], context: Context) -> Iterator[SweepResul
                "build_seconds": build_seconds, "seconds": round(time.perf_counter() - t0, 3),  # this run's
                "preview": context.settings.preview}
         summary = stats.summarize(scores, confidence=context.settings.confidence)
+        summary.insert(2, "model", embedder.name)
         yield SweepResult(scores, summary, pd.DataFrame([row]), config | {
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],
@@ -371,6 +406,7 @@ def sweep(
     settings: Settings | None = None,
     *,
     embedder: Embedder | None = None,
+    models: Sequence[ModelSpec] | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     progress: bool = True,
     **changes: Any,
@@ -383,6 +419,10 @@ def sweep(
     question's own document(s)), confidence, preview, ann (workbench.retrieval.ann.Ann: approximate
     search for indexes above a chunk count, its recall against exact search in the variants table).
     progress=False draws no progress bar at all (the embedder's included).
+    models: the embedding models to sweep every variant with, as Embedders or specs (None: the bundled
+    all-MiniLM-L6-v2, a local sentence-transformers folder, "wordllama", an encode(texts) -> vectors
+    function; see workbench.models.choose), instead of the one `embedder`: one result, a `model`
+    column, one row per (variant, model).
     preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
     chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
     row is marked preview (which `combine` refuses to mix with real results). Confirm the best
@@ -391,13 +431,13 @@ def sweep(
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
         real = sweep(data, rough.top(3, metric="recall", k=5))
     """
-    store, embedder = resolve_store(store, embedder)
-    before = (embedder.stats.embedded, embedder.stats.cached)
-    result = combine(list(sweep_steps(dataset, variants, settings, embedder=embedder, store=store, progress=progress,
+    store, embedders = resolve_models(store, embedder, models)
+    before = [(e.stats.embedded, e.stats.cached) for e in embedders]
+    result = combine(list(sweep_steps(dataset, variants, settings, models=embedders, store=store, progress=progress,
                                       **changes)))
     result.config |= {  # the questions' vectors count too
-        "texts_embedded": embedder.stats.embedded - before[0],
-        "texts_cached": embedder.stats.cached - before[1],
+        "texts_embedded": sum(e.stats.embedded - b[0] for e, b in zip(embedders, before, strict=True)),
+        "texts_cached": sum(e.stats.cached - b[1] for e, b in zip(embedders, before, strict=True)),
     }
     return result
 
@@ -410,9 +450,10 @@ def unique_labels(keys: Sequence[str], labels: Sequence[str]) -> list[str]:
 
 
 def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
-    """Stack sweeps of the same data, model, ks and mode: combine(r1, r2) or combine([r1, r2]); a
-    variant measured twice keeps its first measurement. Raises ValueError naming the config field
-    that differs."""
+    """Stack sweeps of the same data, ks and mode: combine(r1, r2) or combine([r1, r2]); a
+    (variant, model) measured twice keeps its first measurement. Runs of different models or
+    backends join as one result of several models (config["models"]; labels name the model).
+    Raises ValueError naming the config field that differs."""
     results = tuple(r for item in results for r in (item if isinstance(item, list | tuple) else [item]))
     if not results:
         raise ValueError("combine: no results")
@@ -431,16 +472,23 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
     for r in results:
         new = [k for k in r.keys if k not in seen]
         seen.update(new)
-        parts.append([t[t["key"].isin(new)] for t in (r.per_question, r.summary, r.variants, r.hits)])
+        parts.append([_with_model(t[t["key"].isin(new)], r.config)
+                      for t in (r.per_question, r.summary, r.variants, r.hits)])
     per_question, summary, variants, hits = (pd.concat(tables, ignore_index=True)
                                              for tables in zip(*parts, strict=True))
-    # labels unique across the results too (each result's own were unique within it)
-    keys = list(variants["key"])
-    relabel = dict(zip(keys, unique_labels(keys, list(variants["variant"])), strict=True))
+    models = list({m["fingerprint"]: m for r in results for m in _models(r.config)}.values())
+    # labels unique across the results too (each result's own were unique within it), naming the model when several
+    keys, labels = list(variants["key"]), list(variants["variant"])
+    if len(models) > 1:
+        labels = [label if label.endswith(f" · {m}") else f"{label} · {m}"
+                  for label, m in zip(labels, variants["model"], strict=True)]
+    relabel = dict(zip(keys, unique_labels(keys, labels), strict=True))
     per_question, summary, variants, hits = (t.assign(variant=t["key"].map(relabel))
                                              for t in (per_question, summary, variants, hits))
     grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
-    config = first | {
+    single = {} if len(models) > 1 else {name: first.get(name) for name in _SINGLE_MODEL if name in first}
+    config = {k: v for k, v in first.items() if k not in _SINGLE_MODEL} | single | {
+        "models": models,
         "grid": list(grid.values()),
         "texts_embedded": sum(r.config.get("texts_embedded", 0) for r in results),
         "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
@@ -448,3 +496,22 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
         "date": max(str(r.config.get("date", "")) for r in results),
     }
     return SweepResult(per_question, summary, variants, config, hits)
+
+
+_SINGLE_MODEL = ("model", "model_fingerprint", "backend", "model_window")  # in a config of one model only
+
+
+def _models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A result's models: config["models"], or (a result saved before it) its one model."""
+    if "models" in config:
+        return list(config["models"])
+    return [{"name": config.get("model"), "fingerprint": config.get("model_fingerprint"),
+             "backend": config.get("backend", "torch"), "window": config.get("model_window")}]
+
+
+def _with_model(table: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
+    """`table` with its `model` column, added after `variant` from the config of a result saved before it."""
+    if "model" in table.columns:
+        return table
+    return table.assign(model=config.get("model")).reindex(
+        columns=[*table.columns[:2], "model", *table.columns[2:]])

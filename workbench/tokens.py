@@ -159,6 +159,7 @@ def get_tokenizer(name: str, model_tokenizer: Any = None) -> Tokenizer:
         return TiktokenTokenizer(name)
     if name == MODEL_TOKENIZER:
         if model_tokenizer is None:
-            raise ValueError("tokenizer='model' needs an embedding model")
+            raise ValueError("tokenizer='model' needs an embedding model with a tokenizer (a sentence-transformers "
+                             "folder or 'wordllama'; a plain encode function has none)")
         return HFTokenizer(MODEL_TOKENIZER, model_tokenizer)
     raise ValueError(f"tokenizer must be one of {(*TIKTOKEN_ENCODINGS, MODEL_TOKENIZER)}, got {name!r}")

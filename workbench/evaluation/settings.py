@@ -88,4 +88,5 @@ class Settings:
         return out
 
 
-MUST_MATCH = ("dataset_fingerprint", "model_fingerprint", *(f.name for f in fields(Settings)))  # for `combine`
+# for `combine`; not the model: runs of different models join as one result of several
+MUST_MATCH = ("dataset_fingerprint", *(f.name for f in fields(Settings)))

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import pandas as pd
@@ -53,6 +53,10 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
         return (f"Recall, MRR and context cost against {param}",
                 f"Look for the {param} where recall levels off while context tokens keep rising; the band is the "
                 "confidence interval, one line per combination of what else varies.")
+    if name == "by_model":
+        return ("Which chunking for which model",
+                "One panel per embedding model; the star is each model's best variant. A size that wins for one "
+                "model may not for another: pick the chunking with the model you will deploy.")
     if name.startswith("heatmap_"):
         return (f"recall@{k} over two parameters",
                 "Brighter cells score higher; \u00b1 is half the interval, so cells closer than that are not told "
@@ -68,15 +72,19 @@ def _figure_makers(result: SweepResult, width: float) -> dict[str, Callable[[], 
     }
     swept = plots.swept_parameters(result)
     makers |= {f"by_{p}": partial(plots.by_parameter, result, p, width=width) for p in swept}
+    if len(plots.models_of(result)) > 1:
+        makers["by_model"] = partial(_drawable, plots.by_model, result, width=width)
     if len(swept) == 2:
-        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_heatmap, result, swept[0], swept[1], width)
+        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_drawable, plots.heatmap, result, swept[0], swept[1],
+                                                           width=width)
     return makers
 
 
-def _heatmap(result: SweepResult, a: str, b: str, width: float) -> Figure | None:
+def _drawable(draw: Callable[..., Figure], *args: Any, **kwargs: Any) -> Figure | None:
+    """The figure, or None when there is nothing to draw (no variant has both parameters; no size swept)."""
     try:
-        return plots.heatmap(result, a, b, width=width)
-    except ValueError:  # no variant has both parameters: nothing to draw
+        return draw(*args, **kwargs)
+    except ValueError:
         return None
 
 
