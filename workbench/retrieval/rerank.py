@@ -3,7 +3,8 @@ top `n` chunks against the question, and those n come first in the reranker's or
 keep the first stage's order after them (each given the last reranked score, so scores stay finite
 and best first), so a cut-off k > n still finds k chunks. The reranker reads what the index holds
 for a chunk (its embedded text, header included), as BM25 does. Every question's pairs are scored
-in one batched call."""
+in one batched call. The default reranker is the bundled LLM as a yes/no judge, since it is the
+one that works offline out of the box; a cross-encoder folder is the better choice when you have one."""
 
 from __future__ import annotations
 
