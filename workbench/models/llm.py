@@ -273,14 +273,34 @@ class LLM(Model):
     def tokenizer(self) -> Any:
         return self._local[0]
 
+    def _encode(self, batch: Sequence[list[dict[str, str]]]) -> Any:
+        """The conversations in the chat template, up to the assistant's turn, as one left-padded batch."""
+        tokenizer = self.tokenizer
+        texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
+        return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+
+    def next_token_logits(self, batch: Sequence[list[dict[str, str]]], token_ids: Sequence[int]) -> Any:
+        """The logits of `token_ids` as the first token of the assistant's answer to each
+        conversation, one forward pass over the batch and no generation (a float64 array
+        [conversation, token]). Positions count from each row's first real token, as `generate`
+        does, so a row scores the same in any batch."""
+        import torch
+
+        if self.backend != "local":
+            raise ValueError("next-token logits need backend='local' (an endpoint returns text)")
+        enc = self._encode(batch)
+        positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            logits = self._local[1](**enc, position_ids=positions, logits_to_keep=1).logits[:, -1]
+        return logits[:, list(token_ids)].double().cpu().numpy()
+
     def _generate_local(self, batch: list[list[dict[str, str]]], max_tokens: int) -> list[tuple[str, int, int]]:
         """(text, prompt tokens, generated tokens) of each conversation, greedily, in one batch."""
         import torch
         from transformers import GenerationConfig
 
         tokenizer, model = self._local
-        texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
-        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        enc = self._encode(batch)
         eos = model.generation_config.eos_token_id
         config = GenerationConfig(max_new_tokens=max_tokens, do_sample=False, eos_token_id=eos,
                                   pad_token_id=tokenizer.pad_token_id)

@@ -7,12 +7,20 @@ per pair. Pairs are therefore scored in batches and each score is cached by cont
 reranker's fingerprint names the file, the pair's text the row), so a variant that reranks the
 same candidates again, or another k, scores nothing.
 
-A reranker is named by a spec string, the stage's `model` parameter: a local sentence-transformers
-CrossEncoder folder (a hub name is refused: nothing is downloaded).
+A reranker is named by a spec string, the stage's `model` parameter: "llm" (the bundled LLM as a
+pointwise judge, the default: it works offline), a GGUF file or a local causal-LM folder (that LLM
+as the judge), or a local sentence-transformers CrossEncoder folder (its config.json names a
+sequence-classification architecture). A hub name is refused: nothing is downloaded.
+
+The LLM judge reads a fixed rubric (JUDGE) and answers nothing: one forward pass per pair gives the
+next-token logits, and the score is P(yes) / (P(yes) + P(no)), each the SUM of the probabilities
+of the answer's spellings that are one token ("yes", "Yes", " yes", ...), since the model may
+start its answer with any of them. It is a probability in [0, 1]; the softmax normaliser cancels.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -25,8 +33,16 @@ import numpy as np
 
 from workbench.models.base import Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import RerankCache, cache_file, pair_key
+from workbench.models.llm import LLM, Prompt
 
 DEFAULT_BATCH = 32  # pairs per forward pass
+JUDGE_BATCH = 8  # pairs per forward pass of the LLM judge: a pair is a whole prompt of a passage
+LLM_SPEC = "llm"  # the bundled LLM as the judge
+# The judge's rubric: its name and version enter the judge's fingerprint, so bump the version
+# whenever the wording or the answer words change (the scores would mean something else).
+JUDGE = Prompt("rerank-judge", 1, "Question: {question}\n\nPassage: {passage}\n\n"
+               "Does the passage answer the question? Answer yes or no.")
+ANSWERS = {"yes": ("yes", "Yes", "YES", " yes", " Yes", " YES"), "no": ("no", "No", "NO", " no", " No", " NO")}
 
 
 @dataclass
@@ -78,8 +94,8 @@ class CrossEncoderReranker(Reranker):
     def __init__(self, model: str | Path, cache_dir: str | Path | None = None, batch_size: int = DEFAULT_BATCH,
                  device: str = "cpu"):
         super().__init__()
-        self.fingerprint = reranker_fingerprint(str(model))
-        self.path = Path(model)
+        self.path = local_model_path(model, ("config.json",), "cross-encoder")
+        self.fingerprint = f"ce-{model_fingerprint(self.path)}"
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.name = self.path.name
@@ -105,10 +121,92 @@ class CrossEncoderReranker(Reranker):
         return np.asarray(scores, dtype=np.float64).reshape(len(pairs))
 
 
+class LLMJudgeReranker(Reranker):
+    """A local LLM as a pointwise judge (see the module docstring): `model` is None (the bundled
+    SmolLM2), a GGUF file or a causal-LM folder; the LLM's own cache folder is `cache_dir` (where
+    a GGUF is converted once). Pairs are scored shortest prompts first (least padding),
+    `batch_size` at a time, left-padded."""
+
+    def __init__(self, model: str | Path | None = None, cache_dir: str | Path | None = None,
+                 batch_size: int = JUDGE_BATCH, device: str = "cpu", threads: int | None = None):
+        super().__init__()
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self.llm = LLM(model, cache_dir=self.cache_dir, device=device, threads=threads, progress=False)
+        self.name, self.device, self.batch_size = f"{self.llm.name} judge", self.llm.device, batch_size
+        self.fingerprint = judge_fingerprint(self.llm)
+        self.cache = None if self.cache_dir is None else RerankCache(cache_file(self.cache_dir, "rerank",
+                                                                                self.fingerprint))
+
+    def arguments(self) -> dict[str, Any]:
+        llm = self.llm.arguments()
+        return {"model": llm["model"], "cache_dir": llm["cache_dir"], "batch_size": self.batch_size,
+                "device": self.device, "threads": self.llm.threads}
+
+    @cached_property
+    def answer_ids(self) -> tuple[list[int], list[int]]:
+        """The token ids of the spellings of "yes" and of "no" that are one token each."""
+        tokenizer = self.llm.tokenizer
+        ids = {}
+        for answer, spellings in ANSWERS.items():
+            tokens = [tokenizer.encode(s, add_special_tokens=False) for s in spellings]
+            ids[answer] = sorted({t[0] for t in tokens if len(t) == 1})
+            if not ids[answer]:
+                raise ValueError(f"reranker {self.name!r}: no spelling of {answer!r} is one token of its tokenizer")
+        return ids["yes"], ids["no"]
+
+    def _compute(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        yes, no = self.answer_ids
+        chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in pairs]
+        order = sorted(range(len(chats)), key=lambda i: len(chats[i][-1]["content"]))  # least padding
+        out = np.zeros(len(chats), dtype=np.float64)
+        for b in range(0, len(order), self.batch_size):
+            rows = order[b : b + self.batch_size]
+            logits = self.llm.next_token_logits([chats[i] for i in rows], yes + no)
+            lse_yes = np.logaddexp.reduce(logits[:, : len(yes)], axis=1)
+            lse_no = np.logaddexp.reduce(logits[:, len(yes):], axis=1)
+            out[rows] = 1.0 / (1.0 + np.exp(lse_no - lse_yes))  # P(yes) / (P(yes) + P(no))
+        return out
+
+
+def judge_fingerprint(llm: LLM) -> str:
+    return f"judge-{llm.fingerprint}-{JUDGE.name}-v{JUDGE.version}"
+
+
+def reranker_kind(spec: str) -> str:
+    """"llm" (an LLM judge) or "cross-encoder", from the spec alone: "llm", a .gguf file, or a
+    local folder whose config.json names a causal-LM or a sequence-classification architecture."""
+    path = Path(spec)
+    if spec == LLM_SPEC or (path.suffix == ".gguf" and path.is_file()):
+        return "llm"
+    if not (path / "config.json").is_file():
+        raise ValueError(f"model {spec!r} is not {LLM_SPEC!r}, a .gguf file or a local cross-encoder or causal-LM "
+                         "folder (no config.json); hub names cannot be downloaded here, pass a folder path")
+    try:
+        architectures = json.loads((path / "config.json").read_text()).get("architectures") or []
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"model {spec!r}: {path / 'config.json'} is not a JSON object ({e})") from None
+    if any(a.endswith("ForSequenceClassification") for a in architectures):
+        return "cross-encoder"
+    if any(a.endswith("ForCausalLM") for a in architectures):
+        return "llm"
+    raise ValueError(f"model {spec!r}: {path / 'config.json'} field 'architectures' is {architectures!r}, "
+                     "neither a sequence classifier (a cross-encoder) nor a causal LM (an LLM judge)")
+
+
+def make_reranker(spec: str, cache_dir: str | Path | None) -> Reranker:
+    if reranker_kind(spec) == "cross-encoder":
+        return CrossEncoderReranker(spec, cache_dir)
+    return LLMJudgeReranker(None if spec == LLM_SPEC else spec, cache_dir)
+
+
 def reranker_fingerprint(spec: str) -> str:
     """The fingerprint of the reranker `spec` names, without loading it: what keys the scores of
     the variants that rerank with it, so a changed model never serves their old scores."""
-    return f"ce-{model_fingerprint(local_model_path(spec, ('config.json',), 'cross-encoder'))}"
+    if reranker_kind(spec) == "llm":
+        return judge_fingerprint(LLM(None if spec == LLM_SPEC else spec, cache_dir=None, progress=False))
+    return CrossEncoderReranker(spec).fingerprint  # hashes the files, loads nothing
 
 
 class Rerankers:
@@ -120,7 +218,7 @@ class Rerankers:
 
     def get(self, spec: str) -> Reranker:
         if spec not in self._loaded:
-            self._loaded[spec] = CrossEncoderReranker(spec, self.cache_dir)
+            self._loaded[spec] = make_reranker(spec, self.cache_dir)
         return self._loaded[spec]
 
     @property

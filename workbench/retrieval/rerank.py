@@ -3,7 +3,8 @@ top `n` chunks against the question, and those n come first in the reranker's or
 keep the first stage's order after them (each given the last reranked score, so scores stay finite
 and best first), so a cut-off k > n still finds k chunks. The reranker reads what the index holds
 for a chunk (its embedded text, header included), as BM25 does. Every question's pairs are scored
-in one batched call."""
+in one batched call. The default reranker is the bundled LLM as a yes/no judge, since it is the
+one that works offline out of the box; a cross-encoder folder is the better choice when you have one."""
 
 from __future__ import annotations
 
@@ -11,23 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from workbench.models.rerank import reranker_fingerprint
+from workbench.models.rerank import LLM_SPEC, reranker_fingerprint
 from workbench.params import Param
 from workbench.retrieval.index import embed_texts
 from workbench.retrievers import Index, Queries, Ranking, stage
 
 
 def _check(params: dict[str, Any]) -> None:
-    """A reranker is named and is a local model, before any chunk is embedded."""
-    if not isinstance(params["model"], str):
-        raise ValueError("parameter 'model' must name a local CrossEncoder folder, got "
-                         f"{params['model']!r} (e.g. +rerank:model=/models/ms-marco-MiniLM-L-6-v2)")
+    """The reranker is a local model, before any chunk is embedded."""
     reranker_fingerprint(params["model"])
 
 
-@stage("rerank", "a cross-encoder rescores the top `n` chunks of the stage before, question and chunk read "
-       "together (slower, usually sharper than a cosine)",
-       {"model": Param(None, "the reranker: a local sentence-transformers CrossEncoder folder", label=True),
+@stage("rerank", "a reranker rescores the top `n` chunks of the stage before, question and chunk read together "
+       "(slower, usually sharper than a cosine): the LLM as a yes/no judge, or a cross-encoder",
+       {"model": Param(LLM_SPEC, f"the reranker: {LLM_SPEC!r} (the bundled LLM judges: P(yes) from its logits), "
+                       "a .gguf file or causal-LM folder (that LLM judges), or a local sentence-transformers "
+                       "CrossEncoder folder", label=True),
         "n": Param(50, "candidates of the stage before that the reranker rescores", lo=1, slider_hi=200,
                    unit="chunks")},
        first=False, needs=("rerankers",), models=("model",), check=_check,
