@@ -24,6 +24,7 @@ from workbench.evaluation.settings import MODES, Settings
 from workbench.gate import DEFAULT_MAX_DROP
 from workbench.ingest import load_dataset
 from workbench.io import CACHE_DIR
+from workbench.labels.generate import MAX_TOKENS, SEED
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
 from workbench.models.embed import BACKENDS
@@ -203,11 +204,26 @@ def _labels_parser(sub: argparse._SubParsersAction) -> None:
         a.add_argument("--questions", type=Path, help="questions file, if not <data>/questions.jsonl")
         if name == "resolve":
             a.add_argument("--out", type=Path, required=True, help="the questions file to write")
+    helped = ("write questions for documents that have none: a language model reads passages and writes a "
+              "question and the excerpt that answers it (excerpts located as quotes; unlocated, unparsable and "
+              "near-duplicate ones dropped and counted), or, with --no-llm, drafts from headings and definitions "
+              "to review in wb.Labeler")
+    g = actions.add_parser("generate", help=helped, description=helped)
+    g.add_argument("data", type=Path, help="dataset folder (corpus.jsonl, or documents); questions not needed")
+    g.add_argument("--n", type=int, required=True, help="questions to ask for (passages read)")
+    g.add_argument("--out", type=Path, required=True, help="the questions file to write, atomically")
+    g.add_argument("--no-llm", action="store_true", help="draft from headings and definitions instead")
+    g.add_argument("--model", help="a local GGUF file or Hugging Face folder (default: the bundled SmolLM2-135M)")
+    g.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="per generation (default: %(default)s)")
+    g.add_argument("--seed", type=int, default=SEED, help="picks the passages (default: %(default)s)")
+    g.add_argument("--cache", type=Path, default=CACHE_DIR, help="generation cache folder (default: %(default)s)")
 
 
 def _labels(args: argparse.Namespace) -> None:
     from workbench.labels.check import BROKEN, check_labels, resolve_labels, summary
 
+    if args.action == "generate":
+        return _generate(args)
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
             if args.action == "resolve":
@@ -224,6 +240,26 @@ def _labels(args: argparse.Namespace) -> None:
                                else ""))
     if args.action == "check" and any(s.status in BROKEN for s in statuses):
         raise SystemExit(1)
+
+
+def _generate(args: argparse.Namespace) -> None:
+    """`labels generate`: the estimate, then the questions and what was dropped."""
+    from workbench.estimate import estimate_generation
+    from workbench.labels.generate import documents, generate, passages, prompt, prompt_items
+    from workbench.models.llm import LLM, LLMError
+
+    try:
+        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
+            docs = documents(args.data)
+        _print_warnings(caught)
+        llm = False if args.no_llm else LLM(args.model, cache_dir=args.cache)
+        if llm:
+            items = prompt_items(docs, passages(docs, args.n, seed=args.seed))
+            print(estimate_generation(llm, prompt(), items, args.max_tokens).line(), flush=True)
+        made = generate(docs, args.n, llm, out=args.out, seed=args.seed, max_tokens=args.max_tokens)
+    except (ValueError, LLMError) as e:  # DatasetError too: the file, line and field; LLMError: one line
+        raise SystemExit(f"error: {e}") from e
+    print(f"{made.summary()}; wrote {args.out}")
 
 
 def _print_warnings(caught: list[warnings.WarningMessage]) -> None:

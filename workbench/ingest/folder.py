@@ -112,9 +112,11 @@ def load_documents(
     questions: str | Path | None = None,
     empty_docs: Literal["skip", "error"] = "skip",
     strict: bool = False,
+    require_questions: bool = True,
 ) -> tuple[list[Document], dict[str, str], Path]:
     """A dataset folder's documents (see `load_dataset`), the ids of those left out -> why, and the path
-    of its questions file: what questions are checked against, by `load_dataset` and the label tools."""
+    of its questions file: what questions are checked against, by `load_dataset` and the label tools
+    (`require_questions=False`: a folder that has none yet, for the tools that write them)."""
     if empty_docs not in EMPTY_DOCS:
         raise ValueError(f"load_dataset: parameter 'empty_docs' must be one of {list(EMPTY_DOCS)}, got {empty_docs!r}")
     root = Path(path)
@@ -135,7 +137,7 @@ def load_documents(
         skips += [Skip(x.doc.doc_id, "empty", "") for x in loaded if not x.doc.text.strip()]
         report(root, doc_list, skips, strict)
         skipped = {s.name: s.why() for s in skips}
-    if not qpath.exists():
+    if require_questions and not qpath.exists():
         raise DatasetError(qpath, None, None, "questions file not found")
     return doc_list, skipped, qpath
 
