@@ -24,11 +24,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench.dataset import Dataset, Hit
+from workbench.engine import get_engine
 from workbench.evaluation import metrics, stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.scoring import HIT_COLUMNS, hits_table, score
 from workbench.evaluation.settings import MUST_MATCH, Settings
 from workbench.io import CACHE_DIR, atomic_write, write_text
+from workbench.models.base import Engine
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, token_cache
@@ -368,6 +370,7 @@ def sweep(
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     progress: bool = True,
+    engine: str | Engine | None = None,
     **changes: Any,
 ) -> SweepResult:
     """Score every variant on every question of `dataset` at every k and every context budget.
@@ -384,7 +387,23 @@ def sweep(
 
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
         real = sweep(data, rough.top(3, metric="recall", k=5))
+
+    engine: where the default embedder computes uncached texts (workbench.engine): "local", "ray"
+    (a local Ray instance, started and stopped by this call) or an engine such as a RayEngine;
+    the results are a local run's to the last digit. An Embedder you pass takes its own engine=.
     """
+    if engine is not None:
+        if embedder is not None:
+            raise ValueError("engine: give it to the Embedder you pass (Embedder(..., engine=...)), not to sweep")
+        store = store if isinstance(store, IndexStore) else IndexStore(store)
+        own = isinstance(engine, str)  # made here, so stopped here
+        engine = get_engine(engine) if own else engine
+        try:
+            return sweep(dataset, variants, settings, embedder=Embedder(cache_dir=store.root, engine=engine),
+                         store=store, progress=progress, **changes)
+        finally:
+            if own and engine is not None:
+                engine.close()
     store, embedder = resolve_store(store, embedder)
     before = (embedder.stats.embedded, embedder.stats.cached)
     result = combine(list(sweep_steps(dataset, variants, settings, embedder=embedder, store=store, progress=progress,
