@@ -22,8 +22,8 @@ from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import parse_variant
 
-GRID = [parse_variant(v) for v in ("fixed:size=32", "fixed:size=48,overlap=16", "recursive:size=64+hybrid")]
-BATCH = 2  # texts per model call: an engine batch is 8 calls, 16 texts, so every variant makes several
+GRID = [parse_variant(v) for v in ("fixed:size=16", "fixed:size=48,overlap=16", "recursive:size=64+hybrid")]
+BATCH = 1  # texts per model call: an engine batch is 8 calls, 8 texts, so a variant makes several
 
 
 def cached_vectors(cache: Path, embedder: Embedder) -> dict[bytes, bytes]:

@@ -5,8 +5,9 @@ already places work on a cluster's CPUs and GPUs. What runs remotely is only a m
 of a batch (an Embedder's uncached texts): each Ray actor rebuilds one model from its `spec()`
 (`from_spec` refuses a worker whose model files give another fingerprint) and turns batches into
 arrays, and the driver reads and writes every cache; a worker never sees the driver's cache folder.
-The batches are those an in-process run computes, in the same order, so the vectors, the caches
-and every score equal a local run's to the last digit (on the same kind of device).
+The batches are those an in-process run computes, in the same order, with the driver's thread
+count, so the vectors, the caches and every score equal a local run's to the last digit (on the
+same kind of CPU; a GPU's vectors differ from a CPU's by float noise, as they do in-process).
 
 `get_engine("ray", address)` connects to a running cluster ("auto", "HOST:PORT" or
 "ray://HOST:PORT"), or without an address starts a small local one (LOCAL_CPUS CPUs, no dashboard,
@@ -54,9 +55,16 @@ WORKER_ARGUMENTS = ("cache_dir", "progress", "device")  # constructor arguments 
 
 def worker_spec(model: Model) -> dict[str, Any]:
     """`model.spec()` less what a worker sets itself (WORKER_ARGUMENTS, left None): one spec, so one
-    set of actors, however the driver's copy shows progress or where it caches."""
+    set of actors, however the driver's copy shows progress or where it caches. `threads` left to
+    torch's default becomes the driver's: torch's float sums change with the thread count, and a
+    worker must compute what this process would, to the last bit."""
     spec = model.spec()
-    return spec | {"arguments": {k: None if k in WORKER_ARGUMENTS else v for k, v in spec["arguments"].items()}}
+    arguments = {k: None if k in WORKER_ARGUMENTS else v for k, v in spec["arguments"].items()}
+    if "threads" in arguments and arguments["threads"] is None:
+        import torch
+
+        arguments["threads"] = torch.get_num_threads()
+    return spec | {"arguments": arguments}
 
 
 def check_address(address: str) -> None:
