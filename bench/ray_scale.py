@@ -1,8 +1,9 @@
 """The Ray engine against the in-process run: the same cold sweep (scale.py's GRID on the smallest
 documents of a shared dataset, each run on an empty cache folder) embedded in this process, then on
-a local Ray instance with 1 and with 2 workers. Writes its section of bench/scale.md (between the
-markers below; the rest of the file is scale.py's) with wall times, the 1-to-2-worker ratio and
-whether every table and cached vector equals the in-process run's.
+a local Ray instance with 1 and with 2 workers, after an untimed warm-up sweep (the driver's own
+imports and model loads would otherwise fall on whichever run is first). Writes its section of
+bench/scale.md (between the markers below; the rest of the file is scale.py's) with wall times,
+the 1-to-2-worker ratio and whether every table and cached vector equals the in-process run's.
 
 Every Embedder has threads=1, so that 2 workers use the 2 CPUs of the local instance and each
 computes what the in-process run does (torch's float sums change with the thread count).
@@ -62,8 +63,9 @@ def section(rows: pd.DataFrame, args: argparse.Namespace, n_chars: int, n_questi
         f"{datetime.date.today()}, {platform.machine()}, {LOCAL_CPUS}-CPU local Ray instance on a 2-core machine "
         f"shared with other jobs; commit {commit.strip()}; `python bench/ray_scale.py --data {args.data}`. "
         f"{args.data}: {n_chars:,} characters, {n_questions:,} questions; grid {', '.join(GRID)}; every run "
-        "cold (its own empty cache folder), threads=1 per model. wall_s includes Ray's actors loading the "
-        "model (a few seconds each), not Ray's start.",
+        "cold (its own empty cache folder) after an untimed warm-up sweep of one document in this process, "
+        "threads=1 per model. wall_s includes Ray's actors loading the model (a few seconds each), not Ray's "
+        "start.",
         "",
         rows.to_markdown(index=False, floatfmt=".1f"),
         "",
@@ -83,6 +85,7 @@ def main() -> None:
     dataset = smallest(load_dataset(SHARED / name), int(n))
     rows, runs = [], {}
     with tempfile.TemporaryDirectory() as tmp:
+        run(smallest(dataset, 1), Path(tmp) / "warm-up", None)  # the driver's one-off loads, untimed
         runs["in-process"] = run(dataset, Path(tmp) / "local", None)
         ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, log_to_driver=False)
         for workers in (1, 2):
