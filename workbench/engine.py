@@ -84,8 +84,9 @@ def check_address(address: str) -> None:
 
 class _Worker:
     """A Ray actor's state: one model, rebuilt from its spec on the first batch (so that a refusal
-    reaches the driver as that batch's error). Its cache folder is a temporary one of its own
-    (a backend may keep an exported model there); no worker touches the driver's caches."""
+    reaches the driver as that batch's error). Its cache folder is its node's temporary
+    "workbench-worker" (a backend keeps its exported model there, atomically written, shared by the
+    node's workers); no worker touches the driver's caches."""
 
     def __init__(self, spec: dict[str, Any]):
         self.spec = spec
@@ -95,7 +96,7 @@ class _Worker:
         if self.model is None:
             import ray
 
-            mine = {"cache_dir": tempfile.mkdtemp(prefix="workbench-worker-"), "progress": False,
+            mine = {"cache_dir": os.path.join(tempfile.gettempdir(), "workbench-worker"), "progress": False,
                     "device": "cuda" if ray.get_gpu_ids() else "cpu"}
             arguments = {k: mine.get(k, v) for k, v in self.spec["arguments"].items()}
             self.model = from_spec(self.spec | {"arguments": arguments})
