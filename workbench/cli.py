@@ -17,6 +17,7 @@ import pandas as pd
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import DatasetError, DatasetWarning
+from workbench.engine import ENGINES, get_engine
 from workbench.errors import describe
 from workbench.evaluation import metrics
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
@@ -176,6 +177,11 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
                    "(default: %(default)s)")
     s.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
+    s.add_argument("--engine", choices=ENGINES, default="local",
+                   help="where uncached texts are embedded: in this process, or on Ray (a local instance, or the "
+                   "cluster at --address; needs the ray extra); the results are the same (default: %(default)s)")
+    s.add_argument("--address", help='the Ray cluster of --engine ray: "auto", HOST:PORT or ray://HOST:PORT '
+                   "(default: start a local Ray instance)")
     s.add_argument("--preview", action="store_true",
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
                    "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
@@ -364,9 +370,13 @@ def _measure(args: argparse.Namespace) -> SweepResult:
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from e
     try:
+        engine = get_engine(args.engine, args.address)
+    except (ImportError, ValueError, ConnectionError) as e:
+        raise SystemExit(f"error: {'--address' if args.address else '--engine'}: {e}") from e
+    try:
         specs = [None if m == "default" else m for m in args.model or ["default"]]
         embedders = embedders_of(specs, args.cache, threads=args.threads, progress=not args.quiet,
-                                 backend=args.backend, device=device)
+                                 backend=args.backend, device=device, **({"engine": engine} if engine else {}))
     except ValueError as e:  # the model folder, or a backend the device cannot run
         option = "--device" if "device=" in str(e) else "--model"
         raise SystemExit(f"error: {option}: {e}") from e

@@ -24,11 +24,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from workbench.dataset import Dataset, Hit
+from workbench.engine import get_engine
 from workbench.evaluation import metrics, stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.scoring import HIT_COLUMNS, hits_table, score
 from workbench.evaluation.settings import MUST_MATCH, Settings
 from workbench.io import CACHE_DIR, atomic_write, write_text
+from workbench.models.base import Engine
 from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, needs
@@ -409,6 +411,7 @@ def sweep(
     models: Sequence[ModelSpec] | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     progress: bool = True,
+    engine: str | Engine | None = None,
     **changes: Any,
 ) -> SweepResult:
     """Score every variant on every question of `dataset` at every k and every context budget.
@@ -430,7 +433,23 @@ def sweep(
 
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
         real = sweep(data, rough.top(3, metric="recall", k=5))
+
+    engine: where the default embedder computes uncached texts (workbench.engine): "local", "ray"
+    (a local Ray instance, started and stopped by this call) or an engine such as a RayEngine;
+    the results are a local run's to the last digit. An Embedder you pass takes its own engine=.
     """
+    if engine is not None:
+        if embedder is not None or models is not None:
+            raise ValueError("engine: give it to the Embedders you pass (Embedder(..., engine=...)), not to sweep")
+        store = store if isinstance(store, IndexStore) else IndexStore(store)
+        own = isinstance(engine, str)  # made here, so stopped here
+        engine = get_engine(engine) if own else engine
+        try:
+            return sweep(dataset, variants, settings, embedder=Embedder(cache_dir=store.root, engine=engine),
+                         store=store, progress=progress, **changes)
+        finally:
+            if own and engine is not None:
+                engine.close()
     store, embedders = resolve_models(store, embedder, models)
     before = [(e.stats.embedded, e.stats.cached) for e in embedders]
     result = combine(list(sweep_steps(dataset, variants, settings, models=embedders, store=store, progress=progress,

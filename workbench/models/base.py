@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 DEVICES = ("cpu", "cuda", "auto")
 _SKIP_FILES = {"README.md", ".gitattributes"}
@@ -103,6 +103,13 @@ class Model(ABC):
         constructor arguments, and the fingerprint the rebuilt model must have."""
         return {"type": f"{type(self).__module__}.{type(self).__qualname__}", "arguments": self.arguments(),
                 "fingerprint": self.fingerprint}
+
+
+class Engine(Protocol):
+    """Where a model's batches are computed when not in this process (workbench.engine runs them
+    on Ray): `getattr(model, method)(batch)` for every batch, in order. The caller keeps the caches."""
+
+    def map(self, model: Model, method: str, batches: Sequence[Any]) -> Iterator[Any]: ...
 
 
 def from_spec(spec: Mapping[str, Any]) -> Model:

@@ -23,7 +23,8 @@ WORDLLAMA = "wordllama"
 
 def embedder_of(spec: ModelSpec, cache_dir: str | Path | None, **options: Any) -> Embedder:
     """The Embedder a spec names, caching its vectors in `cache_dir`; `options` (threads, progress,
-    backend, device) go to a sentence-transformers Embedder, `progress` to the others."""
+    backend, device, engine) go to a sentence-transformers Embedder, `progress` to the others (a
+    static or function model computes in-process)."""
     if isinstance(spec, Embedder):
         return spec
     plain = spec == WORDLLAMA or not (spec is None or isinstance(spec, str | Path))

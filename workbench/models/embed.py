@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from workbench.chunkers.units import windows
 from workbench.io import CACHE_DIR
-from workbench.models.base import Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
+from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers, onnx_transformer
 
@@ -104,7 +104,8 @@ class Embedder(Model):
     of `fingerprint` (which names the vector cache and the index entries): "<model>-onnx-int8".
     `device` ("cpu", "cuda", "auto") is not: one model gives the same vectors on either, up to
     float noise, so a cache filled on a GPU serves a CPU run. `threads` bounds torch's threads
-    and onnxruntime's.
+    and onnxruntime's. `engine` (workbench.engine) computes the uncached texts elsewhere, e.g. on a
+    Ray cluster, in the batches this process would run; the vectors come back here to be cached.
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class Embedder(Model):
         progress: bool = True,
         backend: str = "torch",
         device: str = "cpu",
+        engine: Engine | None = None,
     ):
         path = local_model_path(default_model_path() if model is None else model, ("config.json", "modules.json"),
                                 "sentence-transformers")
@@ -138,6 +140,7 @@ class Embedder(Model):
         self.model_fingerprint = model_fingerprint(path)
         self.fingerprint = "-".join([self.model_fingerprint, *([backend] if backend != "torch" else []),
                                      *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
+        self.engine = engine
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
 
@@ -196,20 +199,26 @@ class Embedder(Model):
     def dim(self) -> int:
         return int(self.model.get_embedding_dimension())
 
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """One batch embedded, without the cache: what an engine's worker runs."""
+        vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                 show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
     def _compute(self, texts: list[str], desc: str) -> np.ndarray:
-        """Embed in length order (least padding per batch), caching each finished call."""
+        """Embed in length order (least padding per batch), here or on the engine, caching each
+        finished batch. With an engine this process never loads the model."""
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         step = self.batch_size * 8
+        parts = [order[i : i + step] for i in range(0, len(order), step)]
+        batches = [[texts[r] for r in rows] for rows in parts]
+        computed = self.engine.map(self, "vectors", batches) if self.engine else map(self.vectors, batches)
+        out = None
         with tqdm(total=len(texts), desc=desc, unit="text", disable=not self.progress or len(texts) < step) as bar:
-            for i in range(0, len(order), step):
-                rows = order[i : i + step]
-                part = [texts[r] for r in rows]
-                vecs = self.model.encode(part, batch_size=self.batch_size, normalize_embeddings=True,
-                                         show_progress_bar=False)
-                vecs = np.asarray(vecs, dtype=np.float32)
+            for rows, part, vecs in zip(parts, batches, computed, strict=True):
                 if self.cache is not None:
                     self.cache.put_many({text_key(t): v for t, v in zip(part, vecs, strict=True)})
+                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32) if out is None else out
                 out[rows] = vecs
                 bar.update(len(rows))
         return out
