@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
+from workbench.retrieval.ann import Ann
 from workbench.retrieval.index import ChunkIndex, IndexStore
 from workbench.sweep import sweep, sweep_steps
 from workbench.variant import Variant, grid
@@ -23,8 +24,8 @@ class RecordingStore(IndexStore):
         super().__init__(root)
         self.handed: list[weakref.ref[ChunkIndex]] = []
 
-    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
-        index = super().get(variant, dataset, embedder)
+    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
+        index = super().get(variant, dataset, embedder, ann)
         self.handed.append(weakref.ref(index))
         return index
 

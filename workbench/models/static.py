@@ -78,6 +78,7 @@ class FunctionEmbedder(Embedder):
         self.model_fingerprint = self.fingerprint = fingerprint
         self.dim, self.batch_size, self.progress = dim, batch_size, progress
         self.device, self.backend, self.threads = "cpu", "numpy", None
+        self.engine = None  # a function or static model computes in-process (no worker rebuilds it yet)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", fingerprint)) if self.cache_dir else None
