@@ -145,10 +145,12 @@ def set_parameters(notebook: Path, source: str) -> None:
     nbformat.write(nb, notebook)
 
 
-# Every code cell has run once: a number in each prompt, none queued or running ("[*]").
-ALL_RAN = """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
-  return p.length > 0 && p.every(e => /^\\[\\d+\\]:$/.test(e.textContent.trim())); }"""
-STARTED = ("() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]"
+# The notebook on show: Lab restores the tabs an earlier test of the session left open, hidden behind it.
+ACTIVE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+# Every code cell of it has run once: a number in each prompt, none queued or running ("[*]").
+ALL_RAN = f"""() => {{ const p = [...document.querySelectorAll('{ACTIVE} .jp-CodeCell .jp-InputArea-prompt')];
+  return p.length > 0 && p.every(e => /^\\[\\d+\\]:$/.test(e.textContent.trim())); }}"""
+STARTED = (f"() => [...document.querySelectorAll('{ACTIVE} .jp-CodeCell .jp-InputArea-prompt')]"
            ".some(e => /[*\\d]/.test(e.textContent))")
 
 
@@ -156,10 +158,11 @@ def run_all(page: Page, url: str, timeout_s: float) -> None:
     """Open the notebook at `url` in Lab, wait for its kernel, run all cells and wait until every one ran."""
     page.goto(url)
     idle = page.get_by_text(re.compile(r"^Python 3 \(ipykernel\) \| Idle$"))  # the status bar's kernel item
-    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=timeout_s * 1000)
+    panel = page.locator(ACTIVE)
+    panel.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=timeout_s * 1000)
     idle.wait_for(timeout=timeout_s * 1000)
     for _ in range(5):  # right after start-up Lab may ignore the command: run again until it starts
-        page.locator(".jp-Notebook .jp-Cell").first.click()  # Run All acts on the notebook in focus
+        panel.locator(".jp-Notebook .jp-Cell").first.click()  # Run All acts on the notebook in focus
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         try:
