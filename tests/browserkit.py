@@ -162,7 +162,7 @@ def run_all(page: Page, url: str, timeout_s: float) -> None:
     panel.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=timeout_s * 1000)
     idle.wait_for(timeout=timeout_s * 1000)
     for _ in range(5):  # right after start-up Lab may ignore the command: run again until it starts
-        panel.locator(".jp-Spinner").wait_for(state="hidden", timeout=timeout_s * 1000)  # still loading: no clicks
+        panel.locator(".jp-Spinner").first.wait_for(state="hidden", timeout=timeout_s * 1000)  # loading: no clicks
         panel.locator(".jp-Notebook .jp-Cell").first.click()  # Run All acts on the notebook in focus
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
