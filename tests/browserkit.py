@@ -145,7 +145,7 @@ def set_parameters(notebook: Path, source: str) -> None:
     nbformat.write(nb, notebook)
 
 
-# The notebook on show: Lab restores the tabs an earlier test of the session left open, hidden behind it.
+# The notebook on show (run_all opens it with `?reset`, so Lab restores no tab an earlier test left open).
 ACTIVE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 # Every code cell of it has run once: a number in each prompt, none queued or running ("[*]").
 ALL_RAN = f"""() => {{ const p = [...document.querySelectorAll('{ACTIVE} .jp-CodeCell .jp-InputArea-prompt')];
@@ -155,8 +155,10 @@ STARTED = (f"() => [...document.querySelectorAll('{ACTIVE} .jp-CodeCell .jp-Inpu
 
 
 def run_all(page: Page, url: str, timeout_s: float) -> None:
-    """Open the notebook at `url` in Lab, wait for its kernel, run all cells and wait until every one ran."""
-    page.goto(url)
+    """Open the notebook at `url` in Lab, wait for its kernel, run all cells and wait until every one ran.
+    `?reset` empties the workspace first: the tabs an earlier test left open would otherwise be restored
+    behind it, still loading, and take the clicks meant for this one."""
+    page.goto(url + ("&" if "?" in url else "?") + "reset")
     idle = page.get_by_text(re.compile(r"^Python 3 \(ipykernel\) \| Idle$"))  # the status bar's kernel item
     panel = page.locator(ACTIVE)
     panel.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=timeout_s * 1000)
