@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +66,26 @@ def long_log() -> Dataset:
     """One document of about 3,000 tokens: chunks of 300 tokens exceed the model's 256 word pieces."""
     log = Document("log.txt", "Log", " ".join(f"Station{i} logs reading{i * 7} at dusk." for i in range(400)))
     return Dataset("log", (log,), (Question("q", "What does Station12 log?", (span_of(log, "Station12 logs"),)),))
+
+
+@pytest.fixture(scope="session")
+def llm_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled GGUF converted once per session (tens of seconds each time): `llm_cache` links it."""
+    from workbench.models.llm import LLM
+
+    home = tmp_path_factory.mktemp("llm-models")
+    LLM(cache_dir=home, progress=False).hf_folder
+    return home / "models"
+
+
+@pytest.fixture(scope="session")
+def llm_cache(llm_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A new LLM cache folder (no generation in it) whose `models/` is the session's conversion."""
+    def make(name: str) -> Path:
+        folder = tmp_path_factory.mktemp(name)
+        (folder / "models").symlink_to(llm_models, target_is_directory=True)
+        return folder
+    return make
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,8 @@ CORPUS = [
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("generate-cache")
+def cache_dir(llm_cache: Callable[[str], Path]) -> Path:
+    return llm_cache("generate-cache")
 
 
 @pytest.fixture(scope="module")

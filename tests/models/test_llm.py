@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -29,8 +29,8 @@ SECRET = "sk-test-9f3c1e7a-never-stored"
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("llm-cache")
+def cache_dir(llm_cache: Callable[[str], Path]) -> Path:
+    return llm_cache("llm-cache")
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ a forward pass per pair is slow on shared cores), against a direct transformers 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -103,9 +104,8 @@ JUDGED = [(REFUND, "Refunds are paid back to the original card within five worki
 
 
 @pytest.fixture(scope="module")
-def judge_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache folder for the module: the GGUF is converted into it once (tens of seconds)."""
-    return tmp_path_factory.mktemp("judge-cache")
+def judge_cache(llm_cache: Callable[[str], Path]) -> Path:
+    return llm_cache("judge-cache")
 
 
 @pytest.fixture(scope="module")
