@@ -495,7 +495,7 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
                       for t in (r.per_question, r.summary, r.variants, r.hits)])
     per_question, summary, variants, hits = (pd.concat(tables, ignore_index=True)
                                              for tables in zip(*parts, strict=True))
-    models = list({m["fingerprint"]: m for r in results for m in _models(r.config)}.values())
+    models = list({m["fingerprint"]: m for r in results for m in models_in(r.config)}.values())
     # labels unique across the results too (each result's own were unique within it), naming the model when several
     keys, labels = list(variants["key"]), list(variants["variant"])
     if len(models) > 1:
@@ -520,7 +520,7 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
 _SINGLE_MODEL = ("model", "model_fingerprint", "backend", "model_window")  # in a config of one model only
 
 
-def _models(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+def models_in(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A result's models: config["models"], or (a result saved before it) its one model."""
     if "models" in config:
         return list(config["models"])

@@ -135,7 +135,7 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
         run.stop()
 
     before = (embedder.stats.embedded, embedder.stats.cached)
-    first = SweepRun(tiny, variants, embedder, store, Settings(ks=KS), on_step=stop_after_first)
+    first = SweepRun(tiny, variants, [embedder], store, Settings(ks=KS), on_step=stop_after_first)
     assert (first.done, first.total, first.seconds_left) == (0, 3, None)
     result = first.run()
     assert first.done == 1 and result is not None and result.keys == [variants[0].key] and first.error is None
@@ -143,14 +143,14 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
     assert (first.embedded, first.reused) == (embedder.stats.embedded - before[0], embedder.stats.cached - before[1])
     assert first.embedded > 0 and "1/3 variants" in first.progress_text() and "stopped" in first.progress_text()
 
-    resumed = SweepRun(tiny, variants, embedder, store, Settings(ks=KS), result=result)
-    assert [v.key for v in resumed.todo] == [v.key for v in variants[1:]] and resumed.total == 2
+    resumed = SweepRun(tiny, variants, [embedder], store, Settings(ks=KS), result=result)
+    assert [v.key for _, todo in resumed.todo for v in todo] == [v.key for v in variants[1:]] and resumed.total == 2
     full = resumed.run()
     assert full is not None and full.keys == [v.key for v in variants] and resumed.done == 2
     assert resumed.seconds_left == 0 and resumed.error is None
     assert full.summary.equals(sweep(tiny, variants, ks=KS, embedder=embedder, store=store, progress=False).summary)
 
-    again = SweepRun(tiny, variants, embedder, store, Settings(ks=KS), result=full)
+    again = SweepRun(tiny, variants, [embedder], store, Settings(ks=KS), result=full)
     assert again.total == 0 and again.run() is full and again.embedded == 0  # nothing re-run
 
 
@@ -161,9 +161,9 @@ def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tm
 
     def count(run: SweepRun) -> None:
         if run.done > len(embedded):
-            embedded.append((run.todo[run.done - 1].retriever, run.embedded - sum(n for _, n in embedded)))
+            embedded.append((run.todo[0][1][run.done - 1].retriever, run.embedded - sum(n for _, n in embedded)))
 
-    run = SweepRun(tiny, variants, embedder, tmp_path, Settings(ks=KS), on_step=count)
+    run = SweepRun(tiny, variants, [embedder], tmp_path, Settings(ks=KS), on_step=count)
     result = run.run()
     assert run.error is None and result is not None and result.keys == [v.key for v in variants]
     assert [r for r, _ in embedded] == ["dense", "bm25", "dense", "bm25"]
@@ -176,7 +176,7 @@ def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, e
 
     register_function("boom", boom)
     calls: list[str | None] = []
-    run = SweepRun(tiny, [Variant.make("fixed", size=20), Variant.make("boom")], embedder, store, Settings(ks=KS),
+    run = SweepRun(tiny, [Variant.make("fixed", size=20), Variant.make("boom")], [embedder], store, Settings(ks=KS),
                    on_step=lambda r: calls.append(r.error))
     result = run.run()
     assert run.error is not None and run.error.startswith("RuntimeError: the chunker broke")
@@ -243,21 +243,23 @@ def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, embedde
     the two combine (combine refuses different budgets)."""
     first = sweep(tiny, [Variant.make("fixed", size=20)], ks=KS, embedder=embedder, store=store, progress=False,
                   budgets=(64, 128))
-    run = SweepRun(tiny, [Variant.make("fixed", size=28)], embedder, store, result=first)
+    run = SweepRun(tiny, [Variant.make("fixed", size=28)], [embedder], store, result=first)
     both = run.run()
     assert run.error is None and both is not None and both.budgets == [64, 128]
     assert set(both.summary.loc[both.summary["budget"] > 0, "budget"]) == {64, 128}
 
 
-def test_the_memory_leaves_out_what_can_no_longer_be_made(tiny: Dataset, tmp_path: Path) -> None:
+def test_the_memory_leaves_out_what_can_no_longer_be_made(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     """A strategy registered in an earlier kernel and gone now leaves the grid and the variants, with its reason."""
-    memory = SweeperMemory(tmp_path / "sweeper.json", ScoreCache(tmp_path, tiny, "model", Settings(ks=KS)))
-    assert memory.load() == Restored(None, [], [])
-    gone = SweepResult(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
-                       {"grid": [{"strategy": "gone", "params": {}}, Variant.make("fixed", size=16).spec()]})
+    memory = SweeperMemory(tmp_path / "sweeper.json", (embedder,),
+                           (ScoreCache(tmp_path, tiny, embedder.fingerprint, Settings(ks=KS)),))
+    assert memory.load() == Restored(None, {}, [])
+    fixed = Variant.make("fixed", size=16)
+    rows = pd.DataFrame({"key": [fixed.key], "variant": [fixed.label]})  # measured, its scores since deleted
+    gone = SweepResult(pd.DataFrame(), rows, rows, {"grid": [{"strategy": "gone", "params": {}}, fixed.spec()]})
     memory.save(GridSpec(["gone", "fixed"], {"size": "16"}, ("dense", "bm25"), (False, True)), gone)
     restored = memory.load()
     assert restored.grid == GridSpec(("fixed",), {"size": "16"}, ("dense", "bm25"), (False, True), (False,))
-    assert restored.variants == []
+    assert restored.variants == {}
     assert restored.left_out[0].startswith("gone: unknown strategy 'gone'")
     assert restored.left_out[1] == "fixed(size=16, overlap=0): its scores are no longer cached"

@@ -55,9 +55,10 @@ def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tup
     assert sw.bar.value == 4 and sw.progress.value.startswith("4/4 variants") and "embedded" in sw.progress.value
     assert "4 variants" in sw.message.value
     assert sorted(set(filled)) == [1, 2, 3, 4]  # redrawn after each variant, not only at the end
-    assert all(bytes(image.value).startswith(PNG) for image in sw.images.values())
+    assert all(bytes(sw.images[name].value).startswith(PNG) for name in ("overview", "parameter", "heatmap", "budgets"))
     assert sw.notes["parameter"].value == sw.notes["heatmap"].value == sw.notes["budgets"].value == ""
     assert sw.tabs.get_title(3) == "at equal budgets" and sw.tabs.children[3].children[1] is sw.images["budgets"]
+    assert sw.images["by_model"].value == b"" and "two models or more" in sw.notes["by_model"].value  # one model
     assert list(sw.param.options) == ["size", "overlap"] and sw.param.value == "size"
     assert [key for _, key in sw.slider.options] == sw.result.keys == [key for _, key in sw.choice.options]
     assert sw.selected == sw.result.keys[-1] and not sw.run_button.disabled and sw.stop_button.disabled
@@ -86,7 +87,9 @@ def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper
     assert sw.pictures == pictures  # the same bases: nothing was rebuilt
     # every default budget (256+ tokens) holds the whole tiny corpus: the budget curves coincide, so
     # there the ring moves onto the same points; it is drawn all the same
-    assert all(sw.images[n].value != images[n] for n in images if n != "budgets") and sw.viewer.value != viewer
+    # (one model: no by-model figure)
+    assert all(sw.images[n].value != images[n] for n in images if n not in ("budgets", "by_model"))
+    assert sw.viewer.value != viewer
     assert sw.pictures["budgets"].png(first) == sw.images["budgets"].value != sw.pictures["budgets"].png(None)
     assert sw.result.label_of(first) in sw.viewer.value and EVIDENCE in sw.viewer.value
     sw.question.value = sw.dataset.questions[2].qid  # another question: another passage
@@ -172,8 +175,8 @@ def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embe
     assert "pick two different" in sw.cmp_summary.value and "#b00020" not in sw.message.value
 
     other = SweepResult(result.per_question, result.summary, result.variants,
-                        result.config | {"model_fingerprint": "x"})
-    with pytest.raises(ValueError, match="result has model_fingerprint 'x'"):
+                        result.config | {"models": [{"name": "other", "fingerprint": "x"}]})
+    with pytest.raises(ValueError, match=r"result has model_fingerprint of \['other'\], none of the panel's"):
         sweeper(tiny, embedder, store, result=other)
 
 
@@ -289,7 +292,37 @@ def test_a_new_sweeper_brings_back_the_last_grid_and_its_variants_from_the_cache
     assert Sweeper(tiny, embedder, tmp_path, ks=KS, restore=False).result is None  # asked to start afresh
     assert Sweeper(tiny, embedder, tmp_path, ks=(1,)).result is None  # other settings: another memory
     gone = first.result.variant(first.result.keys[0])
-    shutil.rmtree(again.memory.scores.path(gone))  # e.g. a code change made its scores stale
+    shutil.rmtree(again.memory.scores[0].path(gone))  # e.g. a code change made its scores stale
     third = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
     assert third.result.keys == first.result.keys[1:]
     assert f"1 left out (Run measures them again), e.g. {html.escape(gone.label)}: its scores" in third.message.value
+
+
+def test_two_models_are_a_dimension_of_the_grid_restored_without_measuring(tiny: Dataset, tmp_path: Path) -> None:
+    """models=[None, "wordllama"]: each variant measured with each ticked model, the by-model tab
+    drawn, the chunks and rankings of a row read with the model that measured it, and a new panel
+    on the same store brings every (variant, model) back from the caches."""
+    sw = Sweeper(tiny, store=tmp_path, ks=KS, background=False, restore=False, models=[None, "wordllama"])
+    assert [box.description for box in sw.model_boxes.values()] == ["all-MiniLM-L6-v2", "wordllama"]
+    sw.ranges["size"].value = "16, 32"
+    sw.run_button.click()
+    assert sw.run.error is None and sw.run.total == 4
+    assert list(sw.result.variants["model"]) == ["all-MiniLM-L6-v2"] * 2 + ["wordllama"] * 2
+    assert bytes(sw.images["by_model"].value).startswith(PNG) and sw.notes["by_model"].value == ""
+    minilm, static = sw.result.keys[0], sw.result.keys[2]
+    assert static.startswith(minilm + "@") and sw.model_of(static).name == "wordllama"
+    sw.cmp_a.value, sw.cmp_b.value = minilm, static  # paired across models on the same questions
+    assert "B − A over 4 questions" in sw.cmp_summary.value
+    wordllama = sw._rankings(static)
+    assert len(wordllama) == len(tiny.questions) and wordllama != sw._rankings(minilm)
+
+    for box in sw.model_boxes.values():
+        box.value = False
+    sw.run_button.click()
+    assert "models: choose at least one model" in sw.message.value
+
+    again = Sweeper(tiny, store=tmp_path, ks=KS, background=False, models=[None, "wordllama"])
+    assert again.result.keys == sw.result.keys and "restored the last grid and 4 variants" in again.message.value
+    assert sum(e.stats.embedded for e in again.models) == 0  # from the score cache: nothing embedded
+    with pytest.raises(ValueError, match="none of the panel's models"):
+        Sweeper(tiny, store=tmp_path, ks=KS, background=False, result=sw.result)  # the default model only

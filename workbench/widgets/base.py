@@ -5,7 +5,7 @@ a log the user does not see)."""
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +13,10 @@ import ipywidgets as w
 
 from workbench.dataset import Dataset
 from workbench.errors import describe
+from workbench.models.choose import ModelSpec
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import SweepResult, resolve_store
+from workbench.sweep import SweepResult, resolve_models
 from workbench.verdict import sweep_warnings
 
 ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
@@ -76,13 +77,16 @@ class Guarded(w.VBox):
 
 
 class PanelBase(Guarded):
-    """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `embedder` and the
-    `message` line."""
+    """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `models` (the one
+    `embedder`, or the Embedders of `models=` specs, see workbench.models.choose; `embedder` is
+    the first) and the `message` line."""
 
-    def __init__(self, dataset: Dataset, embedder: Embedder | None, store: IndexStore | str | Path) -> None:
+    def __init__(self, dataset: Dataset, embedder: Embedder | None, store: IndexStore | str | Path,
+                 models: Sequence[ModelSpec] | None = None) -> None:
         super().__init__()
         self.dataset = dataset
-        self.store, self.embedder = resolve_store(store, embedder)
+        self.store, self.models = resolve_models(store, embedder, models)
+        self.embedder = self.models[0]
 
     @staticmethod
     def warnings_html(result: SweepResult | None, keys: list[str] | None = None) -> str:

@@ -88,7 +88,7 @@ class Panel(PanelBase):
         result: SweepResult | None = None,
     ):
         super().__init__(dataset, embedder, store)
-        self.settings = sweep_settings(result, dataset, self.embedder, ks)
+        self.settings = sweep_settings(result, dataset, self.models, ks)
         self.ks = self.settings.ks
         self.result = result
         self.compared: list[str] = result.keys if result is not None else []

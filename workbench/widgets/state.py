@@ -25,11 +25,12 @@ from workbench.evaluation import stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.io import write_text
+from workbench.models.choose import result_key, variant_key
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.retrieval.index import IndexStore
 from workbench.retrievers import first_stages
-from workbench.sweep import SweepResult, combine, sweep_steps
+from workbench.sweep import SweepResult, combine, models_in, sweep_steps
 from workbench.variant import Variant, expand
 
 MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
@@ -187,17 +188,22 @@ class GridSpec:
         return Expansion(list(found.values()), skipped)
 
 
-def sweep_settings(result: SweepResult | None, dataset: Dataset, embedder: Embedder,
+def sweep_settings(result: SweepResult | None, dataset: Dataset, models: Sequence[Embedder],
                    ks: Sequence[int]) -> Settings:
     """The settings a panel sweeps new variants with: those of `result` (so `combine` accepts what
-    it measures), which must be of the same data and model (ValueError naming the field), else `ks`
-    with every other setting at its default."""
+    it measures), which must be of the same data and of the panel's models (ValueError naming the
+    field), else `ks` with every other setting at its default."""
     if result is None:
         return Settings(ks=tuple(ks))
-    ours = {"dataset_fingerprint": dataset.fingerprint, "model_fingerprint": embedder.fingerprint}
-    for name, value in ours.items():
-        if result.config.get(name) != value:
-            raise ValueError(f"result has {name} {result.config.get(name)!r}, but the panel's is {value!r}")
+    if result.config.get("dataset_fingerprint") != dataset.fingerprint:
+        raise ValueError(f"result has dataset_fingerprint {result.config.get('dataset_fingerprint')!r}, but the "
+                         f"panel's is {dataset.fingerprint!r}")
+    ours = {e.fingerprint for e in models}
+    theirs = {m["fingerprint"]: m["name"] for m in models_in(result.config)}
+    other = sorted(name for fp, name in theirs.items() if fp not in ours)
+    if other:
+        raise ValueError(f"result has model_fingerprint of {other}, none of the panel's models "
+                         f"{[e.name for e in models]}: pass models= (or embedder=) the result was measured with")
     return Settings.from_config(result.config)
 
 
@@ -210,54 +216,66 @@ class Restored:
     variants measured before whose scores are cached, and one reason per variant left out."""
 
     grid: GridSpec | None
-    variants: list[Variant]
+    variants: dict[str, list[Variant]]  # by model fingerprint: those whose scores with that model are cached
     left_out: list[str]
 
 
 @dataclass(frozen=True)
 class SweeperMemory:
-    """The last grid a sweeper ran and every variant it measured, for one dataset, model and
-    settings, as a small JSON file in the store's folder: running the sweeper's cell again (or
+    """The last grid a sweeper ran and every variant it measured, for one dataset, set of models
+    and settings, as a small JSON file in the store's folder: running the sweeper's cell again (or
     restarting the kernel) brings both back, the scores from the score cache, so nothing is
     measured again. The file is named by what a restored variant must share to combine."""
 
     path: Path
-    scores: ScoreCache
+    models: tuple[Embedder, ...]
+    scores: tuple[ScoreCache, ...]  # one per model, in the same order
 
     @classmethod
-    def of(cls, root: str | Path, dataset: Dataset, embedder: Embedder, settings: Settings) -> SweeperMemory:
+    def of(cls, root: str | Path, dataset: Dataset, models: Sequence[Embedder], settings: Settings) -> SweeperMemory:
         setting = hashlib.sha256(json.dumps(settings.config(), sort_keys=True).encode()).hexdigest()[:12]
-        path = Path(root) / "sweeper" / f"{dataset.fingerprint}-{embedder.fingerprint}-{setting}.json"
-        return cls(path, ScoreCache(Path(root), dataset, embedder.fingerprint, settings))
+        fps = [e.fingerprint for e in models]
+        named = fps[0] if len(fps) == 1 else hashlib.sha256(" ".join(fps).encode()).hexdigest()[:16]
+        path = Path(root) / "sweeper" / f"{dataset.fingerprint}-{named}-{setting}.json"
+        return cls(path, tuple(models), tuple(ScoreCache(Path(root), dataset, fp, settings) for fp in fps))
 
     def save(self, grid: GridSpec, result: SweepResult) -> None:
-        """Remember the grid (as typed) and the variants of `result` (their specs, config["grid"])."""
+        """Remember the grid (as typed), the variants of `result` (their specs, config["grid"]) and
+        which model measured which (by fingerprint: the variant keys)."""
         spec = {"strategies": list(grid.strategies), "ranges": dict(grid.ranges), "retrievers": list(grid.retrievers),
                 "contextual_header": list(grid.contextual_header), "late": list(grid.late)}
-        write_text(self.path, json.dumps({"grid": spec, "variants": result.config.get("grid", [])}, indent=1,
-                                         default=str))
+        measured = {e.fingerprint: [variant_key(k) for k in result.keys if result_key(variant_key(k), e) == k]
+                    for e in self.models}
+        write_text(self.path, json.dumps({"grid": spec, "variants": result.config.get("grid", []),
+                                          "measured_with": measured}, indent=1, default=str))
 
     def load(self) -> Restored:
         """The remembered grid and the variants that can be restored; a variant whose strategy is
         no longer registered, or whose scores are no longer cached (e.g. after a code change), is
         left out with its reason; a strategy no longer registered leaves the grid."""
         if not self.path.exists():
-            return Restored(None, [], [])
+            return Restored(None, {}, [])
         saved = json.loads(self.path.read_text(encoding="utf-8"))
         g = saved["grid"]
         grid = GridSpec(tuple(s for s in g["strategies"] if s in STRATEGIES), g["ranges"], tuple(g["retrievers"]),
                         tuple(g["contextual_header"]), tuple(g["late"]))
-        variants, left_out = [], []
+        measured = saved.get("measured_with")  # absent in a file of one model: that model measured them all
+        variants: dict[str, list[Variant]] = {}
+        left_out = []
         for spec in saved["variants"]:
             try:
                 v = Variant.from_spec(spec)
             except ValueError as e:
                 left_out.append(f"{spec.get('strategy')}: {e}")
                 continue
-            if self.scores.has(v):
-                variants.append(v)
-            else:
-                left_out.append(f"{v.label}: its scores are no longer cached")
+            for model, scores in zip(self.models, self.scores, strict=True):
+                if measured is not None and v.key not in measured.get(model.fingerprint, []):
+                    continue
+                if scores.has(v):
+                    variants.setdefault(model.fingerprint, []).append(v)
+                else:
+                    left_out.append(f"{v.label}{' · ' + model.name if len(self.models) > 1 else ''}: "
+                                    "its scores are no longer cached")
         return Restored(grid, variants, left_out)
 
 
@@ -266,14 +284,14 @@ class SweeperMemory:
 
 @dataclass
 class SweepRun:
-    """One Run of the sweeper: `sweep_steps` over the variants not measured yet, one at a time,
-    with progress accounting and a stop flag checked between variants (what finished is kept).
-    `run()` is synchronous; the widget calls it in a thread. `on_step(run)` is called after each
-    finished variant (and after an error), e.g. to redraw."""
+    """One Run of the sweeper: `sweep_steps` over the (variant, model) pairs not measured yet, one
+    at a time, model after model, with progress accounting and a stop flag checked between variants
+    (what finished is kept). `run()` is synchronous; the widget calls it in a thread. `on_step(run)`
+    is called after each finished variant (and after an error), e.g. to redraw."""
 
     dataset: Dataset
     variants: Sequence[Variant]
-    embedder: Embedder
+    models: Sequence[Embedder]  # every variant is measured with each
     store: IndexStore | str | Path
     settings: Settings | None = None  # None: those of `result` (so what it measures combines), else the defaults
     result: SweepResult | None = None  # earlier measurements; grows with every finished variant
@@ -282,8 +300,11 @@ class SweepRun:
     def __post_init__(self) -> None:
         if self.settings is None:
             self.settings = Settings.from_config(self.result.config) if self.result is not None else Settings()
+        if isinstance(self.models, Embedder) or not self.models:
+            raise ValueError(f"models: give a non-empty list of Embedders, got {self.models!r}")
         known = set(self.result.keys) if self.result is not None else set()
-        self.todo = [v for v in {v.key: v for v in self.variants}.values() if v.key not in known]
+        unique = list({v.key: v for v in self.variants}.values())
+        self.todo = [(e, [v for v in unique if result_key(v.key, e) not in known]) for e in self.models]
         self.done = 0
         self.step_seconds: list[float] = []
         self.embedded = self.reused = 0  # texts, this run (the questions' included)
@@ -294,7 +315,7 @@ class SweepRun:
 
     @property
     def total(self) -> int:
-        return len(self.todo)
+        return sum(len(variants) for _, variants in self.todo)
 
     def stop(self) -> None:
         """Stop before the next variant; the one being measured finishes and is kept."""
@@ -331,11 +352,12 @@ class SweepRun:
         """Measure the variants in order until done, stopped or failed; returns the result
         (earlier measurements plus every finished variant). Exceptions land in `error`."""
         self.running, self._started = True, time.perf_counter()
-        stats0 = (self.embedder.stats.embedded, self.embedder.stats.cached)
+        stats0 = self._texts()
         try:
-            if self.todo and not self.stopped:
-                steps = sweep_steps(self.dataset, self.todo, self.settings, embedder=self.embedder, store=self.store,
-                                    progress=False)
+            steps = (step for embedder, variants in self.todo if variants
+                     for step in sweep_steps(self.dataset, variants, self.settings, embedder=embedder,
+                                             store=self.store, progress=False))
+            if self.total and not self.stopped:
                 last = self._started
                 for step in steps:
                     self.result = step if self.result is None else combine([self.result, step])
@@ -354,9 +376,13 @@ class SweepRun:
         self._notify()
         return self.result
 
+    def _texts(self) -> tuple[int, int]:
+        """Texts embedded and reused so far by the run's models."""
+        return (sum(e.stats.embedded for e in self.models), sum(e.stats.cached for e in self.models))
+
     def _count(self, stats0: tuple[int, int]) -> None:
-        self.embedded = self.embedder.stats.embedded - stats0[0]
-        self.reused = self.embedder.stats.cached - stats0[1]
+        now = self._texts()
+        self.embedded, self.reused = now[0] - stats0[0], now[1] - stats0[1]
 
     def _notify(self) -> None:
         if self.on_step is not None:

@@ -30,8 +30,18 @@ from workbench.drilldown import drilldown
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
 from workbench.io import CACHE_DIR
+from workbench.models.choose import ModelSpec, result_key, variant_key
 from workbench.models.embed import Embedder
-from workbench.plots import RECALL, budget_curves, by_parameter, has_budgets, heatmap, overview, swept_parameters
+from workbench.plots import (
+    RECALL,
+    budget_curves,
+    by_model,
+    by_parameter,
+    has_budgets,
+    heatmap,
+    overview,
+    swept_parameters,
+)
 from workbench.retrieval.index import IndexStore
 from workbench.retrievers import first_stages
 from workbench.sweep import SweepResult, rankings
@@ -52,7 +62,7 @@ from workbench.widgets.state import (
     sweep_settings,
 )
 
-FIGURES = ("overview", "parameter", "heatmap", "budgets")  # one tab each, then "compare"
+FIGURES = ("overview", "parameter", "heatmap", "budgets", "by_model")  # one tab each, then "compare"
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
 TABLE_PX = 760  # the least width of a Compare table: its text column stays a few lines tall, and it fits a notebook
@@ -87,12 +97,13 @@ class Sweeper(PanelBase):
         result: SweepResult | None = None,
         background: bool = True,
         restore: bool = True,
+        models: Sequence[ModelSpec] | None = None,
     ):
-        super().__init__(dataset, embedder, store)
-        self.settings = sweep_settings(result, dataset, self.embedder, ks)
+        super().__init__(dataset, embedder, store, models)
+        self.settings = sweep_settings(result, dataset, self.models, ks)
         self.ks = self.settings.ks
         self.result = result
-        self.memory = SweeperMemory.of(self.store.root, dataset, self.embedder, self.settings)
+        self.memory = SweeperMemory.of(self.store.root, dataset, self.models, self.settings)
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
         self.thread: threading.Thread | None = None  # the last background sweep
@@ -113,6 +124,9 @@ class Sweeper(PanelBase):
                                             layout=w.Layout(width="80px")) for name in first_stages()}
         self.contextual_header = _switch("contextual header", "embed 'title > heading path' above each chunk")
         self.late = _switch("late chunking", "pool token embeddings of the whole document window")
+        self.model_boxes = {e.fingerprint: w.Checkbox(value=True, description=e.name, indent=False,
+                                                      layout=w.Layout(width="max-content"))
+                            for e in self.models}  # shown when the panel has several models
         self.ranges: dict[str, w.Text] = {}
         self.range_box = w.VBox(layout=w.Layout(flex="1 1 360px", max_width="560px"))  # beside the strategies or under
         self.k = w.Dropdown(options=list(self.ks), value=default_k(self.ks), description="k",
@@ -166,13 +180,16 @@ class Sweeper(PanelBase):
             w.VBox([self.param, self.notes["parameter"], self.images["parameter"]]),
             w.VBox([self.heat_metric, self.notes["heatmap"], self.images["heatmap"]]),
             w.VBox([self.notes["budgets"], self.images["budgets"]]),
+            w.VBox([self.notes["by_model"], self.images["by_model"]]),
             w.VBox([row(self.cmp_a, self.cmp_b, self.cmp_metric), self.cmp_summary, self.cmp_table,
                     self.cmp_question, self.cmp_chunks]),
         ])
-        for i, title in enumerate(("overview", "against a parameter", "heatmap", "at equal budgets", "compare")):
+        titles = ("overview", "against a parameter", "heatmap", "at equal budgets", "by model", "compare")
+        for i, title in enumerate(titles):
             self.tabs.set_title(i, title)
         self.children = [
             row(w.VBox([self.strategies, row(w.Label("retrievers:"), *self.retrievers.values()),
+                        *[row(w.Label("models:"), *self.model_boxes.values())] * (len(self.models) > 1),
                         self.contextual_header, self.late], layout=w.Layout(max_width="100%")),
                 self.range_box),
             row(self.k, self.run_button, self.stop_button, self.bar, self.progress),
@@ -214,12 +231,14 @@ class Sweeper(PanelBase):
         if restored.grid is None:
             return
         self.set_grid(restored.grid)
-        run = SweepRun(self.dataset, restored.variants, self.embedder, self.store, self.settings, self.result)
-        self.result = run.run()
-        if run.error:
-            self.show_error(run.error)
-            return
-        back = len(restored.variants)
+        for model in self.models:  # each model its own variants: a restore computes nothing
+            run = SweepRun(self.dataset, restored.variants.get(model.fingerprint, []), [model], self.store,
+                           self.settings, self.result)
+            self.result = run.run()
+            if run.error:
+                self.show_error(run.error)
+                return
+        back = sum(map(len, restored.variants.values()))
         note = f"restored the last grid and {back} variant{'s' * (back != 1)} measured before, from the caches"
         if restored.left_out:
             note += f"; {len(restored.left_out)} left out (Run measures them again), e.g. {restored.left_out[0]}"
@@ -256,7 +275,10 @@ class Sweeper(PanelBase):
         already measured are not re-run. RuntimeError while another sweep runs."""
         if self.run is not None and self.run.running:
             raise RuntimeError("a sweep is running: wait for it or press Stop")
-        run = SweepRun(self.dataset, variants, self.embedder, self.store, self.settings, self.result,
+        models = [e for e in self.models if self.model_boxes[e.fingerprint].value]
+        if not models:
+            raise ValueError("models: choose at least one model")
+        run = SweepRun(self.dataset, variants, models, self.store, self.settings, self.result,
                        on_step=lambda r: self.guarded(lambda: self._on_step(r))())
         self.run, self.budget = run, DrawBudget(self.draw_share)
         already = len(variants) - run.total
@@ -342,6 +364,12 @@ class Sweeper(PanelBase):
         else:
             self.notes["budgets"].value = ("<i>this result has no budget rows: sweep with budgets to compare on equal "
                                            "context tokens</i>")
+        self.notes["by_model"].value = ""
+        try:
+            figures["by_model"] = by_model(result, k=k)
+        except ValueError as e:  # one model, or no size swept
+            self.notes["by_model"].value = (f"<i>{html.escape(str(e))}: which chunking suits which model shows when "
+                                            "the panel sweeps sizes with two models or more (models=)</i>")
         return figures
 
     def _set_options(self) -> None:
@@ -390,7 +418,7 @@ class Sweeper(PanelBase):
 
     def _chunks_of(self, key: str) -> list[Chunk]:
         if key not in self._chunks:
-            self._chunks[key] = self.store.get(self.result.variant(key), self.dataset, self.embedder).chunks
+            self._chunks[key] = self.store.get(self.result.variant(key), self.dataset, self.model_of(key)).chunks
         return self._chunks[key]
 
     # ---- compare ------------------------------------------------------------------------------
@@ -439,9 +467,18 @@ class Sweeper(PanelBase):
 
     def _rankings(self, key: str) -> list[list[Hit]]:
         if key not in self._ranked:
-            self._ranked[key] = rankings(self.dataset, self.result.variant(key), max(self.ks), self.embedder,
+            self._ranked[key] = rankings(self.dataset, self.result.variant(key), max(self.ks), self.model_of(key),
                                          self.store, self.settings.mode)
         return self._ranked[key]
+
+    def model_of(self, key: str) -> Embedder:
+        """The panel's model that measured the result row `key` (a variant key, `@<hex>` for a model
+        other than the bundled one)."""
+        found = [e for e in self.models if result_key(variant_key(key), e) == key]
+        if not found:
+            raise ValueError(f"{self.result.label_of(key)} was measured with a model this panel does not have "
+                             f"(its models: {[e.name for e in self.models]})")
+        return found[0]
 
     # ---- export -------------------------------------------------------------------------------
 
@@ -456,7 +493,7 @@ class Sweeper(PanelBase):
             raise ValueError("folder: name the folder to export to, e.g. results/sweeper")
         swept = swept_parameters(self.result)
         names = {"overview": "overview", "parameter": f"by_{self.param.value}",
-                 "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}"}
+                 "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}", "by_model": "by_model"}
         shown = {names[n]: fig for n, fig in self._figures().items()}
         folder = (project_dir() / Path(self.folder.value.strip()).expanduser()).resolve()  # an absolute one stays
         paths = report.export(self.result, folder, report.default_figures(self.result) | shown,
@@ -473,8 +510,14 @@ def sweeper(
     ks: Sequence[int] = DEFAULT_KS,
     result: SweepResult | None = None,
     restore: bool = True,
+    models: Sequence[ModelSpec] | None = None,
 ) -> Sweeper:
     """The sweeper panel; with `result`, its variants are shown from the start (and its ks and
     mode are used for new ones). It brings back the grid and the variants it last measured on
-    this data, model and settings (from the caches); restore=False starts with none of them."""
-    return Sweeper(dataset, embedder, store, ks, result, restore=restore)
+    this data, models and settings (from the caches); restore=False starts with none of them.
+    `models` (specs as for `sweep`, e.g. [None, "wordllama"]) instead of the one `embedder`: every
+    variant is measured with each model ticked, and the "by model" tab shows which chunking suits which.
+
+    >>> wb.sweeper(ds, models=[None, "wordllama"])  # doctest: +SKIP
+    """
+    return Sweeper(dataset, embedder, store, ks, result, restore=restore, models=models)
