@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import ray
+from conftest import save_cross_encoder
 from ray.cluster_utils import Cluster
 from test_notebook import write_dataset
 
@@ -19,8 +20,9 @@ from workbench.dataset import Dataset
 from workbench.engine import RayEngine, get_engine
 from workbench.models.cache import cache_file
 from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, sweep
-from workbench.variant import parse_variant
+from workbench.variant import Variant, parse_variant
 
 GRID = [parse_variant(v) for v in ("fixed:size=16", "fixed:size=48,overlap=16", "recursive:size=64+hybrid")]
 BATCH = 1  # texts per model call: an engine batch is 8 calls, 8 texts, so a variant makes several
@@ -114,3 +116,27 @@ def test_a_worker_whose_model_differs_is_refused(tmp_path: Path, cluster: set[st
     with pytest.raises(ValueError, match="rebuilt from its spec has fingerprint .* the spec says '0{16}'"):
         embedder.encode(["a text no cache holds"])
     embedder.engine.close()
+
+
+def cached_scores(cache: Path, fingerprint: str) -> dict[bytes, bytes]:
+    with sqlite3.connect(cache_file(cache, "rerank", fingerprint)) as db:
+        return dict(db.execute("SELECT key, v FROM score"))
+
+
+def test_reranking_on_ray_equals_a_local_run(tiny: Dataset, tmp_path: Path) -> None:
+    """`+rerank` by a cross-encoder (random weights, built by the test: none ships on PyPI) with
+    engine="ray": the pairs are scored by the workers in the batches a local run makes, so the
+    reranked tables and the cached scores are the local ones, bit for bit."""
+    folder = save_cross_encoder(tmp_path / "ce", seed=3)
+    grid = [Variant.make("fixed", size=16, retrieval=["hybrid", ("rerank", {"model": str(folder), "n": 6})])]
+    local = sweep(tiny, grid, store=tmp_path / "local", progress=False)
+    given = IndexStore(tmp_path / "ray")
+    with RayEngine() as engine:
+        result = sweep(tiny, grid, store=given, engine=engine, progress=False)
+        assert any("CrossEncoderReranker" in spec for spec in engine._actors)  # the workers scored the pairs
+    assert given.rerankers.engine is None  # the store given is left as it was
+    for table in ("per_question", "summary", "hits"):
+        pd.testing.assert_frame_equal(getattr(result, table), getattr(local, table), check_exact=True)
+    reranker = IndexStore(tmp_path / "local").rerankers.get(str(folder))
+    scores = cached_scores(tmp_path / "ray", reranker.fingerprint)
+    assert len(scores) > len(tiny.questions) and scores == cached_scores(tmp_path / "local", reranker.fingerprint)

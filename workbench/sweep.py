@@ -434,16 +434,19 @@ def sweep(
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
         real = sweep(data, rough.top(3, metric="recall", k=5))
 
-    engine: where the default embedder computes uncached texts (workbench.engine): "local", "ray"
-    (a local Ray instance, started and stopped by this call) or an engine such as a RayEngine;
-    the results are a local run's to the last digit. An Embedder you pass takes its own engine=.
+    engine: where the default embedder computes uncached texts, and the rerankers of `+rerank` their
+    uncached pairs (workbench.engine): "local", "ray" (a local Ray instance, started and stopped by
+    this call) or an engine such as a RayEngine; the results are a local run's to the last digit.
+    An Embedder you pass takes its own engine=.
     """
     if engine is not None:
         if embedder is not None or models is not None:
             raise ValueError("engine: give it to the Embedders you pass (Embedder(..., engine=...)), not to sweep")
-        store = store if isinstance(store, IndexStore) else IndexStore(store)
         own = isinstance(engine, str)  # made here, so stopped here
         engine = get_engine(engine) if own else engine
+        # the store's rerankers score on the engine too (a store of this sweep's own: the one given is unchanged)
+        store = IndexStore(store.root, store.mmap, engine) if isinstance(store, IndexStore) else IndexStore(store,
+                                                                                                       engine=engine)
         try:
             return sweep(dataset, variants, settings, embedder=Embedder(cache_dir=store.root, engine=engine),
                          store=store, progress=progress, **changes)

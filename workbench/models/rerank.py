@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.models.base import Model, local_model_path, model_fingerprint, resolve_device
+from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import RerankCache, cache_file, pair_key
 from workbench.models.llm import LLM, Prompt
 
@@ -55,17 +55,34 @@ class RerankStats:
 
 
 class Reranker(Model):
-    """Scores (question, passage) pairs, higher = more relevant; `score` reads the cache first."""
+    """Scores (question, passage) pairs, higher = more relevant; `score` reads the cache first.
+    `engine` (workbench.engine) computes the uncached batches elsewhere, e.g. on a Ray cluster:
+    the driver makes the same batches in the same order, so the scores are a local run's."""
 
     cache: RerankCache | None
     batch_size: int
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine | None = None) -> None:
         self.stats = RerankStats()
+        self.engine = engine
 
     @abstractmethod
+    def batch_scores(self, batch: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The scores of one batch of pairs (one forward pass), without the cache: what a worker runs."""
+
+    def batches(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
+        """The indices of `pairs`, batch after batch, as the model computes them (here: as given)."""
+        return [list(range(b, min(b + self.batch_size, len(pairs)))) for b in range(0, len(pairs), self.batch_size)]
+
     def _compute(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """Scores of pairs none of which is cached, in batches of `batch_size`."""
+        """Scores of pairs none of which is cached, batch by batch, here or on the engine."""
+        rows = self.batches(pairs)
+        batches = [[pairs[i] for i in r] for r in rows]
+        computed = self.engine.map(self, "batch_scores", batches) if self.engine else map(self.batch_scores, batches)
+        out = np.zeros(len(pairs), dtype=np.float64)
+        for r, scores in zip(rows, computed, strict=True):
+            out[r] = scores
+        return out
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """One float64 score per pair, each distinct pair computed once ever (per cache)."""
@@ -92,8 +109,8 @@ class CrossEncoderReranker(Reranker):
     with `CrossEncoder(...).save(folder)` on a machine that is online)."""
 
     def __init__(self, model: str | Path, cache_dir: str | Path | None = None, batch_size: int = DEFAULT_BATCH,
-                 device: str = "cpu"):
-        super().__init__()
+                 device: str = "cpu", engine: Engine | None = None):
+        super().__init__(engine)
         self.path = local_model_path(model, ("config.json",), "cross-encoder")
         self.fingerprint = f"ce-{model_fingerprint(self.path)}"
         if batch_size < 1:
@@ -115,10 +132,10 @@ class CrossEncoderReranker(Reranker):
 
         return CrossEncoder(str(self.path), device=self.device, local_files_only=True)
 
-    def _compute(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        scores = self.model.predict([list(p) for p in pairs], batch_size=self.batch_size, show_progress_bar=False,
+    def batch_scores(self, batch: Sequence[tuple[str, str]]) -> np.ndarray:
+        scores = self.model.predict([list(p) for p in batch], batch_size=self.batch_size, show_progress_bar=False,
                                     convert_to_numpy=True)
-        return np.asarray(scores, dtype=np.float64).reshape(len(pairs))
+        return np.asarray(scores, dtype=np.float64).reshape(len(batch))
 
 
 class LLMJudgeReranker(Reranker):
@@ -128,8 +145,9 @@ class LLMJudgeReranker(Reranker):
     `batch_size` at a time, left-padded."""
 
     def __init__(self, model: str | Path | None = None, cache_dir: str | Path | None = None,
-                 batch_size: int = JUDGE_BATCH, device: str = "cpu", threads: int | None = None):
-        super().__init__()
+                 batch_size: int = JUDGE_BATCH, device: str = "cpu", threads: int | None = None,
+                 engine: Engine | None = None):
+        super().__init__(engine)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
@@ -156,18 +174,18 @@ class LLMJudgeReranker(Reranker):
                 raise ValueError(f"reranker {self.name!r}: no spelling of {answer!r} is one token of its tokenizer")
         return ids["yes"], ids["no"]
 
-    def _compute(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    def batches(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
+        """Shortest prompts first: least padding."""
+        lengths = [len(JUDGE.messages({"question": q, "passage": p})[-1]["content"]) for q, p in pairs]
+        order = sorted(range(len(pairs)), key=lengths.__getitem__)
+        return [order[b : b + self.batch_size] for b in range(0, len(order), self.batch_size)]
+
+    def batch_scores(self, batch: Sequence[tuple[str, str]]) -> np.ndarray:
         yes, no = self.answer_ids
-        chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in pairs]
-        order = sorted(range(len(chats)), key=lambda i: len(chats[i][-1]["content"]))  # least padding
-        out = np.zeros(len(chats), dtype=np.float64)
-        for b in range(0, len(order), self.batch_size):
-            rows = order[b : b + self.batch_size]
-            logits = self.llm.next_token_logits([chats[i] for i in rows], yes + no)
-            lse_yes = np.logaddexp.reduce(logits[:, : len(yes)], axis=1)
-            lse_no = np.logaddexp.reduce(logits[:, len(yes):], axis=1)
-            out[rows] = 1.0 / (1.0 + np.exp(lse_no - lse_yes))  # P(yes) / (P(yes) + P(no))
-        return out
+        logits = self.llm.next_token_logits([JUDGE.messages({"question": q, "passage": p}) for q, p in batch], yes + no)
+        lse_yes = np.logaddexp.reduce(logits[:, : len(yes)], axis=1)
+        lse_no = np.logaddexp.reduce(logits[:, len(yes):], axis=1)
+        return 1.0 / (1.0 + np.exp(lse_no - lse_yes))  # P(yes) / (P(yes) + P(no))
 
 
 def judge_fingerprint(llm: LLM) -> str:
@@ -195,10 +213,10 @@ def reranker_kind(spec: str) -> str:
                      "neither a sequence classifier (a cross-encoder) nor a causal LM (an LLM judge)")
 
 
-def make_reranker(spec: str, cache_dir: str | Path | None) -> Reranker:
+def make_reranker(spec: str, cache_dir: str | Path | None, engine: Engine | None = None) -> Reranker:
     if reranker_kind(spec) == "cross-encoder":
-        return CrossEncoderReranker(spec, cache_dir)
-    return LLMJudgeReranker(None if spec == LLM_SPEC else spec, cache_dir)
+        return CrossEncoderReranker(spec, cache_dir, engine=engine)
+    return LLMJudgeReranker(None if spec == LLM_SPEC else spec, cache_dir, engine=engine)
 
 
 def reranker_fingerprint(spec: str) -> str:
@@ -210,15 +228,17 @@ def reranker_fingerprint(spec: str) -> str:
 
 
 class Rerankers:
-    """The rerankers of one sweep, by spec, each loaded once and sharing one cache folder."""
+    """The rerankers of one sweep, by spec, each loaded once and sharing one cache folder (and the
+    engine that computes their uncached pairs, None: this process)."""
 
-    def __init__(self, cache_dir: str | Path | None):
+    def __init__(self, cache_dir: str | Path | None, engine: Engine | None = None):
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self.engine = engine
         self._loaded: dict[str, Reranker] = {}
 
     def get(self, spec: str) -> Reranker:
         if spec not in self._loaded:
-            self._loaded[spec] = make_reranker(spec, self.cache_dir)
+            self._loaded[spec] = make_reranker(spec, self.cache_dir, self.engine)
         return self._loaded[spec]
 
     @property

@@ -26,6 +26,7 @@ import pandas as pd
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
+from workbench.models.base import Engine
 from workbench.models.embed import Embedder
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
@@ -156,12 +157,13 @@ class IndexStore:
     """A folder of per-variant index entries: `get` loads one, or builds and saves it; `mmap`: read
     FAISS files memory-mapped (see the module docstring)."""
 
-    def __init__(self, root: str | Path = CACHE_DIR, mmap: bool = False):
+    def __init__(self, root: str | Path = CACHE_DIR, mmap: bool = False, engine: Engine | None = None):
         if not isinstance(mmap, bool):
             raise TypeError(f"mmap must be True or False, got {mmap!r}")
         self.root = Path(root)
         self.mmap = mmap
-        self.rerankers = Rerankers(self.root)  # loaded on first use, their scores cached under root
+        # loaded on first use, their scores cached under root, their uncached pairs computed by `engine`
+        self.rerankers = Rerankers(self.root, engine)
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring)."""
