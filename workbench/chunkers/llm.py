@@ -69,7 +69,10 @@ MIN_WORDS = 3  # a line with fewer words is no statement (a heading, a cut-off a
 
 def _generate(env: ChunkEnv, spec: str, prompt: Prompt, items: Sequence[Mapping[str, Any]], max_tokens: int,
               doc: Document) -> list[str]:
-    """The model's answers, their cost (cached ones at what they cost when made) counted in env.llm_cost."""
+    """The model's answers, their cost (cached ones at what they cost when made) counted in env.llm_cost;
+    with nothing to ask, the model is not even made."""
+    if not items:
+        return []
     made = env.llm(spec).generate(prompt, items, max_tokens=max_tokens, desc=f"{prompt.name} {doc.doc_id}")
     env.llm_cost["tokens_generated"] += sum(g.generated_tokens for g in made)
     env.llm_cost["llm_seconds"] += sum(g.seconds for g in made)
