@@ -16,6 +16,12 @@ from workbench.dataset import Document
 MIXED = "Ça coûte 3 €. 😀👩‍💻 emoji! 中文的句子。日本語です。\n\nZürich naïve café — fin."
 UNITS = [("chars", "cl100k_base"), ("tokens", "cl100k_base"), ("tokens", "o200k_base")]
 PROPS = settings(max_examples=50, deadline=None)
+# The strategies whose chunks an LLM writes, left out of the property tests over every strategy
+# (test_every_kind.py, test_contracts.py): the bundled model makes a few tokens a second here, so their
+# dozens of documents and settings would take hours; propositions also give one row per statement, so
+# several rows share a span by design. tests/chunkers/test_llm_chunkers.py checks their contract with the
+# real model on tiny documents, and that this list names every strategy with a model.
+GENERATES = {"propositions", "llm_chunk"}
 
 
 def units_in(doc: Document, start: int, end: int, unit: str, tokenizer: str, env: ChunkEnv) -> int:

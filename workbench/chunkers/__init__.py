@@ -2,7 +2,7 @@
 
 # isort: off
 from workbench.chunkers import fixed, hierarchy, markdown, recursive, semantic, sentence  # noqa: F401  (register)
-from workbench.chunkers import code, pages, tables  # noqa: F401  (register)
+from workbench.chunkers import code, llm, pages, tables  # noqa: F401  (register)
 # after the built-in families, so they come first in every list of strategies
 from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
 from workbench.chunkers import automerge  # noqa: F401  (registers auto_merging: LlamaIndex's hierarchy)

@@ -2,18 +2,22 @@
 
 A chunk is a span of its source: `text == doc.text[start:end]` by construction. What is embedded
 (`embed_text`, e.g. with a contextual header) and what is returned to the LLM (`parent_*`, for
-small-to-big retrieval) are explicit fields, never hidden rewrites of `text`.
+small-to-big retrieval; `context_text`, a proposition sent instead of its passage) are explicit
+fields, never hidden rewrites of `text`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from workbench.dataset import Document, Span
+from workbench.io import CACHE_DIR
 from workbench.tokens import Tokenizer, get_tokenizer
 
 Bounds = tuple[int, int]  # [start, end) character offsets within one document, before it is a Chunk
@@ -29,6 +33,8 @@ class Chunk:
     embed_text: str | None = None  # embedded instead of `text` when set
     parent_start: int | None = None  # returned instead of [start, end) when set (small-to-big)
     parent_end: int | None = None
+    context_text: str | None = None  # sent to the LLM instead of the returned span's text, and counted as context
+
 
     @property
     def span(self) -> Span:
@@ -61,12 +67,27 @@ def strip_span(text: str, start: int, end: int) -> Bounds | None:
 
 @dataclass
 class ChunkEnv:
-    """What a chunker may need beyond the document: tokenizers and (for semantic chunking)
-    a cached embedding function. Passed explicitly; chunkers hold no global state."""
+    """What a chunker may need beyond the document: tokenizers, (for semantic chunking) a cached
+    embedding function and (for LLM strategies) the LLMs their `model` parameter names, with what
+    those cost. Passed explicitly; chunkers hold no global state."""
 
     embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> L2-normalised vectors
     model_tokenizer: Any = None  # the embedding model's HF tokenizer, for tokenizer="model"
+    llm_cache_dir: str | Path | None = CACHE_DIR  # where the LLMs made by `llm` cache their generations
+    llms: dict[str, Any] = field(default_factory=dict)  # model spec -> workbench.models.llm.LLM, made by `llm`
+    # what LLM strategies spent on the chunks made with this env: "tokens_generated" and "llm_seconds" (a
+    # cached generation at what it cost when it was made) and "fallbacks" (model outputs that could not be used)
+    llm_cost: Counter[str] = field(default_factory=Counter)
     _tokenizers: dict[str, Tokenizer] = field(default_factory=dict)
+
+    def llm(self, spec: str) -> Any:
+        """The LLM (workbench.models.llm.LLM) a strategy's `model` parameter names, made on first
+        use and kept; its weights load only for its first uncached generation."""
+        if spec not in self.llms:
+            from workbench.models.llm import llm_of  # the model layer is above the chunkers: asked for only here
+
+            self.llms[spec] = llm_of(spec, self.llm_cache_dir)
+        return self.llms[spec]
 
     def tokenizer(self, name: str) -> Tokenizer:
         if name not in self._tokenizers:

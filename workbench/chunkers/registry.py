@@ -27,6 +27,9 @@ class Strategy:
     check: Callable[[dict[str, Any]], None] | None = None  # cross-parameter rules
     version: int = 1  # bump when the output for the same parameters changes: invalidates caches
     replaceable: bool = False  # registered by an adapter: registering the name again replaces it
+    # parameters naming an LLM (workbench.models.llm.llm_of) that writes the chunks: its fingerprint names
+    # the variant's index entry and scores, so another model never serves them
+    models: tuple[str, ...] = ()
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
@@ -43,9 +46,11 @@ def strategy(
     check: Callable[[dict[str, Any]], None] | None = None,
     version: int = 1,
     replaceable: bool = False,
+    models: tuple[str, ...] = (),
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
-        add_entry(STRATEGIES, "strategy", name, Strategy(name, fn, dict(params), help, check, version, replaceable))
+        add_entry(STRATEGIES, "strategy", name,
+                  Strategy(name, fn, dict(params), help, check, version, replaceable, models))
         return fn
 
     return register

@@ -47,10 +47,11 @@ class ScoreCache:
             f"{dataset.fingerprint}-{model_fingerprint}-{hashlib.sha256(setting.encode()).hexdigest()[:12]}")
 
     def path(self, variant: Variant) -> Path:
-        """The variant's entry: its key, and the fingerprints of the models its stages name (a
-        reranker's files are not in the key, which names them by path)."""
-        models = [reranker_fingerprint(value) for name, params, _ in variant.stages for param, value in params
-                  if param in retrievers.get_stage(name).models and value is not None]
+        """The variant's entry: its key, and the fingerprints of the models its strategy and stages name
+        (an LLM's or a reranker's files are not in the key, which names them by path)."""
+        models = index.chunking_models(variant) + [
+            reranker_fingerprint(value) for name, params, _ in variant.stages for param, value in params
+            if param in retrievers.get_stage(name).models and value is not None]
         return self.folder / "-".join([variant.key, *models])
 
     def has(self, variant: Variant) -> bool:

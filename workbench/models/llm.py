@@ -40,6 +40,7 @@ from workbench.models.cache import JSONCache, cache_file, json_key
 
 BACKENDS = ("local", "openai")
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
+LLM_SPEC = "llm"  # the bundled LLM, as a `model` parameter (a strategy's, the rerank stage's) names it
 # local generations run together, left-padded: 8 short answers took 52 s in one batch against 102 s
 # one by one, the same 88 tokens (SmolLM2 on 2 busy shared cores), since each decoding step reads the
 # weights once for the whole batch
@@ -443,6 +444,18 @@ class LLM(Model):
                     self.stats.seconds += r["seconds"]
                 done += len(batch)
                 bar.update(len(batch))
+
+
+def llm_of(spec: str, cache_dir: str | Path | None = CACHE_DIR) -> LLM:
+    """The LLM a `model` parameter names: LLM_SPEC (the bundled model), a .gguf file or a local
+    Hugging Face folder; nothing loads until its first uncached generation."""
+    return LLM(None if spec == LLM_SPEC else spec, cache_dir=cache_dir, progress=False)
+
+
+def llm_fingerprint(spec: str) -> str:
+    """The fingerprint of the LLM `spec` names (its files hashed, nothing loaded): what names the
+    chunks and scores of the variants whose chunks it wrote, so another model never serves them."""
+    return llm_of(spec, cache_dir=None).fingerprint
 
 
 def convert_gguf(gguf: Path, folder: Path) -> None:

@@ -33,11 +33,10 @@ import numpy as np
 
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import RerankCache, cache_file, pair_key
-from workbench.models.llm import LLM, Prompt
+from workbench.models.llm import LLM, LLM_SPEC, Prompt
 
 DEFAULT_BATCH = 32  # pairs per forward pass
 JUDGE_BATCH = 8  # pairs per forward pass of the LLM judge: a pair is a whole prompt of a passage
-LLM_SPEC = "llm"  # the bundled LLM as the judge
 # The judge's rubric: its name and version enter the judge's fingerprint, so bump the version
 # whenever the wording or the answer words change (the scores would mean something else).
 JUDGE = Prompt("rerank-judge", 1, "Question: {question}\n\nPassage: {passage}\n\n"

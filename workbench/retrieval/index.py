@@ -23,11 +23,12 @@ import faiss
 import numpy as np
 import pandas as pd
 
-from workbench.chunkers import Chunk, ChunkEnv
+from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
 from workbench.models.embed import Embedder
+from workbench.models.llm import llm_fingerprint
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
@@ -35,7 +36,7 @@ from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
-_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
+_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end", "context_text"]
 
 
 # Bump when the chunks or vectors an entry holds change for the same variant, corpus and model (how
@@ -47,6 +48,12 @@ BUILD_VERSION = 1
 def needs(variant: Variant) -> set[str]:
     """The index resources beside FAISS that the variant's retrieval stages use ("bm25")."""
     return {need for name, _, _ in variant.stages for need in get_stage(name).needs}
+
+
+def chunking_models(variant: Variant) -> list[str]:
+    """The fingerprints of the LLMs that write the variant's chunks (the parameters its strategy's
+    `models` names): they name its index entry and its scores beside the variant key."""
+    return [llm_fingerprint(variant.kwargs[p]) for p in get_strategy(variant.strategy).models]
 
 
 def embed_texts(chunks: Sequence[Chunk]) -> list[str]:
@@ -166,9 +173,11 @@ class IndexStore:
         self.rerankers = Rerankers(self.root, engine)
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
-        """The entry of the variant's chunking (any retriever of it: see the module docstring)."""
+        """The entry of the variant's chunking (any retriever of it: see the module docstring), and of
+        the LLMs that wrote its chunks when its strategy has some (`chunking_models`)."""
         build = f"-b{BUILD_VERSION}" if BUILD_VERSION != 1 else ""  # version 1 names entries as they always were
-        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{build}"
+        llms = "".join(f"-{fp}" for fp in chunking_models(variant))
+        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{llms}{build}"
         return self.root / "index" / name
 
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
@@ -180,7 +189,7 @@ class IndexStore:
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
-            index = build_index(variant.chunking, dataset, embedder)
+            index = build_index(variant.chunking, dataset, embedder, llm_cache_dir=self.root)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
             if self.mmap:  # the vectors just built leave RAM
                 index.exact = index.index = self._read(path / "index.faiss")
@@ -233,6 +242,7 @@ class IndexStore:
                 None if pd.isna(r.embed_text) else r.embed_text,
                 None if pd.isna(r.parent_start) else int(r.parent_start),
                 None if pd.isna(r.parent_end) else int(r.parent_end),
+                context_text=None if pd.isna(getattr(r, "context_text", None)) else r.context_text,  # older entries
             )
             for r in table.itertuples(index=False)
         ]
@@ -242,11 +252,16 @@ class IndexStore:
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
 
 
-def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
-    """The whole build of one variant: chunk, embed (or late-embed), index, and count its cost."""
+def build_index(variant: Variant, dataset: Dataset, embedder: Embedder,
+                llm_cache_dir: str | Path | None = CACHE_DIR) -> ChunkIndex:
+    """The whole build of one variant: chunk, embed (or late-embed), index, and count its cost. An
+    LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the index's:
+    index_tokens_generated and index_llm_seconds (cached generations at what they cost when made,
+    so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
-    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer)
+    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
+                   llm_cache_dir=llm_cache_dir)
     chunks = variant.chunk(dataset, env)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
@@ -264,6 +279,10 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> Chunk
         "seconds": round(time.perf_counter() - t0, 3),
         "built": True,
     }
+    if get_strategy(variant.strategy).models:
+        cost |= {"index_tokens_generated": int(env.llm_cost["tokens_generated"]),
+                 "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3),
+                 "index_llm_fallbacks": int(env.llm_cost["fallbacks"])}
     return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
 
 
@@ -287,6 +306,8 @@ def flat_index(vectors: np.ndarray) -> faiss.Index:
 
 
 def returned_token_counts(chunks: Sequence[Chunk], dataset: Dataset) -> pd.DataFrame:
-    """Tiktoken sizes of what each chunk returns (its parent, if any): the unit of context cost."""
-    texts = [dataset.docs[s.doc_id].text[s.start : s.end] for s in (c.returned for c in chunks)]
+    """Tiktoken sizes of what each chunk sends (its context_text, else its returned span: the parent, if
+    any): the unit of context cost."""
+    texts = [c.context_text if c.context_text is not None else dataset.docs[c.doc_id].text[s.start : s.end]
+             for c, s in ((c, c.returned) for c in chunks)]
     return pd.DataFrame({enc: TiktokenTokenizer(enc).count_many(texts) for enc in TIKTOKEN_ENCODINGS})
