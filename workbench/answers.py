@@ -30,6 +30,7 @@ Answers.config says what this call generated.
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from collections import Counter
@@ -160,8 +161,6 @@ class Answers:
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """answers.csv, answers_per_question.parquet and answers_config.json, each atomically."""
-        import json
-
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         paths = {"answers": out / "answers.csv", "answers_per_question": out / "answers_per_question.parquet",
@@ -222,7 +221,7 @@ def evaluate(
     keys = ranked_keys(result, metric, k)[:top] if variants is None else [result.key_of(v) for v in variants]
     if not keys:
         raise ValueError("variants is empty: give at least one variant")
-    llm = llm or LLM()
+    llm = LLM() if llm is None else llm
     if judge and llm.backend != "local":
         raise ValueError("judge=True reads the model's next-token logits: it needs an LLM with backend='local'")
     encoding = result.config.get("budget_encoding", "cl100k_base")
@@ -272,12 +271,12 @@ def judgements(llm: LLM, rows: Sequence[dict[str, Any]]) -> list[float]:
     keys = [json_key(c) for c in chats]
     cache = (RerankCache(cache_file(llm.cache_dir, "rerank", f"judge-{llm.fingerprint}-{JUDGE.name}-v{JUDGE.version}"))
              if llm.cache_dir else None)
-    found = cache.get_many(keys) if cache else {}
+    found = cache.get_many(keys) if cache is not None else {}
     missing = {k: c for k, c in zip(keys, chats, strict=True) if k not in found}
     if missing:
         scores = p_yes(llm, list(missing.values()), JUDGE_BATCH, answer_ids(llm, f"judge {llm.name!r}"))
         computed = dict(zip(missing, map(float, scores), strict=True))
-        if cache:
+        if cache is not None:  # not `if cache`: an empty cache has len 0
             cache.put_many({k: p for k, p in computed.items() if np.isfinite(p)})
         found |= computed
     for r, key in zip(rows, keys, strict=True):
