@@ -200,8 +200,8 @@ def evaluate(
     stop: Callable[[], bool] | None = None,
 ) -> Answers:
     """Answer every question of `dataset` from the context of the `top` best variants of `result`
-    by mean `metric`@k (default: recall at the sweep's default k), or of `variants` (keys, labels
-    or Variants) when given, and from the two anchors; grade the answers (see the module
+    (all, when it has fewer) by mean `metric`@k (default: recall at the sweep's default k), or of
+    `variants` (keys, labels or Variants) when given, and from the two anchors; grade the answers (see the module
     docstring). `dataset` is the one the result was measured on (its hits are spans into it).
     `llm`: default the bundled SmolLM2-135M in the default cache folder; `context_tokens`: the
     budget, in the result's budget encoding; `max_tokens`: of one answer; `judge`: the model also
@@ -218,7 +218,8 @@ def evaluate(
         raise ValueError(f"dataset {dataset.name!r} (fingerprint {dataset.fingerprint}) is not the one the result "
                          f"was measured on ({result.config.get('dataset')!r}, "
                          f"{result.config.get('dataset_fingerprint')}): its hits point into other texts")
-    keys = ranked_keys(result, metric, k)[:top] if variants is None else [result.key_of(v) for v in variants]
+    keys = ranked_keys(result, metric, k)[:top] if variants is None else list(dict.fromkeys(map(result.key_of,
+                                                                                                 variants)))
     if not keys:
         raise ValueError("variants is empty: give at least one variant")
     llm = LLM() if llm is None else llm
@@ -226,7 +227,8 @@ def evaluate(
         raise ValueError("judge=True reads the model's next-token logits: it needs an LLM with backend='local'")
     encoding = result.config.get("budget_encoding", "cl100k_base")
     confidence = result.config.get("confidence", 0.95) if confidence is None else confidence
-    questions = {q.qid: q for q in dataset.questions if q.qid in set(result.hits["qid"])}
+    asked = set(result.hits["qid"])
+    questions = {q.qid: q for q in dataset.questions if q.qid in asked}
     refs = {qid: q.references or (evidence_text(dataset, q),) for qid, q in questions.items()}
 
     rows: list[dict[str, Any]] = []  # one per (row of the table, question), in table order
