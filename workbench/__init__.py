@@ -29,8 +29,8 @@ from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
 
 # matplotlib/ipywidgets load on use; the name under `wb.` -> its module
-_LAZY = {"drilldown": "drilldown", "metrics": "evaluation.metrics", "plots": "plots", "report": "report",
-         "stats": "evaluation.stats", "viewer": "viewer", "widgets": "widgets"}
+_LAZY = {"answers": "answers", "drilldown": "drilldown", "metrics": "evaluation.metrics", "plots": "plots",
+         "report": "report", "stats": "evaluation.stats", "viewer": "viewer", "widgets": "widgets"}
 _LAZY_NAMES = {"Labeler": "widgets.labeler"}  # a class under `wb.` -> its module, loaded on use like _LAZY
 
 

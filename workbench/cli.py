@@ -1,4 +1,5 @@
-"""`python -m workbench sweep ...`: the headless sweep behind `make demo`; `labels check|resolve` for labels."""
+"""`python -m workbench sweep ...`: the headless sweep behind `make demo`; `answers` for answer quality;
+`labels check|resolve` for labels."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import sys
 import textwrap
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from workbench.chunkers import STRATEGIES
-from workbench.dataset import DatasetError, DatasetWarning
+from workbench.dataset import Dataset, DatasetError, DatasetWarning
 from workbench.engine import ENGINES, get_engine
 from workbench.errors import describe
 from workbench.evaluation import metrics
@@ -35,6 +36,7 @@ from workbench.retrievers import DENSE, STAGES
 from workbench.variant import MODIFIERS, Variant, parse_variant
 
 if TYPE_CHECKING:
+    from workbench.answers import Answers
     from workbench.sweep import SweepResult
 
 DEMO_GRID = (
@@ -52,6 +54,7 @@ DEMO_GRID = (
 )
 
 DEMO_OUT = Path("results/demo")
+CHECK_OUT = Path("results/check")
 TOP = 5  # variants in the table a run ends with (--top)
 WIDTH = 100  # columns the verdict's sentences are wrapped to
 CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
@@ -123,15 +126,46 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="its cut-off (default: %(default)s)")
     g.add_argument("--max-drop", type=float, default=DEFAULT_MAX_DROP,
                    help="largest real drop of the metric that passes, absolute (default: %(default)s)")
-    _sweep_arguments(g, out=Path("results/check"))
+    _sweep_arguments(g, out=CHECK_OUT)
+    _answers_parser(sub)
     sub.add_parser("strategies", help="list chunking strategies, +modifiers and retrieval stages with their parameters")
     _labels_parser(sub)
     _import_parser(sub)
     return p
 
 
-def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
-    """The options of a sweep (`sweep`, and `check` when it sweeps)."""
+def _answers_parser(sub: argparse._SubParsersAction) -> None:
+    from workbench.answers import DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_TOKENS, DEFAULT_TOP
+
+    a = sub.add_parser(
+        "answers",
+        help="answer quality of the best variants: the LLM answers every question from their context, graded",
+        description="Sweep the variants (from the caches when they were measured) with the same options as "
+        "`sweep`, take the --top best by recall@k, and have the LLM answer every question from each one's "
+        "context packed under --context-tokens, and with no context (the floor) and the evidence as context "
+        "(the ceiling). Answers are graded against the dataset's reference answers (SQuAD token F1 and exact "
+        "match), else against the evidence text; --judge adds the model's own verdict. Every generation is "
+        "cached: a re-run generates nothing. Prints the table; writes it and report.html (with an Answer "
+        "quality section) to --out.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _sweep_arguments(a, out=Path("results/answers"), top=DEFAULT_TOP,
+                     top_help="variants taken through answer quality, best by recall@k first (default: %(default)s)")
+    a.add_argument("--context-tokens", type=int, default=DEFAULT_CONTEXT_TOKENS, metavar="N",
+                   help="the context budget of every answer, in --budget-encoding tokens (default: %(default)s)")
+    a.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="N",
+                   help="the longest answer, in the LLM's tokens (default: %(default)s)")
+    a.add_argument("--judge", action="store_true",
+                   help="the LLM also judges every answer against the reference (P(yes) from its logits)")
+    a.add_argument("--llm", metavar="PATH",
+                   help="a local GGUF file or Hugging Face folder (default: the bundled SmolLM2-135M-Instruct)")
+
+
+def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int = TOP,
+                     top_help: str = "variants in the table the run ends with, best first (default: %(default)s)",
+                     ) -> None:
+    """The options of a sweep (`sweep`, `answers`, and `check` when it sweeps)."""
     s.add_argument("--data", type=Path, default=Path("data/chroma_small"),
                    help="dataset folder: corpus.jsonl + questions.jsonl, or .md/.txt files + questions.jsonl "
                    "(default: %(default)s)")
@@ -186,10 +220,9 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT) -> None:
                    help="rank the grid in about the time of one variant: chunk vectors pooled from one cached "
                    "model pass over the corpus (workbench.retrieval.preview), every row marked preview; then "
                    "confirm the best with the command it prints (the same options, --out <out>-confirm)")
-    if out == DEMO_OUT:  # a check writes tables only
+    if out != CHECK_OUT:  # a check writes tables only
         s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
-    s.add_argument("--top", type=int, default=TOP, metavar="N",
-                   help="variants in the table the run ends with, best first (default: %(default)s)")
+    s.add_argument("--top", type=int, default=top, metavar="N", help=top_help)
     s.add_argument("--quiet", action="store_true",
                    help="print only the verdict and the top-N table (errors still go to stderr)")
 
@@ -327,9 +360,11 @@ def _strategies() -> None:
         _print_params(stage.params)
 
 
-def _measure(args: argparse.Namespace) -> SweepResult:
-    """The sweep the options describe, saved to --out (with plots and the report unless --no-report),
-    with its progress and the paths it wrote printed unless --quiet."""
+def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Answers] | None = None,
+             ) -> tuple[SweepResult, Answers | None]:
+    """The sweep the options describe, and what `then` makes of it (answer quality), saved to --out
+    (with plots and the report unless --no-report), with its progress and the paths it wrote
+    printed unless --quiet."""
     from workbench.estimate import estimate
     from workbench.retrieval.index import IndexStore
     from workbench.sweep import sweep
@@ -392,12 +427,13 @@ def _measure(args: argparse.Namespace) -> SweepResult:
                     print(textwrap.fill(f"{e.name}: " * (len(embedders) > 1) + line, WIDTH, subsequent_indent="  "))
         result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
+        answers = then(result, dataset) if then else None
         if getattr(args, "no_report", True):
-            paths = result.save(args.out)
+            paths = result.save(args.out) | (answers.save(args.out) if answers else {})
         else:
             from workbench.report import export
 
-            paths = export(result, args.out, dataset=dataset, store=args.cache)
+            paths = export(result, args.out, dataset=dataset, store=args.cache, answers=answers)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     if not args.quiet:
@@ -408,11 +444,37 @@ def _measure(args: argparse.Namespace) -> SweepResult:
             best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
             print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
         print()
-    return result
+    return result, answers
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    print("\n".join(answer(_measure(args), args.top)))
+    print("\n".join(answer(_measure(args)[0], args.top)))
+
+
+def _answers(args: argparse.Namespace) -> None:
+    """`answers`: the sweep, then answer quality of its --top best (options checked before any work)."""
+    from workbench.answers import evaluate, text_table
+    from workbench.models.llm import LLM
+
+    for name in ("context_tokens", "max_tokens"):  # --top: as every sweep's
+        if getattr(args, name) < 1:
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    try:
+        llm = LLM(args.llm, cache_dir=args.cache, threads=args.threads, progress=not args.quiet)
+    except ValueError as e:
+        raise SystemExit(f"error: --llm: {e}") from e
+
+    def then(result: SweepResult, dataset: Dataset) -> Answers:
+        return evaluate(result, dataset, args.top, llm=llm, context_tokens=args.context_tokens,
+                        max_tokens=args.max_tokens, judge=args.judge)
+
+    answers = _measure(args, then)[1]
+    c = answers.config
+    made = (f"generated {c['generated']} answers ({c['generated_tokens']} tokens, {c['generation_seconds']:.1f} s)"
+            if c["generated"] else "generated nothing (every answer came from the cache)")
+    print(f"Answer quality at {c['context_tokens']:,} {c['encoding']} tokens of context, {c['llm']}, "
+          f"{len(answers.per_question['qid'].unique())} questions; {made}:\n")
+    print(text_table(answers))
 
 
 def _gate(args: argparse.Namespace) -> tuple[pd.DataFrame, SweepResult, SweepResult]:
@@ -429,7 +491,7 @@ def _gate(args: argparse.Namespace) -> tuple[pd.DataFrame, SweepResult, SweepRes
         except (OSError, ValueError) as e:
             raise SystemExit(f"error: --current: {e}") from e
     else:
-        current = _measure(args)
+        current = _measure(args)[0]
     try:
         return compare(baseline, current, args.metric, args.k, args.max_drop), baseline, current
     except ValueError as e:
@@ -560,6 +622,8 @@ def main(argv: list[str] | None = None) -> None:
         _labels(args)
     elif args.command == "import":
         _import(args)
+    elif args.command == "answers":
+        _answers(args)
     else:
         _sweep(args)
 

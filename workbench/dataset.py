@@ -110,12 +110,15 @@ class Question:
     """A question whose evidence is the union of `answers` (all spans jointly required).
 
     `located` says, per answer, how its quote matched (None: offsets without a quote); it is no part of
-    the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is the same label."""
+    the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is the same label.
+    `references`: the answer texts a generated answer is graded against (workbench.answers), where the
+    dataset has them; not part of the identity either, since no retrieval score reads them."""
 
     qid: str
     question: str
     answers: tuple[Span, ...]
     located: tuple[Located | None, ...] = field(default=(), compare=False)
+    references: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """The shared format: `corpus.jsonl` (one document per line) and `questions.jsonl` (one question
-per line, answers as character spans, or as quotes located in the text). Each error names the file,
-the line and the field's full path (`answers[0].start`), and a malformed line gets a valid one to copy."""
+per line, answers as character spans, or as quotes located in the text; reference answers, where a
+set has them, in `reference_answer`, `reference_summary` or as SQuAD's `alt_answers`, see
+`read_references`). Each error names the file, the line and the field's full path (`answers[0].start`),
+and a malformed line gets a valid one to copy."""
 
 from __future__ import annotations
 
@@ -139,6 +141,29 @@ def read_answer(
     return Span(found.doc_id, found.start, found.end), found
 
 
+REFERENCE_FIELDS = ("reference_answer", "reference_summary")  # a reference text, or a list of them
+
+
+def read_references(obj: dict, answers: tuple[Span, ...], docs: Mapping[str, Document], skipped: Mapping[str, str],
+                    path: Path, line: int) -> tuple[str, ...]:
+    """The reference answers of a question line, distinct, in order: the texts of REFERENCE_FIELDS,
+    then, when the line has `alt_answers` (SQuAD: other annotators' spans, alternatives to the
+    answer's span, so every one of them is a short answer), the texts of its answers and of those."""
+    refs: list[str] = []
+    for key in REFERENCE_FIELDS:
+        value = obj.get(key)
+        texts = [value] if isinstance(value, str) else value
+        if value is not None and not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
+            raise DatasetError(path, line, key, f"must be a string or a list of strings, got {value!r:.40}")
+        refs += texts or []
+    alts = field(obj, "alt_answers", list, path, line, optional=True)
+    if alts is not None:
+        spans = [*answers, *(read_answer(a, docs, skipped, path, line, f"alt_answers[{i}]")[0]
+                             for i, a in enumerate(alts))]
+        refs += [docs[s.doc_id].text[s.start : s.end] for s in spans]
+    return tuple(dict.fromkeys(r for r in refs if r.strip()))
+
+
 def read_questions(path: Path, docs: Mapping[str, Document], skipped: Mapping[str, str]) -> list[Question]:
     """Every question of a questions.jsonl, its answers located and checked against `docs` (`skipped`: the
     ids of documents left out -> why, which an answer is told when it points into one). One
@@ -148,7 +173,9 @@ def read_questions(path: Path, docs: Mapping[str, Document], skipped: Mapping[st
     for n, obj in read_jsonl(path):
         qid, text, answers = question_fields(obj, path, n, seen)
         read = [read_answer(a, docs, skipped, path, n, f"answers[{i}]") for i, a in enumerate(answers)]
-        questions.append(Question(qid, text, tuple(s for s, _ in read), tuple(h for _, h in read)))
+        spans = tuple(s for s, _ in read)
+        questions.append(Question(qid, text, spans, tuple(h for _, h in read),
+                                  read_references(obj, spans, docs, skipped, path, n)))
     if not questions:
         raise DatasetError(path, None, None, "no questions")
     loose = [h for q in questions for h in q.located if h is not None and h.how != "exact"]

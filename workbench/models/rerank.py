@@ -164,14 +164,7 @@ class LLMJudgeReranker(Reranker):
     @cached_property
     def answer_ids(self) -> tuple[list[int], list[int]]:
         """The token ids of the spellings of "yes" and of "no" that are one token each."""
-        tokenizer = self.llm.tokenizer
-        ids = {}
-        for answer, spellings in ANSWERS.items():
-            tokens = [tokenizer.encode(s, add_special_tokens=False) for s in spellings]
-            ids[answer] = sorted({t[0] for t in tokens if len(t) == 1})
-            if not ids[answer]:
-                raise ValueError(f"reranker {self.name!r}: no spelling of {answer!r} is one token of its tokenizer")
-        return ids["yes"], ids["no"]
+        return answer_ids(self.llm, f"reranker {self.name!r}")
 
     def batches(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
         """Shortest prompts first: least padding."""
@@ -180,11 +173,36 @@ class LLMJudgeReranker(Reranker):
         return [order[b : b + self.batch_size] for b in range(0, len(order), self.batch_size)]
 
     def batch_scores(self, batch: Sequence[tuple[str, str]]) -> np.ndarray:
-        yes, no = self.answer_ids
-        logits = self.llm.next_token_logits([JUDGE.messages({"question": q, "passage": p}) for q, p in batch], yes + no)
+        chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in batch]
+        return p_yes(self.llm, chats, self.batch_size, self.answer_ids)  # one forward pass: a batch is at most that
+
+
+def answer_ids(llm: LLM, who: str) -> tuple[list[int], list[int]]:
+    """The token ids of the spellings of "yes" and of "no" (ANSWERS) that are one token each of
+    `llm`'s tokenizer; ValueError naming `who` when an answer has none."""
+    ids = {}
+    for answer, spellings in ANSWERS.items():
+        tokens = [llm.tokenizer.encode(s, add_special_tokens=False) for s in spellings]
+        ids[answer] = sorted({t[0] for t in tokens if len(t) == 1})
+        if not ids[answer]:
+            raise ValueError(f"{who}: no spelling of {answer!r} is one token of its tokenizer")
+    return ids["yes"], ids["no"]
+
+
+def p_yes(llm: LLM, chats: Sequence[list[dict[str, str]]], batch_size: int,
+          ids: tuple[list[int], list[int]]) -> np.ndarray:
+    """P(yes) / (P(yes) + P(no)) of each chat's answer from the next-token logits (`ids`: see
+    `answer_ids`; see the module docstring), `batch_size` chats per forward pass, shortest first."""
+    yes, no = ids
+    order = sorted(range(len(chats)), key=lambda i: len(chats[i][-1]["content"]))  # least padding
+    out = np.zeros(len(chats), dtype=np.float64)
+    for b in range(0, len(order), batch_size):
+        rows = order[b : b + batch_size]
+        logits = llm.next_token_logits([chats[i] for i in rows], yes + no)
         lse_yes = np.logaddexp.reduce(logits[:, : len(yes)], axis=1)
         lse_no = np.logaddexp.reduce(logits[:, len(yes):], axis=1)
-        return 1.0 / (1.0 + np.exp(lse_no - lse_yes))  # P(yes) / (P(yes) + P(no))
+        out[rows] = 1.0 / (1.0 + np.exp(lse_no - lse_yes))  # P(yes) / (P(yes) + P(no))
+    return out
 
 
 def judge_fingerprint(llm: LLM) -> str:

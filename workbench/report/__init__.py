@@ -30,6 +30,7 @@ from workbench.retrieval.index import IndexStore
 from workbench.verdict import verdict
 
 if TYPE_CHECKING:
+    from workbench.answers import Answers
     from workbench.sweep import SweepResult
 
 __all__ = ["CUT_QUESTIONS", "FIGURE_WIDTH", "NARROW_WIDTH", "compact_table", "default_figures", "default_pngs",
@@ -45,6 +46,7 @@ def write_report(
     dpi: int = 100,
     dataset: Dataset | None = None,
     narrow: Mapping[str, Figure | bytes] | None = None,
+    answers: Answers | None = None,
 ) -> Path:
     """Write the report to `path` (atomically) and return it. Figures are matplotlib figures or
     PNG bytes already rendered; they default to `default_figures`. `narrow`: some of them drawn
@@ -52,7 +54,8 @@ def write_report(
     the default figures' when `figures` is None too, else none (a figure of your own is shown at
     its one width). With the dataset, "Where the cuts fall" draws the chunks the best and the
     runner-up retrieved (the hits the sweep kept); without it that section says why it is left
-    out. Nothing is embedded or searched."""
+    out. With `answers` (workbench.answers.evaluate of this result), an "Answer quality" section.
+    Nothing is embedded or searched."""
     if figures is None:
         figures = default_figures(result)
         narrow = default_figures(result, NARROW_WIDTH) if narrow is None else narrow
@@ -62,7 +65,7 @@ def write_report(
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
-            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset)
+            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers)
 
     return atomic_write(path, write)
 
@@ -73,13 +76,15 @@ def export(
     figures: Mapping[str, Figure] | None = None,
     dataset: Dataset | None = None,
     store: IndexStore | str | Path | None = None,
+    answers: Answers | None = None,
 ) -> dict[str, Path]:
-    """Everything a run produced, in one folder: the tidy tables (SweepResult.save), each figure
-    as a PNG, and report.html (see write_report for dataset; the default figures come with their
-    narrow renditions, given ones without). The store, if given, keeps the default figures drawn
-    (see `default_pngs`). Returns the paths by name."""
+    """Everything a run produced, in one folder: the tidy tables (SweepResult.save, and
+    Answers.save when `answers` is given), each figure as a PNG, and report.html (see write_report
+    for dataset and answers; the default figures come with their narrow renditions, given ones
+    without). The store, if given, keeps the default figures drawn (see `default_pngs`). Returns
+    the paths by name."""
     folder = Path(folder)
-    paths = result.save(folder)
+    paths = result.save(folder) | (answers.save(folder) if answers is not None else {})
     narrow: dict[str, bytes] = {}
     if figures is not None:
         images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
@@ -89,5 +94,6 @@ def export(
         images, narrow = default_pngs(result, 120, cache), default_pngs(result, 120, cache, NARROW_WIDTH)
     for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
-    paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, narrow=narrow)
+    paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, narrow=narrow,
+                                   answers=answers)
     return paths

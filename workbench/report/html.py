@@ -25,9 +25,11 @@ from workbench.report.tables import DASH, cell, compact_table, p_best_table, sum
 from workbench.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
 
 if TYPE_CHECKING:
+    from workbench.answers import Answers
     from workbench.sweep import SweepResult
     from workbench.verdict import Verdict
 
+MAX_ANSWERS = 200  # "Answer quality" lists at most this many answers, the first questions' of every row
 MAX_GROUPS = 12  # "By group" draws at most this many groups (a dataset split by prefix may have one per document)
 
 NARROW_PX = 700  # below this window width the page shows each default figure's narrow rendition
@@ -83,10 +85,11 @@ details {{ margin: 0.5em 0; }} summary {{ cursor: pointer; color: #1d4ed8; }}
 
 def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes],
                narrow: Mapping[str, Figure | bytes], title: str, dpi: int, v: Verdict | None, cuts: str,
-               dataset: Dataset | None) -> None:
+               dataset: Dataset | None, answers: Answers | None = None) -> None:
     """The whole page into `out`: `narrow` the figures drawn again for a phone's width (by name,
     any of `figures`), `v` the verdict (None without recall), `cuts` the rendered "Where the cuts
-    fall" section, `dataset` (optional) for "By group" (`_grouped_by`)."""
+    fall" section, `dataset` (optional) for "By group" (`_grouped_by`), `answers` (optional) for
+    "Answer quality"."""
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
             f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
@@ -114,6 +117,8 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
     out.write(_scores(result, k))
     if v is not None:
         out.write(_against_best(v))
+    if answers is not None:
+        out.write(_answers(answers))
     out.write(_by_group(result, dataset, k, dpi))
     out.write(cuts)
     out.write(_variants(result, k))
@@ -360,3 +365,50 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, me
             f'<figure id="figure-by-group">{figure}'
             f"<figcaption>One panel per group, best on top and outlined; numbers: the variant table above."
             f"</figcaption></figure></section>\n")
+
+
+def _answers(answers: Answers) -> str:
+    """The answer-quality table (workbench.answers), floor first and ceiling last, and the answers
+    themselves, collapsed (the first MAX_ANSWERS, every row's answers to the same questions)."""
+    t, c = answers.table, answers.config
+    judge = "judge" in t.columns
+    level = f"{c['confidence']:.0%}"
+
+    def diff(r: Any, name: str) -> str:
+        return DASH if pd.isna(getattr(r, name)) else cell(getattr(r, name), getattr(r, f"{name}_low"),
+                                                            getattr(r, f"{name}_high"), 3)
+
+    head = ["variant", f"F1 [{level} CI]", "exact match", *(["judged correct"] if judge else []), "F1 vs best",
+            "F1 vs floor", "graded against", "context tokens (mean)", "tokens generated", "seconds"]
+    rows = "".join(
+        f'<tr><td class="label">{_label(str(r.variant))}</td><td>{cell(r.f1, r.f1_low, r.f1_high, 3)}</td>'
+        f"<td>{cell(r.exact_match, r.exact_match_low, r.exact_match_high, 3)}</td>"
+        + (f"<td>{cell(r.judge, r.judge_low, r.judge_high, 3)}</td>" if judge else "")
+        + f"<td>{diff(r, 'f1_vs_best')}</td><td>{diff(r, 'f1_vs_floor')}</td>"
+        f"<td>{html.escape(str(r.graded_against))}</td><td>{r.context_tokens:,.0f}</td>"
+        f"<td>{r.tokens_generated:,}</td><td>{r.seconds:,.1f}</td></tr>\n" for r in t.itertuples(index=False))
+    pq = answers.per_question
+    shown = pq[pq["qid"].isin(list(dict.fromkeys(pq["qid"]))[: max(1, MAX_ANSWERS // t["key"].nunique())])]
+    listed = "".join(
+        f'<tr><td class="text">{html.escape(str(r.question))}</td><td class="label">{_label(str(r.variant))}</td>'
+        f'<td class="text">{html.escape(str(r.answer))}</td><td>{r.f1:.2f}</td>'
+        f'<td class="text">{html.escape(" | ".join(r.references)) if r.graded_against == "reference" else "evidence"}'
+        f"</td></tr>\n" for r in shown.sort_values("qid", kind="stable").itertuples(index=False))
+    judged = (" Judged correct: the share of answers the model itself calls correct under a fixed rubric "
+              "(P(yes) &gt; 0.5 from its next-token logits)." if judge else "")
+    return (f'<section id="answers"><h2>Answer quality</h2>\n<p>The model <b>{html.escape(str(c["llm"]))}</b> '
+            f"answered every question (at most {c['max_tokens']} tokens) from the context each variant retrieved, "
+            f"packed in rank order under <b>{c['context_tokens']:,} {html.escape(str(c['encoding']))} tokens</b>; "
+            "the variants are the best by "
+            f"{html.escape(str(c['ranked_by']))}. Two anchors frame them: no context (the floor) and the evidence "
+            "itself as context (the ceiling). Graded against the reference answers where the dataset has them "
+            "(SQuAD: normalised token F1 and exact match, the best over the references), else against the text "
+            "of the evidence spans (F1 is then mostly how much of the evidence the answer repeats). Means with "
+            f"{level} bootstrap intervals; F1 vs best and vs floor: the paired difference (this row minus that one) "
+            f"over the same questions, with its BCa interval.{judged} Tokens and seconds: what the answers cost when "
+            "they were generated (cached since).</p>\n"
+            f'<div class="scroll"><table>\n<thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>\n'
+            f"<tbody>\n{rows}</tbody></table></div>\n"
+            f"<details><summary>The answers ({len(shown)} of {len(pq)})</summary>\n"
+            '<div class="scroll"><table>\n<thead><tr><th>question</th><th>variant</th><th>answer</th><th>F1</th>'
+            f"<th>graded against</th></tr></thead>\n<tbody>\n{listed}</tbody></table></div></details></section>\n")
