@@ -26,7 +26,9 @@ import pandas as pd
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
+from workbench.models.context import context_fingerprint, context_llm, contextualize
 from workbench.models.embed import Embedder
+from workbench.models.llm import LLM
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
@@ -34,7 +36,7 @@ from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
-_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end"]
+_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end", "context"]
 
 
 # Bump when the chunks or vectors an entry holds change for the same variant, corpus and model (how
@@ -162,11 +164,23 @@ class IndexStore:
         self.root = Path(root)
         self.mmap = mmap
         self.rerankers = Rerankers(self.root)  # loaded on first use, their scores cached under root
+        self._llms: dict[str | None, LLM] = {}  # +context's LLMs by path, their generations cached under root
+
+    def llm(self, variant: Variant) -> LLM | None:
+        """The LLM that writes a +context variant's contexts (one per path, loaded on first generation)."""
+        if variant.context is None:
+            return None
+        params = dict(variant.context)
+        if params["llm"] not in self._llms:
+            self._llms[params["llm"]] = context_llm(params, self.root)
+        return self._llms[params["llm"]]
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
-        """The entry of the variant's chunking (any retriever of it: see the module docstring)."""
+        """The entry of the variant's chunking (any retriever of it: see the module docstring); a
+        +context variant's names its LLM's files and prompt too (context_fingerprint)."""
         build = f"-b{BUILD_VERSION}" if BUILD_VERSION != 1 else ""  # version 1 names entries as they always were
-        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{build}"
+        context = f"-c{context_fingerprint(dict(variant.context))}" if variant.context is not None else ""
+        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{context}{build}"
         return self.root / "index" / name
 
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
@@ -178,7 +192,7 @@ class IndexStore:
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
-            index = build_index(variant.chunking, dataset, embedder)
+            index = build_index(variant.chunking, dataset, embedder, self.llm(variant))
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
             if self.mmap:  # the vectors just built leave RAM
                 index.exact = index.index = self._read(path / "index.faiss")
@@ -224,6 +238,8 @@ class IndexStore:
     def _load(self, path: Path, dataset: Dataset) -> ChunkIndex:
         meta = json.loads((path / "meta.json").read_text())
         table = pd.read_parquet(path / "chunks.parquet")
+        if "context" not in table:  # an entry written before +context
+            table["context"] = None
         docs = dataset.docs
         chunks = [
             Chunk(
@@ -231,6 +247,7 @@ class IndexStore:
                 None if pd.isna(r.embed_text) else r.embed_text,
                 None if pd.isna(r.parent_start) else int(r.parent_start),
                 None if pd.isna(r.parent_end) else int(r.parent_end),
+                None if pd.isna(r.context) else r.context,
             )
             for r in table.itertuples(index=False)
         ]
@@ -240,14 +257,21 @@ class IndexStore:
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
 
 
-def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> ChunkIndex:
-    """The whole build of one variant: chunk, embed (or late-embed), index, and count its cost."""
+def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None) -> ChunkIndex:
+    """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
+    one its parameters name, caching in the default folder), embed (or late-embed), index, and count
+    its cost."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer)
     chunks = variant.chunk(dataset, env)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    model_cost: dict[str, Any] = {}
+    if variant.context is not None:
+        params = dict(variant.context)
+        chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR),
+                                           doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"])
     texts = embed_texts(chunks)
     if variant.late:
         from workbench.models.late import late_vectors
@@ -259,6 +283,7 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder) -> Chunk
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
         "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
         "texts_embedded": embedder.stats.embedded - before,
+        **model_cost,
         "seconds": round(time.perf_counter() - t0, 3),
         "built": True,
     }
