@@ -51,7 +51,7 @@ def components() -> dict[str, dict[str, Any]]:
     import workbench  # noqa: F401  (registers every strategy and stage)
     from workbench import variant
     from workbench.chunkers import STRATEGIES
-    from workbench.models import embed, llm
+    from workbench.models import context, embed, llm
     from workbench.retrieval import index
     from workbench.retrievers import STAGES
 
@@ -62,6 +62,8 @@ def components() -> dict[str, dict[str, Any]]:
     out["contextual header (HEADER_VERSION)"] = (variant.HEADER_VERSION, ["workbench.variant"])
     out["encoding (ENCODE_VERSION)"] = (embed.ENCODE_VERSION, closure("workbench.models.embed"))
     out["generation (GENERATE_VERSION)"] = (llm.GENERATE_VERSION, closure("workbench.models.llm"))
+    # the prompts +context sends (windows, template) name its index entries by the prompt's version
+    out["chunk context (CONTEXT.version)"] = (context.CONTEXT.version, ["workbench.models.context"])
     return {name: {"version": v, "source": source_hash(mods)} for name, (v, mods) in sorted(out.items())}
 
 

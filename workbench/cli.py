@@ -33,7 +33,7 @@ from workbench.models.embed import BACKENDS
 from workbench.params import Param
 from workbench.retrieval.ann import Ann
 from workbench.retrievers import DENSE, STAGES
-from workbench.variant import MODIFIERS, Variant, parse_variant
+from workbench.variant import CONTEXT_PARAMS, MODIFIERS, Variant, parse_variant
 
 if TYPE_CHECKING:
     from workbench.answers import Answers
@@ -61,15 +61,17 @@ CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm
 
 EPILOG = """\
 variants are written strategy:name=value,name=value with optional modifiers +header
-(contextual chunk header), +late (late chunking) and one retriever, +bm25 or +hybrid
-(reciprocal rank fusion of dense and BM25, +hybrid:rrf_k=30 to change its k=60); without
-one, retrieval is dense. e.g.
+(contextual chunk header), +late (late chunking), +context (contextual retrieval: the bundled
+LLM writes each chunk's context, +context:max_tokens=32,llm=my.gguf to change it) and one
+retriever, +bm25 or +hybrid (reciprocal rank fusion of dense and BM25, +hybrid:rrf_k=30 to
+change its k=60); without one, retrieval is dense. e.g.
   fixed:size=256,overlap=32        recursive:size=512,separators=markdown
-  semantic:breakpoint_percentile=90,buffer_size=1+header
+  semantic:breakpoint_percentile=90,buffer_size=1+header      fixed:size=256+context+hybrid
   fixed:size=256+bm25              fixed:size=256+hybrid:rrf_k=30
   'recursive:size=256,custom_separators=["\\n\\n", ". "]'   (values are JSON when they parse)
 a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
-"contextual_header": bool, "late": bool, "retriever": "dense"|"bm25"|"hybrid", "rrf_k": int}.
+"contextual_header": bool, "late": bool, "contextual": bool or {"llm": path, "doc_tokens": int,
+"max_tokens": int}, "retriever": "dense"|"bm25"|"hybrid", "rrf_k": int}.
 Run `python -m workbench strategies` to list every strategy, modifier and retrieval stage with
 its parameters, defaults and ranges.
 """
@@ -352,6 +354,8 @@ def _strategies() -> None:
     print("\nmodifiers (after the parameters, e.g. fixed:size=256+header):")
     for name, meaning in MODIFIERS.items():
         print(f"+{name}: {meaning}")
+        if name == "context":
+            _print_params(CONTEXT_PARAMS)
     print(f"\nretrieval stages (last, +name or +name:param=value, e.g. fixed:size=256+hybrid:rrf_k=30; {DENSE} "
           "without one):")
     for name, stage in STAGES.items():

@@ -32,6 +32,7 @@ from workbench.evaluation.settings import MUST_MATCH, Settings
 from workbench.io import CACHE_DIR, atomic_write, write_text
 from workbench.models.base import Engine
 from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
+from workbench.models.context import context_fingerprint
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, token_cache
@@ -253,13 +254,20 @@ def rankings(
 
 
 def check_grid(variants: Sequence[Variant]) -> None:
-    """Refuse an empty grid or one variant twice, before any work (the sweep and its estimate)."""
+    """Refuse an empty grid, one variant twice or a +context LLM that is not a local model, before
+    any work (the sweep and its estimate)."""
     if not variants:
         raise ValueError("variants is empty: nothing to sweep")
     keys = [v.key for v in variants]
     if len(set(keys)) != len(keys):
         twice = sorted({v.label for v in variants if keys.count(v.key) > 1})
         raise ValueError(f"duplicate variants in the grid (same key): {twice}")
+    for v in variants:
+        if v.context is not None:
+            try:
+                context_fingerprint(dict(v.context))
+            except ValueError as e:
+                raise ValueError(f"variant {v.label}: {e}") from None
 
 
 @dataclass

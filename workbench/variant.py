@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Document
-from workbench.params import IncompatibleParams
+from workbench.params import IncompatibleParams, Param, resolve
 from workbench.retrievers import DENSE, STAGES, first_stages, get_stage
 
 StageSpec = tuple[str, tuple[tuple[str, Any], ...], int]  # (stage name, sorted resolved params, stage version)
@@ -29,7 +29,17 @@ MODIFIERS = {  # the +modifiers that are not retrieval stages, and what each doe
     "header": 'contextual chunk header: embed "title > heading path" above each chunk\'s text; the text alone '
               "is returned",
     "late": "late chunking: run the model over the whole document window, then pool each chunk's token "
-            "embeddings (not with +header)",
+            "embeddings (not with +header or +context)",
+    "context": "contextual retrieval: an LLM reads the document and writes one or two sentences situating each "
+               "chunk, embedded and indexed for BM25 above its text; the text alone is returned "
+               "(+context:max_tokens=32 sets its parameters; not with +late)",
+}
+CONTEXT_PARAMS = {  # +context's parameters (workbench.models.context makes the contexts)
+    "llm": Param(None, "the LLM that writes the contexts: a .gguf file or a local causal-LM folder (None: the bundled "
+                 "SmolLM2-135M-Instruct)"),
+    "doc_tokens": Param(2048, "how much of the document the LLM reads per chunk: a longer document is read in "
+                        "windows of this many cl100k_base tokens, the one holding the chunk", lo=64, unit="tokens"),
+    "max_tokens": Param(48, "the longest context the LLM may write", lo=1, hi=512, unit="tokens"),
 }
 
 
@@ -86,16 +96,24 @@ class Variant:
     late: bool = False  # late chunking: pool token embeddings of the whole document window
     version: int = 1  # the strategy's version when the variant was made: part of its identity
     stages: tuple[StageSpec, ...] = DENSE_ONLY  # the retriever, run in order; never changes the chunks
+    context: tuple[tuple[str, Any], ...] | None = None  # +context's resolved CONTEXT_PARAMS; None: no context
 
     @classmethod
-    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False, retriever: str | None = None,
+    def make(cls, strategy: str, *, contextual_header: bool = False, late: bool = False,
+             contextual: bool | Mapping[str, Any] = False, retriever: str | None = None,
              retrieval: Sequence[str | tuple[str, Mapping[str, Any]]] | None = None, **params: Any) -> Variant:
         """Validate and canonicalise; raises ValueError naming the bad parameter. The retriever is
         `retriever` (one first stage: "dense", "bm25", "hybrid") or `retrieval` (stages in order);
-        a stage's parameters may ride among the keywords: make("fixed", retriever="hybrid", rrf_k=30)."""
+        a stage's parameters may ride among the keywords: make("fixed", retriever="hybrid", rrf_k=30).
+        `contextual`: True, or CONTEXT_PARAMS ({"llm": "my.gguf", "doc_tokens": 1024}), for +context;
+        with contextual_header the context comes first, then the header, then the text."""
         if contextual_header and late:
             raise IncompatibleParams(f"{strategy}: contextual_header and late cannot be combined: late chunking "
                                      "embeds the document itself, so a header would change nothing")
+        if contextual is not False and late:
+            raise IncompatibleParams(f"{strategy}: +context and +late cannot be combined: late chunking pools the "
+                                     "document's own tokens, so a written context would change nothing")
+        context = None if contextual is False else _context_params(strategy, contextual)
         if retriever is not None and retrieval is not None:
             raise ValueError(f"{strategy}: give retriever= or retrieval=, not both")
         if retriever is not None and retriever not in first_stages():
@@ -104,18 +122,23 @@ class Variant:
         stages = _stage_kwargs(make_stages(retrieval or [retriever or DENSE]), params, strategy)
         resolved = spec.resolve(params)
         return cls(strategy, tuple(sorted(resolved.items())), bool(contextual_header), bool(late), spec.version,
-                   stages)
+                   stages, context)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> Variant:
         """The variant `spec()` describes (a result's config["grid"] holds these)."""
         retrieval = [(s["stage"], s.get("params", {})) for s in spec["retrieval"]] if "retrieval" in spec else None
         return cls.make(spec["strategy"], contextual_header=spec.get("contextual_header", False),
-                        late=spec.get("late", False), retrieval=retrieval, **spec.get("params", {}))
+                        late=spec.get("late", False), contextual=spec.get("context", False), retrieval=retrieval,
+                        **spec.get("params", {}))
 
     @property
     def kwargs(self) -> dict[str, Any]:
         return dict(self.params)
+
+    @property
+    def contextual(self) -> bool:
+        return self.context is not None
 
     @property
     def retriever(self) -> str:
@@ -136,9 +159,12 @@ class Variant:
         """The spec for `Variant.make(strategy, contextual_header=, late=, **params)`. One first stage
         rides in params as {"retriever": name, **its params} (only when not dense), so a dense
         variant's spec and key are what they were before retrievers existed and a bm25 or hybrid
-        one's what they were before stages; a longer retrieval, or a re-versioned stage, is listed."""
+        one's what they were before stages; a longer retrieval, or a re-versioned stage, is listed;
+        +context's parameters only when it is on."""
         spec: dict[str, Any] = {"strategy": self.strategy, "params": self.kwargs,
                                 "contextual_header": self.contextual_header, "late": self.late}
+        if self.context is not None:
+            spec["context"] = dict(self.context)
         if len(self.stages) > 1 or self.stages[0][2] != 1:
             spec["retrieval"] = [{"stage": n, "params": dict(p)} | ({"version": v} if v != 1 else {})
                                  for n, p, v in self.stages]
@@ -179,6 +205,17 @@ class Variant:
                 out.append(f"+{name}" + (f":{shown}" if shown else ""))
         return out
 
+    def _context_mod(self, form: str) -> list[str]:
+        """["+context"], with its parameters that are not their defaults, as _stage_mods shows a stage's."""
+        if self.context is None:
+            return []
+        given = [(k, v) for k, v in self.context if CONTEXT_PARAMS[k].default != v]
+        if form == "label":
+            shown = ", ".join(f"{k}={short_value(v)}" for k, v in given)
+            return ["+context" + (f"({shown})" if shown else "")]
+        shown = ",".join(f"{k}={_text_value(v)}" for k, v in given)
+        return ["+context" + (f":{shown}" if shown else "")]
+
     @property
     def label(self) -> str:
         """Short human name: strategy, its main parameters, any others that differ from their
@@ -187,7 +224,8 @@ class Variant:
         values = self.kwargs
         shown = [f"{k}={short_value(values[k])}" for k, p in schema.items() if p.label or p.default != values[k]]
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
-        return f"{self.strategy}({', '.join(shown)})" + "".join(mods + self._stage_mods("label"))
+        return f"{self.strategy}({', '.join(shown)})" + "".join(mods + self._context_mod("label") +
+                                                                self._stage_mods("label"))
 
     def __str__(self) -> str:
         return self.label
@@ -198,10 +236,12 @@ class Variant:
         schema = get_strategy(self.strategy).params
         given = ",".join(f"{k}={_text_value(v)}" for k, v in self.params if schema[k].default != v)  # defaults left out
         mods = [m for m, on in (("+header", self.contextual_header), ("+late", self.late)) if on]
-        return f"{self.strategy}{':' if given else ''}{given}" + "".join(mods + self._stage_mods("text"))
+        return f"{self.strategy}{':' if given else ''}{given}" + "".join(mods + self._context_mod("text") +
+                                                                         self._stage_mods("text"))
 
     def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
-        """Chunk every document, in dataset order (so each document's chunks are contiguous)."""
+        """Chunk every document, in dataset order (so each document's chunks are contiguous); a
+        +context variant's contexts are written by the index build (workbench.models.context)."""
         strategy = get_strategy(self.strategy)
         if strategy.version != self.version:  # re-registered since: its chunks would not be this variant's
             raise ValueError(f"variant {self.label} was made for version {self.version} of strategy "
@@ -213,6 +253,18 @@ class Variant:
             chunks = fn(doc, env, **self.kwargs)
             out.extend([with_header(doc, c) for c in chunks] if self.contextual_header else chunks)
         return out
+
+
+def _context_params(strategy: str, contextual: bool | Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    given = {} if contextual is True else contextual
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{strategy}: parameter 'contextual' must be True, False or a dict of "
+                         f"{sorted(CONTEXT_PARAMS)}, got {contextual!r}")
+    resolved = resolve(f"{strategy} +context", CONTEXT_PARAMS, given)
+    if not (resolved["llm"] is None or isinstance(resolved["llm"], str) and resolved["llm"]):
+        raise ValueError(f"{strategy} +context: parameter 'llm' must be a path (a .gguf file or a local model "
+                         f"folder) or None, got {resolved['llm']!r}")
+    return tuple(sorted(resolved.items()))
 
 
 def short_value(value: Any) -> str:
@@ -275,7 +327,8 @@ def _parse_args(text: str, args: str) -> dict[str, Any]:
 
 
 def parse_variant(text: str) -> Variant:
-    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header', '+late' and retrieval
+    """'fixed:size=256,overlap=32+header' -> Variant; modifiers '+header', '+late', '+context' (its
+    parameters after a colon: '+context:doc_tokens=1024') and retrieval
     stages in order, each with its parameters after a colon: '+bm25', '+hybrid:rrf_k=30'. A value
     may be JSON: 'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
     head, *mods = _split_outside_json(text.strip(), "+")
@@ -284,15 +337,17 @@ def parse_variant(text: str) -> Variant:
     if unknown:
         known = ", ".join(f"+{m}" for m in [*MODIFIERS, *(s for s in STAGES if s != DENSE)])
         raise ValueError(f"variant {text!r}: unknown modifier(s) {unknown}; known: {known}")
-    if any(args for n, args in named if n in MODIFIERS):
+    if any(args for n, args in named if n in MODIFIERS and n != "context"):
         raise ValueError(f"variant {text!r}: +header and +late take no parameter")
+    contexts = [args for n, args in named if n == "context"]
     firsts = [n for n, _ in named if n in STAGES and get_stage(n).first]
     if len(firsts) > 1:
         raise ValueError(f"variant {text!r}: one retriever at most, got {['+' + r for r in firsts]}")
     stages = [(n, args) for n, args in named if n in STAGES]
     name, _, args = head.partition(":")
     return Variant.make(name.strip(), contextual_header=any(n == "header" for n, _ in named),
-                        late=any(n == "late" for n, _ in named), retrieval=stages or None, **_parse_args(text, args))
+                        late=any(n == "late" for n, _ in named), contextual=contexts[0] if contexts else False,
+                        retrieval=stages or None, **_parse_args(text, args))
 
 
 def expand(strategy: str, lists: Mapping[str, Any]) -> tuple[list[Variant], list[str]]:
@@ -312,12 +367,14 @@ def expand(strategy: str, lists: Mapping[str, Any]) -> tuple[list[Variant], list
     return out, skipped
 
 
-def grid(strategy: str, *, contextual_header: bool = False, late: bool = False, **lists: Any) -> list[Variant]:
+def grid(strategy: str, *, contextual_header: bool = False, late: bool = False,
+         contextual: bool | Mapping[str, Any] = False, **lists: Any) -> list[Variant]:
     """Every combination of the listed values: grid("fixed", size=[128, 256], overlap=[0, 32]),
     retrievers included: grid("fixed", size=256, retriever=["dense", "bm25", "hybrid"]).
     Combinations whose values clash (overlap >= size, rrf_k without hybrid) are skipped, so grids stay
     simple; a value that is invalid on its own still raises."""
-    out, skipped = expand(strategy, {"contextual_header": contextual_header, "late": late, **lists})
+    out, skipped = expand(strategy, {"contextual_header": contextual_header, "late": late, "contextual": contextual,
+                                     **lists})
     if not out:
         raise ValueError(f"grid({strategy!r}, ...): every combination is invalid, e.g. {skipped[-1]}")
     return out

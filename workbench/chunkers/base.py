@@ -1,9 +1,9 @@
 """The one result type every chunker returns, and what a chunker may ask of its environment.
 
 A chunk is a span of its source: `text == doc.text[start:end]` by construction. What is embedded
-(`embed_text`, e.g. with a contextual header) and what is returned to the LLM (`parent_*`, for
-small-to-big retrieval; `context_text`, a proposition sent instead of its passage) are explicit
-fields, never hidden rewrites of `text`.
+(`embed_text`, e.g. with a contextual header or an LLM-written `context`) and what is returned to
+the LLM (`parent_*`, for small-to-big retrieval; `context_text`, a proposition sent instead of its
+passage) are explicit fields, never hidden rewrites of `text`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Chunk:
     parent_start: int | None = None  # returned instead of [start, end) when set (small-to-big)
     parent_end: int | None = None
     context_text: str | None = None  # sent to the LLM instead of the returned span's text, and counted as context
-
+    context: str | None = None  # an LLM's sentences situating the chunk in its document (+context), embedded above it
 
     @property
     def span(self) -> Span:

@@ -24,6 +24,7 @@ from workbench.dataset import Dataset
 from workbench.evaluation import metrics, scoring
 from workbench.evaluation.settings import Settings
 from workbench.io import publish, source_fingerprint
+from workbench.models.context import context_fingerprint
 from workbench.models.rerank import reranker_fingerprint
 from workbench.retrieval import ann, bm25, index, rerank, search, stages
 from workbench.variant import Variant
@@ -47,11 +48,12 @@ class ScoreCache:
             f"{dataset.fingerprint}-{model_fingerprint}-{hashlib.sha256(setting.encode()).hexdigest()[:12]}")
 
     def path(self, variant: Variant) -> Path:
-        """The variant's entry: its key, and the fingerprints of the models its strategy and stages name
-        (an LLM's or a reranker's files are not in the key, which names them by path)."""
+        """The variant's entry: its key, and the fingerprints of the models its strategy, its stages and
+        +context name (an LLM's or a reranker's files are not in the key, which names them by path)."""
         models = index.chunking_models(variant) + [
             reranker_fingerprint(value) for name, params, _ in variant.stages for param, value in params
             if param in retrievers.get_stage(name).models and value is not None]
+        models += [context_fingerprint(dict(variant.context))] if variant.context is not None else []
         return self.folder / "-".join([variant.key, *models])
 
     def has(self, variant: Variant) -> bool:

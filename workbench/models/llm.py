@@ -22,6 +22,7 @@ at each request and kept nowhere: not on the object, in a spec, a cache, a log o
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -276,9 +277,11 @@ class LLM(Model):
 
     def _encode(self, batch: Sequence[list[dict[str, str]]]) -> Any:
         """The conversations in the chat template, up to the assistant's turn, as one left-padded batch."""
-        tokenizer = self.tokenizer
-        texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
-        return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        return self.tokenizer(self._texts(batch), return_tensors="pt", padding=True,
+                              add_special_tokens=False).to(self.device)
+
+    def _texts(self, batch: Sequence[list[dict[str, str]]]) -> list[str]:
+        return [self.tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
 
     def next_token_logits(self, batch: Sequence[list[dict[str, str]]], token_ids: Sequence[int]) -> Any:
         """The logits of `token_ids` as the first token of the assistant's answer to each
@@ -295,25 +298,58 @@ class LLM(Model):
             logits = self._local[1](**enc, position_ids=positions, logits_to_keep=1).logits[:, -1]
         return logits[:, list(token_ids)].double().cpu().numpy()
 
-    def _generate_local(self, batch: list[list[dict[str, str]]], max_tokens: int) -> list[tuple[str, int, int]]:
-        """(text, prompt tokens, generated tokens) of each conversation, greedily, in one batch."""
+    def _generate_local(self, batch: list[list[dict[str, str]]], max_tokens: int,
+                        prefix: tuple[list[int], Any] | None = None) -> list[tuple[str, int, int]]:
+        """(text, prompt tokens, generated tokens) of each conversation, greedily, in one batch.
+        With `prefix` (token ids every conversation starts with, and their KV cache: `_prefix`),
+        only what follows it is read: each row is the prefix, padding, then its own tokens, the
+        padding masked out, so positions and outputs are those of the whole prompt."""
         import torch
         from transformers import GenerationConfig
 
         tokenizer, model = self._local
-        enc = self._encode(batch)
+        if prefix is None:
+            enc, cache = self._encode(batch), None
+        else:
+            ids, kv = prefix
+            rows = [r[len(ids):] for r in self._token_ids(batch)]
+            width = max(map(len, rows))
+            enc = {"input_ids": torch.tensor([ids + [tokenizer.pad_token_id] * (width - len(r)) + r for r in rows]),
+                   "attention_mask": torch.tensor([[1] * len(ids) + [0] * (width - len(r)) + [1] * len(r)
+                                                   for r in rows])}
+            enc = {k: v.to(self.device) for k, v in enc.items()}
+            cache = copy.deepcopy(kv)  # generation extends it: every batch starts from the prefix alone
+            cache.batch_repeat_interleave(len(rows))
         eos = model.generation_config.eos_token_id
         config = GenerationConfig(max_new_tokens=max_tokens, do_sample=False, eos_token_id=eos,
                                   pad_token_id=tokenizer.pad_token_id)
         torch.manual_seed(SEED)
         with torch.inference_mode():
-            out = model.generate(**enc, generation_config=config)
+            out = model.generate(**enc, **({"cache": cache} if cache is not None else {}), generation_config=config)
         stops = set(eos if isinstance(eos, list) else [eos])
         results = []
         for row, mask in zip(out[:, enc["input_ids"].shape[1]:].tolist(), enc["attention_mask"], strict=True):
             n = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))  # the end token counts
             results.append((tokenizer.decode(row[:n], skip_special_tokens=True), int(mask.sum()), n))
         return results
+
+    def _token_ids(self, conversations: Sequence[list[dict[str, str]]]) -> list[list[int]]:
+        """Each conversation's prompt tokens, unpadded, as `_encode` reads them."""
+        return self.tokenizer(self._texts(conversations), add_special_tokens=False)["input_ids"]
+
+    def _prefix(self, conversations: Sequence[list[dict[str, str]]]) -> tuple[list[int], Any] | None:
+        """The tokens all `conversations` start with (one less than the shortest has: each must
+        read one of its own) and their KV cache, computed once; None when they share none."""
+        import torch
+
+        ids = self._token_ids(conversations)
+        shortest = min(map(len, ids)) - 1
+        n = next((i for i in range(shortest) if any(r[i] != ids[0][i] for r in ids)), shortest)
+        if n < 1:
+            return None
+        with torch.inference_mode():
+            kv = self._local[1](input_ids=torch.tensor([ids[0][:n]], device=self.device), use_cache=True).cache
+        return ids[0][:n], kv
 
     # -- openai backend ------------------------------------------------------------------------------
 
@@ -387,19 +423,31 @@ class LLM(Model):
         output: str | Sequence[str] = "text",
         stop: Callable[[], bool] | None = None,
         desc: str = "generating",
+        shared: str | None = None,
     ) -> list[Generation]:
         """One generation per item (the inputs `prompt` is filled with), in order; each distinct
         one is generated once, ever, then read from the cache. `output` is "text", "json" or a
         tuple of allowed answers: every generation is parsed (`parse_output`), and the first that
         does not parse raises OutputError. `stop()` is asked between batches (local) or requests
-        (openai): once true, Stopped is raised, with what finished cached."""
+        (openai): once true, Stopped is raised, with what finished cached.
+
+        `shared` names an input that items share and that the prompt opens with (a document read
+        before each of its chunks): on the local backend the items of one value are generated
+        together, the tokens their prompts start with read once into a KV cache that each batch
+        continues from, instead of once per item. The text is the same as without (greedy decoding
+        of the same tokens at the same positions), so the cache keys are too. The openai backend
+        has no KV cache to reuse: it sends every full prompt, and a server that caches prefixes
+        (vLLM, llama.cpp's server, hosted APIs) does the reuse itself."""
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
         check_output(output)
         keys = self.keys(prompt, items, max_tokens)
         found = self.cache.get_many(keys) if self.cache is not None else {}
+        if shared is not None and any(shared not in i for i in items):
+            raise ValueError(f"shared: every item needs input {shared!r} (prompt {prompt.name!r})")
         missing = {k: prompt.messages(i) for k, i in zip(keys, items, strict=True) if k not in found}
-        self._run(missing, max_tokens, found, stop, f"{desc} ({prompt.name} v{prompt.version})")
+        groups = None if shared is None else {k: str(i[shared]) for k, i in zip(keys, items, strict=True)}
+        self._run(missing, max_tokens, found, stop, f"{desc} ({prompt.name} v{prompt.version})", groups)
         self.stats.cached += len(items) - len(missing)
         out = []
         for n, k in enumerate(keys):
@@ -414,20 +462,27 @@ class LLM(Model):
         return out
 
     def _run(self, missing: dict[bytes, list[dict[str, str]]], max_tokens: int, found: dict[bytes, Any],
-             stop: Callable[[], bool] | None, desc: str) -> None:
-        """Generate the missing items, shortest prompts first (least padding), caching each batch."""
+             stop: Callable[[], bool] | None, desc: str, groups: dict[bytes, str] | None = None) -> None:
+        """Generate the missing items, shortest prompts first (least padding), caching each batch;
+        with `groups` (local backend), one group after another, each from its prompts' shared prefix
+        (see `generate`), whose reading counts in the seconds of the group's first batch."""
+        reuse = groups is not None and self.backend == "local"
         order = sorted(missing, key=lambda k: len(json.dumps(missing[k])))
         step = self.batch_size if self.backend == "local" else 1
-        done = 0
+        runs = [[k for k in order if groups[k] == g] for g in dict.fromkeys(groups[k] for k in missing)] if reuse \
+            else [order]
+        batches = [(run, run[b : b + step]) for run in runs for b in range(0, len(run), step)]
+        done, prefix = 0, None
         with tqdm(total=len(order), desc=desc, unit="item", disable=not self.progress or len(order) <= step) as bar:
-            for b in range(0, len(order), step):
+            for run, batch in batches:
                 if stop is not None and stop():
                     raise Stopped(f"{desc}: stopped after {done} of {len(order)} generations (those are cached)")
-                batch = order[b : b + step]
                 t0 = time.perf_counter()
+                if reuse and batch[0] == run[0]:  # a group's first batch reads its prefix
+                    prefix = self._prefix([missing[k] for k in run])
                 try:
-                    made = (self._generate_local([missing[k] for k in batch], max_tokens) if self.backend == "local"
-                            else [self._generate_remote(missing[batch[0]], max_tokens)])
+                    made = (self._generate_local([missing[k] for k in batch], max_tokens, prefix)
+                            if self.backend == "local" else [self._generate_remote(missing[batch[0]], max_tokens)])
                 except LLMError as e:  # one line: what failed, where, and what is kept
                     raise type(e)(f"{e} ({desc}: generation {done + 1} of {len(order)}; {done} finished are cached)"
                                   ) from None

@@ -238,7 +238,8 @@ def reproduce_code(config: Mapping[str, Any]) -> str:
              "  # the folder this dataset was loaded from", "variants = ["]
     for g in config.get("grid", []):
         args = [repr(g["strategy"]), *(f"{p}={v!r}" for p, v in g.get("params", {}).items()),
-                *(f"{m}=True" for m in ("contextual_header", "late") if g.get(m))]
+                *(f"{m}=True" for m in ("contextual_header", "late") if g.get(m)),
+                *([f"contextual={g['context']!r}"] if "context" in g else [])]
         lines.append(f"    wb.Variant.make({', '.join(args)}),")
     backend = config.get("backend", "torch")
     model = str(config.get("model_fingerprint", "")).removesuffix(f"-{backend}")

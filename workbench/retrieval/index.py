@@ -27,8 +27,9 @@ from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
+from workbench.models.context import context_fingerprint, context_llm, contextualize
 from workbench.models.embed import Embedder
-from workbench.models.llm import llm_fingerprint
+from workbench.models.llm import LLM, llm_fingerprint
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
@@ -36,7 +37,8 @@ from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
-_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end", "context_text"]
+_COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end", "context_text",
+            "context"]
 
 
 # Bump when the chunks or vectors an entry holds change for the same variant, corpus and model (how
@@ -171,13 +173,25 @@ class IndexStore:
         self.mmap = mmap
         # loaded on first use, their scores cached under root, their uncached pairs computed by `engine`
         self.rerankers = Rerankers(self.root, engine)
+        self._llms: dict[str | None, LLM] = {}  # +context's LLMs by path, their generations cached under root
+
+    def llm(self, variant: Variant) -> LLM | None:
+        """The LLM that writes a +context variant's contexts (one per path, loaded on first generation)."""
+        if variant.context is None:
+            return None
+        params = dict(variant.context)
+        if params["llm"] not in self._llms:
+            self._llms[params["llm"]] = context_llm(params, self.root)
+        return self._llms[params["llm"]]
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring), and of
-        the LLMs that wrote its chunks when its strategy has some (`chunking_models`)."""
+        the LLMs that wrote its chunks when its strategy has some (`chunking_models`); a +context
+        variant's names its LLM's files and prompt too (context_fingerprint)."""
         build = f"-b{BUILD_VERSION}" if BUILD_VERSION != 1 else ""  # version 1 names entries as they always were
         llms = "".join(f"-{fp}" for fp in chunking_models(variant))
-        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{llms}{build}"
+        context = f"-c{context_fingerprint(dict(variant.context))}" if variant.context is not None else ""
+        name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{llms}{context}{build}"
         return self.root / "index" / name
 
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
@@ -189,7 +203,7 @@ class IndexStore:
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
-            index = build_index(variant.chunking, dataset, embedder, llm_cache_dir=self.root)
+            index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
             if self.mmap:  # the vectors just built leave RAM
                 index.exact = index.index = self._read(path / "index.faiss")
@@ -235,6 +249,8 @@ class IndexStore:
     def _load(self, path: Path, dataset: Dataset) -> ChunkIndex:
         meta = json.loads((path / "meta.json").read_text())
         table = pd.read_parquet(path / "chunks.parquet")
+        if "context" not in table:  # an entry written before +context
+            table["context"] = None
         docs = dataset.docs
         chunks = [
             Chunk(
@@ -243,6 +259,7 @@ class IndexStore:
                 None if pd.isna(r.parent_start) else int(r.parent_start),
                 None if pd.isna(r.parent_end) else int(r.parent_end),
                 context_text=None if pd.isna(getattr(r, "context_text", None)) else r.context_text,  # older entries
+                context=None if pd.isna(getattr(r, "context", None)) else r.context,
             )
             for r in table.itertuples(index=False)
         ]
@@ -252,12 +269,13 @@ class IndexStore:
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
 
 
-def build_index(variant: Variant, dataset: Dataset, embedder: Embedder,
+def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None,
                 llm_cache_dir: str | Path | None = CACHE_DIR) -> ChunkIndex:
-    """The whole build of one variant: chunk, embed (or late-embed), index, and count its cost. An
-    LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the index's:
-    index_tokens_generated and index_llm_seconds (cached generations at what they cost when made,
-    so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used)."""
+    """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
+    one its parameters name, caching in the default folder), embed (or late-embed), index, and count
+    its cost. An LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the
+    index's: index_tokens_generated and index_llm_seconds (cached generations at what they cost when
+    made, so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
@@ -265,6 +283,11 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder,
     chunks = variant.chunk(dataset, env)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    model_cost: dict[str, Any] = {}
+    if variant.context is not None:
+        params = dict(variant.context)
+        chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR),
+                                           doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"])
     texts = embed_texts(chunks)
     if variant.late:
         from workbench.models.late import late_vectors
@@ -276,6 +299,7 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder,
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
         "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
         "texts_embedded": embedder.stats.embedded - before,
+        **model_cost,
         "seconds": round(time.perf_counter() - t0, 3),
         "built": True,
     }

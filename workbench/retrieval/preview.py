@@ -128,6 +128,9 @@ def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:
 def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache) -> ChunkIndex:
     """The variant's index, in memory only, with pooled chunk vectors (and a BM25 index when its
     stages need one, as IndexStore.get builds it)."""
+    if variant.context is not None:
+        raise ValueError(f"variant {variant.label}: a preview cannot score +context, whose embedded text the document "
+                         "does not hold (a preview pools the document's token embeddings); sweep it without preview")
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     chunks = [c for doc in dataset.documents

@@ -1,0 +1,87 @@
+"""Contextual retrieval (Anthropic, 2024): an LLM reads a chunk's document and writes one or two
+sentences that situate the chunk in it; they are embedded and indexed for BM25 above the chunk's
+text (Chunk.context, Chunk.embed_text), while what a search returns stays the chunk's span.
+
+Window: a document longer than `doc_tokens` (cl100k_base tokens, the unit of context cost, so a
+cached run never loads the LLM's tokenizer) is read in fixed, consecutive windows of that many
+tokens, and a chunk reads the window holding its first character (its own text is in the prompt in
+full anyway). Fixed windows rather than one centred on each chunk, so that all the chunks of a
+window open their prompts with it and the LLM reads it once (LLM.generate's `shared`).
+
+The contexts' model cost (tokens generated, seconds, as each generation cost when it was made, so
+a cached re-run reports what the contexts cost, not zero) goes in the index cost beside the
+chunks' context cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from workbench.chunkers import Chunk
+from workbench.dataset import Document
+from workbench.models.llm import LLM, Prompt
+from workbench.tokens import TiktokenTokenizer
+
+# Anthropic's contextual retrieval prompt. Its name and version name every generation and the
+# index entries of +context variants (context_fingerprint): bump the version when the wording changes.
+CONTEXT = Prompt(
+    "chunk-context", 1,
+    "<document>\n{document}\n</document>\nHere is the chunk we want to situate within the whole document\n"
+    "<chunk>\n{chunk}\n</chunk>\nPlease give a short succinct context to situate this chunk within the overall "
+    "document for the purposes of improving search retrieval of the chunk. Answer only with the succinct context "
+    "and nothing else.")
+COST_COLUMNS = ("context_tokens_generated", "context_seconds")  # the index cost a +context variant adds
+
+
+def context_llm(params: Mapping[str, Any], cache_dir: str | Path | None) -> LLM:
+    """The LLM a variant's context parameters name (llm None: the bundled SmolLM2)."""
+    return LLM(params["llm"], cache_dir=cache_dir, progress=False)
+
+
+def context_fingerprint(params: Mapping[str, Any]) -> str:
+    """What names a +context variant's entries besides its key (which names the LLM by path): the
+    LLM's files and the prompt's version, so another model or prompt never serves old contexts.
+    Raises ValueError naming `llm` when it is not a local model; loads nothing."""
+    try:
+        llm = context_llm(params, None)
+    except ValueError as e:
+        raise ValueError(f"+context parameter 'llm': {e}") from None
+    return hashlib.sha256(f"{llm.fingerprint}-{CONTEXT.name}-v{CONTEXT.version}".encode()).hexdigest()[:12]
+
+
+def windows(doc: Document, chunks: Sequence[Chunk], doc_tokens: int) -> list[str]:
+    """The text of `doc` each chunk reads: the whole document, or its window (module docstring)."""
+    b = TiktokenTokenizer().boundaries(doc.text).tolist()
+    n = len(b) - 1
+    if n <= doc_tokens:
+        return [doc.text] * len(chunks)
+    out = []
+    for c in chunks:
+        w = (bisect_right(b, c.start) - 1) // doc_tokens
+        out.append(doc.text[b[w * doc_tokens] : b[min((w + 1) * doc_tokens, n)]])
+    return out
+
+
+def contextualize(docs: Mapping[str, Document], chunks: Sequence[Chunk], llm: LLM, *, doc_tokens: int,
+                  max_tokens: int, reuse: bool = True) -> tuple[list[Chunk], dict[str, Any]]:
+    """Each chunk with its context (in `context`, and above its embedded text), and their model cost.
+    `reuse`: read each window once for all its chunks (False: once per chunk; the same text)."""
+    rows: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        rows.setdefault(c.doc_id, []).append(i)
+    read = [""] * len(chunks)
+    for doc_id, idx in rows.items():
+        for i, text in zip(idx, windows(docs[doc_id], [chunks[i] for i in idx], doc_tokens), strict=True):
+            read[i] = text
+    made = llm.generate(CONTEXT, [{"document": w, "chunk": c.text} for w, c in zip(read, chunks, strict=True)],
+                        max_tokens=max_tokens, desc="chunk contexts", shared="document" if reuse else None)
+    out = [replace(c, context=g.value, embed_text=f"{g.value}\n\n{c.embed_text or c.text}" if g.value else c.embed_text)
+           for c, g in zip(chunks, made, strict=True)]
+    cost = {"context_tokens_generated": sum(g.generated_tokens for g in made),
+            "context_seconds": round(sum(g.seconds for g in made), 3)}
+    return out, cost
