@@ -197,6 +197,8 @@ def test_cli_prints_the_table_and_errors_in_one_line(answers: Answers, data: Pat
     main(["answers", "--data", str(data), "--cache", str(cache), "--out", str(tmp_path / "out"), "--no-report",
           "--quiet", *CLI])
     out = capsys.readouterr().out.splitlines()
+    estimates, out = out[:2], out[2:]  # one per prompt (no context, with context), before any generation
+    assert all(line.startswith("estimate (") and "nothing to generate" in line for line in estimates)
     assert out[0].startswith("Answer quality at 64 cl100k_base tokens of context, SmolLM2-135M-Instruct, 3 questions")
     assert "generated nothing" in out[0]  # the same contexts as the API's run: every answer cached
     rows = [line for line in out if line.startswith(tuple(answers.table["variant"]))]

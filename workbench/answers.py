@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.estimate import estimate_generation
 from workbench.evaluation import metrics, stats
 from workbench.io import atomic_write, write_text
 from workbench.models.cache import RerankCache, cache_file, json_key
@@ -198,6 +199,7 @@ def evaluate(
     k: int | None = None,
     confidence: float | None = None,
     stop: Callable[[], bool] | None = None,
+    on_estimate: Callable[[str], None] | None = None,
 ) -> Answers:
     """Answer every question of `dataset` from the context of the `top` best variants of `result`
     (all, when it has fewer) by mean `metric`@k (default: recall at the sweep's default k), or of
@@ -206,7 +208,9 @@ def evaluate(
     `llm`: default the bundled SmolLM2-135M in the default cache folder; `context_tokens`: the
     budget, in the result's budget encoding; `max_tokens`: of one answer; `judge`: the model also
     judges each answer (local backend: it reads next-token logits). `confidence`: of the intervals
-    (default: the sweep's). `stop()` is asked between batches of generations (LLM.generate)."""
+    (default: the sweep's). `stop()` is asked between batches of generations (LLM.generate).
+    `on_estimate(line)`, when given, hears before each prompt's generations what they will cost
+    (workbench.estimate.estimate_generation: its timed sample is kept, so nothing is generated twice)."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ValueError(f"top must be an int >= 1, got {top!r}")
     if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
@@ -245,8 +249,10 @@ def evaluate(
     closed = [r for r in rows if r["kind"] == FLOOR]
     opened = [r for r in rows if r["kind"] != FLOOR]
     for prompt, part in ((CLOSED, closed), (ANSWER, opened)):
-        made = llm.generate(prompt, [{"question": r["question"], "context": r["context"]} for r in part],
-                            max_tokens=max_tokens, stop=stop, desc="answers")
+        items = [{"question": r["question"], "context": r["context"]} for r in part]
+        if on_estimate is not None:
+            on_estimate(estimate_generation(llm, prompt, items, max_tokens).line())
+        made = llm.generate(prompt, items, max_tokens=max_tokens, stop=stop, desc="answers")
         for r, g in zip(part, made, strict=True):
             f1, em = grade(g.value, r["references"])
             r |= {"answer": g.value, "f1": f1, "exact_match": em, "generated_tokens": g.generated_tokens,

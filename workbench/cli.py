@@ -470,7 +470,8 @@ def _answers(args: argparse.Namespace) -> None:
 
     def then(result: SweepResult, dataset: Dataset) -> Answers:
         return evaluate(result, dataset, args.top, llm=llm, context_tokens=args.context_tokens,
-                        max_tokens=args.max_tokens, judge=args.judge)
+                        max_tokens=args.max_tokens, judge=args.judge,
+                        on_estimate=lambda line: print(line, flush=True))
 
     answers = _measure(args, then)[1]
     c = answers.config
