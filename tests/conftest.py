@@ -89,6 +89,16 @@ def llm_cache(llm_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Cal
 
 
 @pytest.fixture(scope="session")
+def model_stack_files(tiny: Dataset, llm_cache: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory
+                      ) -> tuple[Path, Path]:
+    """The tiny corpus as a dataset folder and one cache folder for the model-stack notebook's runs
+    (headless in test_notebook, in JupyterLab in test_browser_lab): whichever runs second generates nothing."""
+    from test_notebook import write_dataset
+
+    return write_dataset(tiny, tmp_path_factory.mktemp("model-stack") / "data"), llm_cache("model-stack-cache")
+
+
+@pytest.fixture(scope="session")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False)
 

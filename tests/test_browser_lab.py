@@ -1,5 +1,6 @@
 """The quickstart notebook in a real JupyterLab in Chromium, as a new user runs it: every cell runs
-clean, every widget renders, and the panel's slider redraws the figure from the keyboard."""
+clean, every widget renders, and the panel's slider redraws the figure from the keyboard; and the
+model-stack notebook runs clean there too."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from playwright.sync_api import Locator
-from test_notebook import write_dataset
+from test_notebook import model_stack_parameters, write_dataset
 
 from workbench.dataset import Dataset
 
@@ -128,3 +129,23 @@ def test_sweeper_sweeps_a_typed_range_and_scrubs_from_the_keyboard(quickstart: T
     local = ("data:", "blob:", lab.url, lab.url.replace("http", "ws", 1))
     assert not [u for u in quickstart.requests if not u.startswith(local)], "requests off the local server"
     assert not quickstart.errors
+
+
+def test_model_stack_notebook_runs_clean_in_lab(tab: Tab, lab: Server, workspace: Path,
+                                                model_stack_files: tuple[Path, Path]) -> None:
+    """The model-stack notebook as a user runs it: every cell clean, the answer table rendered
+    (its cache shared with the headless run, so whichever runs second generates nothing)."""
+    from browserkit import run_all, set_parameters
+
+    name = "03_model_stack.ipynb"
+    set_parameters(workspace / "notebooks" / name, model_stack_parameters(model_stack_files, workspace / "results"
+                                                                           / "model_stack"))
+    run_all(tab.page, f"{lab.url}lab/tree/{name}", 1800)  # cold: the LLM writes, judges and answers on two cores
+    page = tab.page
+    texts = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output").all_inner_texts()
+    assert not [t for t in texts if "Traceback" in t], f"error output: {texts}"
+    answers = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedHTMLCommon table").filter(
+        has_text="(evidence as context)")
+    answers.scroll_into_view_if_needed()
+    tab.screenshot("lab-model-stack-answers", answers)
+    assert "(no context)" in answers.inner_text()

@@ -30,6 +30,12 @@ def write_dataset(ds: Dataset, folder: Path) -> Path:
     return folder
 
 
+def model_stack_parameters(files: tuple[Path, Path], out: Path) -> str:
+    data, cache = files
+    return (f"DATA = {str(data)!r}\nDOCS = None\nCACHE = {str(cache)!r}\nOUT = {str(out)!r}\nK = 3\nKS = (1, 3)\n"
+            "MAX_TOKENS = 12")
+
+
 def execute(name: str, params: str, then: Callable[[list], list[str]] = lambda cells: []) -> list:
     """Run notebooks/<name> headless with its 'parameters' cell replaced, then the cells `then`
     makes of its code cells (e.g. a sweep, and some of its cells once more); return the outputs."""
@@ -116,3 +122,21 @@ def test_your_documents_notebook_measures_code_and_pdf_units(tmp_path: Path) -> 
         assert label in code
     assert "page(window=2, overlap=1)" in pdf and "fixed(size=256, overlap=0)" in pdf and "truncated_chunks" in variants
     assert all("recall@3" in t and "context_tokens@3" in t for t in (code, pdf))
+
+
+def test_model_stack_notebook_measures_every_llm_row_and_the_answers(model_stack_files: tuple[Path, Path],
+                                                                     tmp_path: Path) -> None:
+    outputs = execute("03_model_stack.ipynb", model_stack_parameters(model_stack_files, tmp_path / "out"))
+    tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    text = "".join(o.get("text", "") for o in outputs)
+    labels = ("recursive(size=128, overlap=0)+context", "propositions(passage_size=128)", "llm_chunk(max_size=256)",
+              "recursive(size=128, overlap=0)+hybrid+rerank")
+    for label in labels:
+        assert any(label in t for t in tables), label
+    assert any("context_tokens_generated" in t for t in tables) and any("index_tokens_generated" in t for t in tables)
+    assert any("rerank_seconds_per_question" in t for t in tables)
+    written = text.split("the context written above one chunk: ")[1].splitlines()[0]
+    assert written not in ("None", "''")  # the model wrote something above the chunk
+    answers = tables[-1]
+    assert "(no context)" in answers and "(evidence as context)" in answers and "f1" in answers
+    assert "Answer quality" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
