@@ -78,19 +78,20 @@ OFFLINE = LOOP_OFFLINE | {"TOKENIZERS_PARALLELISM": "false"}
 
 # ---- the corpus -------------------------------------------------------------------------------------------
 
-def build_corpus(folder: Path, quick: bool) -> Dataset:
-    """data/chroma_small as 3 Markdown files + questions.jsonl (workbench) + questions.yaml (chunklab)."""
+def build_corpus(folder: Path, chars: int | None, per_doc: int) -> Dataset:
+    """data/chroma_small as 3 Markdown files (cut to their first `chars` characters) + the first `per_doc`
+    questions of each whose answers lie in it: questions.jsonl (workbench), questions.yaml (chunklab)."""
     source = load_dataset(SMALL)
     docs = folder / "docs"
     docs.mkdir(parents=True)
     names, kept = {}, []
     for doc in source.documents:
-        text = doc.text[:QUICK_CHARS] if quick else doc.text
+        text = doc.text[:chars]
         names[doc.doc_id] = (f"{doc.doc_id}.md", text)
         (docs / f"{doc.doc_id}.md").write_text(text, encoding="utf-8", newline="")
         fits = [q for q in source.questions
                 if all(a.doc_id == doc.doc_id and a.end <= len(text) for a in q.answers)]
-        kept += fits[:QUICK_QUESTIONS_PER_DOC if quick else QUESTIONS_PER_DOC]
+        kept += fits[:per_doc]
     lines = [json.dumps({"qid": q.qid, "question": q.question, "answers": [
         {"doc_id": names[a.doc_id][0], "start": a.start, "end": a.end} for a in q.answers]}) for q in kept]
     (docs / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -273,12 +274,12 @@ def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
 # (a lazy import inside a part counts in both: the parts overlap)
 PARTS = {
     "imports (every module loaded, at any depth)": [("<frozen importlib._bootstrap>", "_find_and_load")],
-    "model load (SentenceTransformer())": [("sentence_transformers/SentenceTransformer.py", "__init__")],
-    "embedding (SentenceTransformer.encode)": [("sentence_transformers/SentenceTransformer.py", "encode")],
-    "chunking (workbench/chunkers)": [("workbench/chunkers/", "")],
+    "model load (SentenceTransformer())": [("sentence_transformers/sentence_transformer/model.py", "__init__")],
+    "embedding (SentenceTransformer.encode)": [("sentence_transformers/sentence_transformer/model.py", "encode")],
+    "chunking (workbench/chunkers, with semantic's embedding)": [("workbench/chunkers/", "")],
     "bootstrap (workbench/evaluation/stats.py)": [("workbench/evaluation/stats.py", "")],
     "figures (workbench/plots.py)": [("workbench/plots.py", "")],
-    "report (workbench/report)": [("workbench/report/", "")],
+    "report (workbench/report, with the figures it draws)": [("workbench/report/", "")],
 }
 
 
@@ -373,16 +374,24 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="one size, one round, a small corpus, no report, no profile")
     p.add_argument("--repeats", type=int, default=5, help="interleaved chunking rounds; the best of each is kept")
+    p.add_argument("--corpus-chars", type=int, help="section 2: cut each document to its first N characters "
+                   "(default: whole; --quick: %d)" % QUICK_CHARS)
+    p.add_argument("--semantic-chars", type=int, help="section 1's semantic row: the first document's first N "
+                   "characters (default: whole; --quick: %d)" % (QUICK_CHARS // 3))
     p.add_argument("--out", type=Path, help="write the markdown here (default: bench/peers.md; --quick: print only)")
     args = p.parse_args()
+    if args.quick:
+        args.corpus_chars = args.corpus_chars or QUICK_CHARS
+        args.semantic_chars = args.semantic_chars or QUICK_CHARS // 3
     out = args.out or (None if args.quick else BENCH / "peers.md")
     started, load0, t0 = datetime.datetime.now(datetime.UTC), os.getloadavg(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         work = Path(tmp)
-        data = build_corpus(work / "corpus", args.quick)
+        data = build_corpus(work / "corpus", args.corpus_chars,
+                            QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC)
         rows = chunker_rows(load_dataset(SMALL) if not args.quick else data, SIZES[:1] if args.quick else SIZES,
                             1 if args.quick else args.repeats, work / "chunk-cache",
-                            QUICK_CHARS // 3 if args.quick else None)
+                            args.semantic_chars)
         e2e = end_to_end(work / "corpus", work / "e2e", (False,) if args.quick else (True, False))
         md = markdown(args, data, rows, e2e, started, load0, t0)
         write(md, out)
@@ -401,12 +410,12 @@ def write(md: list[str], out: Path | None) -> None:
 def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: EndToEnd,
              started: datetime.datetime, load0: tuple[float, float, float], t0: float) -> list[str]:
     load1 = os.getloadavg()
-    cut = f" cut to their first {QUICK_CHARS} characters" if args.quick else ""
+    cut = f" cut to their first {args.corpus_chars:,} characters" if args.corpus_chars else ""
     per_doc = QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC
     corpus = (f"data/chroma_small's 3 documents as .md files{cut}, {len(data.questions)} questions (the first "
               f"{per_doc} per document whose answer spans lie in it)")
     md = [f"# Peers, side by side in one run (issue 21){' — quick mode' if args.quick else ''}", "",
-          f"`nice -n 10 python bench/peers.py{' --quick' if args.quick else f' --repeats {args.repeats}'}`, run "
+          f"`nice -n 10 python bench/peers.py {' '.join(sys.argv[1:])}`, run "
           f"{started:%Y-%m-%d %H:%M} UTC, {(time.perf_counter() - t0) / 60:.1f} min, on {os.cpu_count()} cores "
           f"({cpu_name()}), shared with other engineers' jobs: load average (1/5/15 min) "
           f"{'/'.join(f'{x:.1f}' for x in load0)} at the start, {'/'.join(f'{x:.1f}' for x in load1)} at the end. "
@@ -414,7 +423,8 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
           "## 1. Chunkers, in process", "",
           f"Texts: {'the corpus of section 2' if args.quick else 'data/chroma_small (3 documents, 206,423 characters)'}"
           f". Best of {1 if args.quick else args.repeats} interleaved rounds after a warm-up; the semantic row on "
-          "the first document only, Chonkie and the empty cache one call each (each embeds everything), the warm "
+          f"the first document only{f' (its first {args.semantic_chars:,} characters)' if args.semantic_chars else ''}"
+          ", Chonkie and the empty cache one call each (each embeds everything), the warm "
           "cache best of the rounds. Chonkie's chunkers and LangChain's splitter are made afresh on every call "
           "(RecursiveChunker caches token counts per instance). workbench x faster = peer wall s / workbench "
           "wall s. Sizes in cl100k tokens of the same tiktoken encoding object, except the semantic row (the model's "
