@@ -38,7 +38,7 @@ app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) 
 		--strip_sources=True
 
 bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 cores)
-	$(BIN)/pip install -q -r requirements-bench.txt  # the LlamaIndex loop's embedding (bench only)
+	$(BIN)/pip install -q -r requirements-bench.txt  # the LlamaIndex loop's embedding, Chonkie, chunklab (bench only)
 	$(BIN)/python bench/perf.py --rev 7737326 --rev HEAD
 	$(BIN)/python bench/backends.py
 	$(BIN)/python bench/preview.py
@@ -50,6 +50,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python bench/explorer.py
 	$(BIN)/python bench/sweeper_overhead.py
 	$(BIN)/python bench/context.py
+	$(BIN)/python bench/peers.py
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache
