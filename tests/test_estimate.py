@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from workbench.dataset import Dataset
 from workbench.estimate import estimate, padded_word_pieces
 from workbench.models.embed import Embedder
 from workbench.sweep import sweep
-from workbench.variant import parse_variant
+from workbench.variant import Variant, parse_variant
 
 
 def test_padding_is_counted_as_the_model_batches_texts() -> None:
@@ -58,3 +59,22 @@ def test_a_bad_grid_is_refused_before_any_work(tiny: Dataset, tmp_path: Path) ->
         estimate(tiny, [parse_variant("fixed:size=8"), parse_variant("fixed:size=8,overlap=0")], embedder=embedder,
                  store=tmp_path)
     assert embedder.stats.embedded == 0 and "model" not in vars(embedder)
+
+
+def test_context_generations_are_estimated_and_llm_chunkers_are_not_chunked(
+        tiny: Dataset, llm_cache: Callable[[str], Path], embedder: Embedder) -> None:
+    """+context: the contexts its build will write, counted on its chunks by the store's LLM (a
+    sample generated and kept); an LLM chunker is named, not run (it would generate everything)."""
+    from workbench.retrieval.index import IndexStore
+
+    store = IndexStore(llm_cache("estimate-context"))
+    ctx = Variant.make("fixed", size=48, contextual={"max_tokens": 6})
+    cold = estimate(tiny, [ctx, Variant.make("llm_chunk", max_size=64)], embedder=embedder, store=store)
+    chunks = len(store.get(Variant.make("fixed", size=48), tiny, embedder).chunks)
+    (g,) = cold.generations
+    assert (g.items, g.to_generate + g.sampled) == (chunks, chunks) and g.sampled >= 2 and not cold.cached
+    assert cold.unestimated == 1 and "1 indexes chunked by an LLM" in cold.line() and "chunk-context v1" in cold.line()
+    assert store.llm(ctx).stats.generated == g.sampled  # the sample only: llm_chunk generated nothing
+    sweep(tiny, [ctx], ks=(1, 3), embedder=embedder, store=store, progress=False)
+    assert store.llm(ctx).stats.generated == chunks  # the sweep made the rest, the sample served from the cache
+    assert estimate(tiny, [ctx], embedder=embedder, store=store).cached

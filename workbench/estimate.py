@@ -23,6 +23,10 @@ from the generation cache, the tokens they will generate, and the time at a rate
 way, on a sample of them (kept in the cache): one generation to warm the model up, then a batch.
 Its tokens are the sample's mean per item times the items left (at most max_tokens each).
 
+In a sweep: a +context build's contexts are estimated so (by the store's LLM, on the build's
+chunks), one GenerationEstimate per build; a build whose chunker itself generates (propositions,
+llm_chunk) is not chunked here, since that would generate all of it: it is counted as unestimated.
+
 Measured on data/chroma_small, on 2 busy shared cores: for 5 variants (fixed 128 and 256, its
 +bm25, recursive 256, semantic 80) it counted 3,398 texts where the sweep then embedded 3,405, and
 said 7 min 25 s for a sweep that took 7 min 19 s; timing the warm-up pass too, it had said 13 min 45 s
@@ -47,11 +51,12 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers import ChunkEnv
+from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Document
 from workbench.evaluation.settings import Settings
 from workbench.io import CACHE_DIR
 from workbench.models.cache import text_key
+from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM, Prompt
 from workbench.retrieval.index import IndexStore, embed_texts
@@ -76,11 +81,13 @@ class Estimate:
     measured: str  # how the rate was measured, for people ("" when it was not)
     sampled: int  # texts embedded to measure the rate, now in the vector cache
     approximate: bool  # some chunker's cuts wait on vectors not computed yet, so `texts` is approximate
+    generations: tuple[GenerationEstimate, ...] = ()  # the +context variants' contexts to write, one per build
+    unestimated: int = 0  # builds whose chunker generates (propositions, llm_chunk): counting them would generate
 
     @property
     def cached(self) -> bool:
-        """Nothing to embed: every vector (or score) the sweep needs is cached."""
-        return self.word_pieces == 0
+        """Nothing to embed or generate: every vector, generation (or score) the sweep needs is cached."""
+        return self.word_pieces == 0 and all(g.cached for g in self.generations) and not self.unestimated
 
     @property
     def seconds(self) -> float:
@@ -90,6 +97,15 @@ class Estimate:
     def line(self) -> str:
         if self.cached:
             return "estimate: all cached, nothing to embed"
+        more = [g.line().removeprefix("estimate ") for g in self.generations if not g.cached]
+        if self.unestimated:
+            more.append(f"{self.unestimated} indexes chunked by an LLM (propositions, llm_chunk): their generations "
+                        "are not estimated")
+        if self.word_pieces == 0:
+            return "estimate: nothing to embed; " + "; ".join(more)
+        return self._embedding_line() + "".join(f"; {m}" for m in more)
+
+    def _embedding_line(self) -> str:
         work = [f"{'about ' if self.approximate else ''}{self.texts:,} texts to embed"] if self.texts else []
         if self.token_passes:
             work.append(f"a token pass over {self.token_pass_documents:,} documents" if self.token_passes == 1 else
@@ -193,9 +209,9 @@ class _Tally:
             self.inexact.update(new)
         return keys, found
 
-    def build(self, variant: Variant, dataset: Dataset) -> None:
+    def build(self, variant: Variant, dataset: Dataset) -> list[Chunk]:
         """What building the variant's index embeds: what its chunker embeds, then its chunks (or
-        a token pass over their documents, for +late)."""
+        a token pass over their documents, for +late); returns the chunks."""
         waited = False  # whether the chunker was given placeholder vectors
         rng = np.random.default_rng(0)
 
@@ -215,6 +231,7 @@ class _Tally:
             self.token_pass([d for d in dataset.documents if d.doc_id in read])
         else:
             self.add(embed_texts(chunks), exact=not waited)
+        return chunks
 
     def token_pass(self, documents: Sequence[Document]) -> None:
         self.windows += self.window_lengths([d.text for d in documents])
@@ -268,15 +285,24 @@ def estimate(
     else:  # an entry is complete once its meta.json is there (IndexStore.get's test)
         builds = {v.chunking_key: v.chunking for v in todo
                   if not (store.path(v, dataset, embedder) / "meta.json").exists()}
+    generations, unestimated = [], 0
     for v in builds.values():
+        if get_strategy(v.strategy).models:  # its chunker generates: chunking it here would generate it all
+            unestimated += 1
+            continue
         try:
-            tally.build(v, dataset)
+            chunks = tally.build(v, dataset)
+            if v.context is not None:  # the contexts are written after chunking, by the store's LLM
+                params = dict(v.context)
+                generations.append(estimate_generation(store.llm(v), CONTEXT, context_items(
+                    dataset.docs, chunks, params["doc_tokens"]), params["max_tokens"]))
         except Exception as e:
             e.add_note(f"while estimating variant {v.label}")
             raise
     rate, measured, sample = _measure(tally, dataset)
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
-                    tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact))
+                    tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), tuple(generations),
+                    unestimated)
 
 
 def _measure(tally: _Tally, dataset: Dataset) -> tuple[float | None, str, set[bytes]]:

@@ -67,10 +67,8 @@ def windows(doc: Document, chunks: Sequence[Chunk], doc_tokens: int) -> list[str
     return out
 
 
-def contextualize(docs: Mapping[str, Document], chunks: Sequence[Chunk], llm: LLM, *, doc_tokens: int,
-                  max_tokens: int, reuse: bool = True) -> tuple[list[Chunk], dict[str, Any]]:
-    """Each chunk with its context (in `context`, and above its embedded text), and their model cost.
-    `reuse`: read each window once for all its chunks (False: once per chunk; the same text)."""
+def context_items(docs: Mapping[str, Document], chunks: Sequence[Chunk], doc_tokens: int) -> list[dict[str, str]]:
+    """The CONTEXT prompt's inputs, one per chunk: the document (or window) it reads, and its text."""
     rows: dict[str, list[int]] = {}
     for i, c in enumerate(chunks):
         rows.setdefault(c.doc_id, []).append(i)
@@ -78,8 +76,15 @@ def contextualize(docs: Mapping[str, Document], chunks: Sequence[Chunk], llm: LL
     for doc_id, idx in rows.items():
         for i, text in zip(idx, windows(docs[doc_id], [chunks[i] for i in idx], doc_tokens), strict=True):
             read[i] = text
-    made = llm.generate(CONTEXT, [{"document": w, "chunk": c.text} for w, c in zip(read, chunks, strict=True)],
-                        max_tokens=max_tokens, desc="chunk contexts", shared="document" if reuse else None)
+    return [{"document": w, "chunk": c.text} for w, c in zip(read, chunks, strict=True)]
+
+
+def contextualize(docs: Mapping[str, Document], chunks: Sequence[Chunk], llm: LLM, *, doc_tokens: int,
+                  max_tokens: int, reuse: bool = True) -> tuple[list[Chunk], dict[str, Any]]:
+    """Each chunk with its context (in `context`, and above its embedded text), and their model cost.
+    `reuse`: read each window once for all its chunks (False: once per chunk; the same text)."""
+    made = llm.generate(CONTEXT, context_items(docs, chunks, doc_tokens), max_tokens=max_tokens,
+                        desc="chunk contexts", shared="document" if reuse else None)
     out = [replace(c, context=g.value, embed_text=f"{g.value}\n\n{c.embed_text or c.text}" if g.value else c.embed_text)
            for c, g in zip(chunks, made, strict=True)]
     cost = {"context_tokens_generated": sum(g.generated_tokens for g in made),
