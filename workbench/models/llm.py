@@ -489,16 +489,16 @@ class LLM(Model):
         step = self.batch_size if self.backend == "local" else 1
         runs = [[k for k in order if groups[k] == g] for g in dict.fromkeys(groups[k] for k in missing)] if reuse \
             else [order]
-        keys = [[run[b : b + step] for b in range(0, len(run), step)] for run in runs]  # per run, its batches
+        batches = [[run[b : b + step] for b in range(0, len(run), step)] for run in runs]  # each run's, by key
         # a job is what one worker does at once: a group's batches (its prefix read once there), else one batch
         jobs = [Job([[missing[k] for k in batch] for batch in job], max_tokens, reuse)
-                for run in keys for job in ([run] if reuse else [[batch] for batch in run])]
+                for run in batches for job in ([run] if reuse else [[batch] for batch in run])]
         engine = self.engine if self.backend == "local" else None
         results = chain.from_iterable(engine.map(self, "generate_batches", jobs) if engine
                                       else map(self._generated, jobs))
         done = 0
         with tqdm(total=len(order), desc=desc, unit="item", disable=not self.progress or len(order) <= step) as bar:
-            for batch in (batch for run in keys for batch in run):
+            for batch in (batch for run in batches for batch in run):
                 if stop is not None and stop():
                     raise Stopped(f"{desc}: stopped after {done} of {len(order)} generations (those are cached)")
                 try:
