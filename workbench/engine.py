@@ -106,7 +106,9 @@ class _Worker:
 class RayEngine:
     """Batches of a model's work on Ray actors, one model per actor: `workers` actors (default one
     per GPU when the cluster has GPUs, each asking for one, else one per `cpus_per_worker` CPUs).
-    Actors are made on a model's first batch and kept, model loaded, until `close`."""
+    Actors are made on a model's first batch and kept, model loaded, until another model's batches
+    come or `close`: an actor holds its CPUs (or GPU) while it lives, so a second model's actors would
+    wait forever for those of the first (a +context sweep takes turns: the LLM, then the embedder)."""
 
     def __init__(self, address: str | None = None, workers: int | None = None, cpus_per_worker: float = 1):
         if workers is not None and workers < 1:
@@ -122,7 +124,8 @@ class RayEngine:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline: Ray reports nothing home
             try:
                 if address is None:
-                    ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, log_to_driver=False)
+                    # "local": a new instance of its own, even when another is running on this machine
+                    ray.init(address="local", num_cpus=LOCAL_CPUS, include_dashboard=False, log_to_driver=False)
                 else:
                     ray.init(address=address, log_to_driver=False)
             except Exception as e:  # Ray raises ConnectionError, ValueError or a bare Exception
@@ -135,6 +138,9 @@ class RayEngine:
         key = json.dumps(spec, sort_keys=True)
         if key not in self._pools:
             import ray
+
+            for other in list(self._actors):
+                self._stop(other)
             from ray.util import ActorPool
 
             resources = ray.cluster_resources()

@@ -444,9 +444,10 @@ def sweep(
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
         real = sweep(data, rough.top(3, metric="recall", k=5))
 
-    engine: where the default embedder computes uncached texts, and the rerankers of `+rerank` their
-    uncached pairs (workbench.engine): "local", "ray" (a local Ray instance, started and stopped by
-    this call) or an engine such as a RayEngine; the results are a local run's to the last digit.
+    engine: where the default embedder computes uncached texts, the rerankers of `+rerank` their
+    uncached pairs and the LLMs of `+context` and of LLM strategies their uncached generations
+    (workbench.engine): "local", "ray" (a local Ray instance, started and stopped by this call) or
+    an engine such as a RayEngine; the results are a local run's to the last digit.
     An Embedder you pass takes its own engine=.
     """
     if engine is not None:
@@ -454,7 +455,7 @@ def sweep(
             raise ValueError("engine: give it to the Embedders you pass (Embedder(..., engine=...)), not to sweep")
         own = isinstance(engine, str)  # made here, so stopped here
         engine = get_engine(engine) if own else engine
-        # the store's rerankers score on the engine too (a store of this sweep's own: the one given is unchanged)
+        # the store's rerankers and LLMs run on the engine too (a store of this sweep's own: the one given is unchanged)
         store = IndexStore(store.root, store.mmap, engine) if isinstance(store, IndexStore) else IndexStore(store,
                                                                                                        engine=engine)
         try:

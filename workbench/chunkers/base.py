@@ -74,6 +74,7 @@ class ChunkEnv:
     embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> L2-normalised vectors
     model_tokenizer: Any = None  # the embedding model's HF tokenizer, for tokenizer="model"
     llm_cache_dir: str | Path | None = CACHE_DIR  # where the LLMs made by `llm` cache their generations
+    llm_engine: Any = None  # where they generate (a workbench.engine engine; None: in this process)
     llms: dict[str, Any] = field(default_factory=dict)  # model spec -> workbench.models.llm.LLM, made by `llm`
     # what LLM strategies spent on the chunks made with this env: "tokens_generated" and "llm_seconds" (a
     # cached generation at what it cost when it was made) and "fallbacks" (model outputs that could not be used)
@@ -86,7 +87,7 @@ class ChunkEnv:
         if spec not in self.llms:
             from workbench.models.llm import llm_of  # the model layer is above the chunkers: asked for only here
 
-            self.llms[spec] = llm_of(spec, self.llm_cache_dir)
+            self.llms[spec] = llm_of(spec, self.llm_cache_dir, self.llm_engine)
         return self.llms[spec]
 
     def tokenizer(self, name: str) -> Tokenizer:

@@ -24,6 +24,7 @@ from typing import Any
 
 from workbench.chunkers import Chunk
 from workbench.dataset import Document
+from workbench.models.base import Engine
 from workbench.models.llm import LLM, Prompt
 from workbench.tokens import TiktokenTokenizer
 
@@ -38,9 +39,9 @@ CONTEXT = Prompt(
 COST_COLUMNS = ("context_tokens_generated", "context_seconds")  # the index cost a +context variant adds
 
 
-def context_llm(params: Mapping[str, Any], cache_dir: str | Path | None) -> LLM:
-    """The LLM a variant's context parameters name (llm None: the bundled SmolLM2)."""
-    return LLM(params["llm"], cache_dir=cache_dir, progress=False)
+def context_llm(params: Mapping[str, Any], cache_dir: str | Path | None, engine: Engine | None = None) -> LLM:
+    """The LLM a variant's context parameters name (llm None: the bundled SmolLM2), generating on `engine`."""
+    return LLM(params["llm"], cache_dir=cache_dir, progress=False, engine=engine)
 
 
 def context_fingerprint(params: Mapping[str, Any]) -> str:

@@ -27,16 +27,17 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from workbench.io import CACHE_DIR, publish
-from workbench.models.base import Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
+from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import JSONCache, cache_file, json_key
 
 BACKENDS = ("local", "openai")
@@ -111,6 +112,16 @@ class Generation:
     cached: bool  # served from the cache by this call
 
 
+@dataclass(frozen=True)
+class Job:
+    """The conversations of one or more batches that one worker generates, in order; `shared`: they
+    are one group's, read from the prefix their prompts share (LLM.generate's `shared`)."""
+
+    batches: list[list[list[dict[str, str]]]]
+    max_tokens: int
+    shared: bool
+
+
 @dataclass
 class LLMStats:
     """What this LLM generated since it was made (or `reset`), and how many items were cached."""
@@ -170,6 +181,10 @@ class LLM(Model):
     `timeout` (seconds per request) and `retries` apply to the endpoint; a local generation is
     bounded by its max_tokens. The backend and the endpoint are part of `fingerprint`: the same
     model served elsewhere may decode differently, so it gets its own cache file.
+
+    `engine` (workbench.engine; local backend) generates the uncached batches elsewhere, e.g. on a
+    Ray cluster, each worker with its own copy of the model: the same batches in the same order, so
+    the texts are a local run's, and this process never loads the model.
     """
 
     def __init__(
@@ -186,6 +201,7 @@ class LLM(Model):
         device: str = "cpu",
         threads: int | None = None,
         progress: bool = True,
+        engine: Engine | None = None,
     ):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -196,7 +212,7 @@ class LLM(Model):
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.backend, self.batch_size, self.timeout, self.retries = backend, batch_size, timeout, retries
-        self.threads, self.progress = threads, progress
+        self.threads, self.progress, self.engine = threads, progress, engine
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.base_url, self.api_key_env = base_url, api_key_env
         if backend == "local":
@@ -465,28 +481,32 @@ class LLM(Model):
              stop: Callable[[], bool] | None, desc: str, groups: dict[bytes, str] | None = None) -> None:
         """Generate the missing items, shortest prompts first (least padding), caching each batch;
         with `groups` (local backend), one group after another, each from its prompts' shared prefix
-        (see `generate`), whose reading counts in the seconds of the group's first batch."""
+        (see `generate`), whose reading counts in the seconds of the group's first batch. The jobs
+        (`generate_batches`) run here, or on the engine (local backend): the same batches in the
+        same order, and this process writes the cache and the stats as each batch's result arrives."""
         reuse = groups is not None and self.backend == "local"
         order = sorted(missing, key=lambda k: len(json.dumps(missing[k])))
         step = self.batch_size if self.backend == "local" else 1
         runs = [[k for k in order if groups[k] == g] for g in dict.fromkeys(groups[k] for k in missing)] if reuse \
             else [order]
-        batches = [(run, run[b : b + step]) for run in runs for b in range(0, len(run), step)]
-        done, prefix = 0, None
+        batches = [[run[b : b + step] for b in range(0, len(run), step)] for run in runs]  # each run's, by key
+        # a job is what one worker does at once: a group's batches (its prefix read once there), else one batch
+        jobs = [Job([[missing[k] for k in batch] for batch in job], max_tokens, reuse)
+                for run in batches for job in ([run] if reuse else [[batch] for batch in run])]
+        engine = self.engine if self.backend == "local" else None
+        results = chain.from_iterable(engine.map(self, "generate_batches", jobs) if engine
+                                      else map(self._generated, jobs))
+        done = 0
         with tqdm(total=len(order), desc=desc, unit="item", disable=not self.progress or len(order) <= step) as bar:
-            for run, batch in batches:
+            for batch in (batch for run in batches for batch in run):
                 if stop is not None and stop():
                     raise Stopped(f"{desc}: stopped after {done} of {len(order)} generations (those are cached)")
-                t0 = time.perf_counter()
-                if reuse and batch[0] == run[0]:  # a group's first batch reads its prefix
-                    prefix = self._prefix([missing[k] for k in run])
                 try:
-                    made = (self._generate_local([missing[k] for k in batch], max_tokens, prefix)
-                            if self.backend == "local" else [self._generate_remote(missing[batch[0]], max_tokens)])
+                    made, seconds = next(results)
                 except LLMError as e:  # one line: what failed, where, and what is kept
                     raise type(e)(f"{e} ({desc}: generation {done + 1} of {len(order)}; {done} finished are cached)"
                                   ) from None
-                share = (time.perf_counter() - t0) / len(batch)
+                share = seconds / len(batch)
                 records = {k: {"text": t, "prompt_tokens": p, "generated_tokens": g, "seconds": round(share, 4)}
                            for k, (t, p, g) in zip(batch, made, strict=True)}
                 if self.cache is not None:
@@ -500,11 +520,27 @@ class LLM(Model):
                 done += len(batch)
                 bar.update(len(batch))
 
+    def _generated(self, job: Job) -> Iterator[tuple[list[tuple[str, int, int]], float]]:
+        """Each batch of `job` generated, as (text, prompt tokens, generated tokens) per conversation
+        and the batch's seconds, one batch at a time: the local loop asks between batches whether to stop."""
+        prefix = None
+        for i, batch in enumerate(job.batches):
+            t0 = time.perf_counter()
+            if job.shared and i == 0:  # the group's first batch reads the prefix
+                prefix = self._prefix([m for b in job.batches for m in b])
+            made = (self._generate_local(batch, job.max_tokens, prefix) if self.backend == "local"
+                    else [self._generate_remote(batch[0], job.max_tokens)])
+            yield made, time.perf_counter() - t0
 
-def llm_of(spec: str, cache_dir: str | Path | None = CACHE_DIR) -> LLM:
+    def generate_batches(self, job: Job) -> list[tuple[list[tuple[str, int, int]], float]]:
+        """Every batch of `job` generated, without the cache: what an engine's worker runs."""
+        return list(self._generated(job))
+
+
+def llm_of(spec: str, cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None) -> LLM:
     """The LLM a `model` parameter names: LLM_SPEC (the bundled model), a .gguf file or a local
-    Hugging Face folder; nothing loads until its first uncached generation."""
-    return LLM(None if spec == LLM_SPEC else spec, cache_dir=cache_dir, progress=False)
+    Hugging Face folder; nothing loads until its first uncached generation (on `engine`, if given)."""
+    return LLM(None if spec == LLM_SPEC else spec, cache_dir=cache_dir, progress=False, engine=engine)
 
 
 def llm_fingerprint(spec: str) -> str:

@@ -171,7 +171,8 @@ class IndexStore:
             raise TypeError(f"mmap must be True or False, got {mmap!r}")
         self.root = Path(root)
         self.mmap = mmap
-        # loaded on first use, their scores cached under root, their uncached pairs computed by `engine`
+        self.engine = engine  # where its rerankers and LLMs compute what their caches lack (None: this process)
+        # loaded on first use, their scores cached under root
         self.rerankers = Rerankers(self.root, engine)
         self._llms: dict[str | None, LLM] = {}  # +context's LLMs by path, their generations cached under root
 
@@ -181,7 +182,7 @@ class IndexStore:
             return None
         params = dict(variant.context)
         if params["llm"] not in self._llms:
-            self._llms[params["llm"]] = context_llm(params, self.root)
+            self._llms[params["llm"]] = context_llm(params, self.root, self.engine)
         return self._llms[params["llm"]]
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
@@ -203,7 +204,8 @@ class IndexStore:
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
-            index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root)
+            index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root,
+                                engine=self.engine)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
             if self.mmap:  # the vectors just built leave RAM
                 index.exact = index.index = self._read(path / "index.faiss")
@@ -270,23 +272,24 @@ class IndexStore:
 
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None,
-                llm_cache_dir: str | Path | None = CACHE_DIR) -> ChunkIndex:
+                llm_cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None) -> ChunkIndex:
     """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
     one its parameters name, caching in the default folder), embed (or late-embed), index, and count
     its cost. An LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the
     index's: index_tokens_generated and index_llm_seconds (cached generations at what they cost when
-    made, so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used)."""
+    made, so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used).
+    `engine`: where the LLMs made here generate (None: this process)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
-                   llm_cache_dir=llm_cache_dir)
+                   llm_cache_dir=llm_cache_dir, llm_engine=engine)
     chunks = variant.chunk(dataset, env)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     model_cost: dict[str, Any] = {}
     if variant.context is not None:
         params = dict(variant.context)
-        chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR),
+        chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR, engine),
                                            doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"])
     texts = embed_texts(chunks)
     if variant.late:
