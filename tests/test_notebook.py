@@ -129,8 +129,8 @@ def test_model_stack_notebook_measures_every_llm_row_and_the_answers(model_stack
     outputs = execute("03_model_stack.ipynb", model_stack_parameters(model_stack_files, tmp_path / "out"))
     tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     text = "".join(o.get("text", "") for o in outputs)
-    labels = ("recursive(size=128, overlap=0)+context", "propositions(passage_size=128)", "llm_chunk(max_size=256)",
-              "recursive(size=128, overlap=0)+hybrid+rerank")
+    labels = ("recursive(size=128, overlap=0)+context(max_tokens=12)", "propositions(passage_size=128, max_tokens=12",
+              "llm_chunk(window=12, max_size=256, max_tokens=12", "recursive(size=128, overlap=0)+hybrid+rerank(n=10)")
     for label in labels:
         assert any(label in t for t in tables), label
     assert any("context_tokens_generated" in t for t in tables) and any("index_tokens_generated" in t for t in tables)
