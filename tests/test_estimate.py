@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from workbench.dataset import Dataset
-from workbench.estimate import estimate, padded_word_pieces
+from workbench.chunkers import Chunk, ChunkEnv
+from workbench.chunkers.llm import MODEL, LLMChunkWarning
+from workbench.dataset import Dataset, Document
+from workbench.estimate import estimate, generation_estimates, padded_word_pieces
 from workbench.models.embed import Embedder
 from workbench.sweep import sweep
 from workbench.variant import Variant, parse_variant
@@ -61,20 +64,65 @@ def test_a_bad_grid_is_refused_before_any_work(tiny: Dataset, tmp_path: Path) ->
     assert embedder.stats.embedded == 0 and "model" not in vars(embedder)
 
 
-def test_context_generations_are_estimated_and_llm_chunkers_are_not_chunked(
+def test_context_generations_are_estimated_and_unknown_ones_are_not_chunked(
         tiny: Dataset, llm_cache: Callable[[str], Path], embedder: Embedder) -> None:
     """+context: the contexts its build will write, counted on its chunks by the store's LLM (a
-    sample generated and kept); an LLM chunker is named, not run (it would generate everything)."""
+    sample generated and kept); a chunker that names an LLM but says nothing of what it will ask is
+    named, not run (it would generate everything)."""
+    from workbench.chunkers.registry import strategy
     from workbench.retrieval.index import IndexStore
+
+    @strategy("asks_unsaid", "a chunker asking an LLM it does not describe", {"model": MODEL}, models=("model",))
+    def asks_unsaid(doc: Document, env: ChunkEnv, *, model: str) -> list[Chunk]:
+        raise AssertionError("chunked by the estimate")  # chunking it would generate
 
     store = IndexStore(llm_cache("estimate-context"))
     ctx = Variant.make("fixed", size=48, contextual={"max_tokens": 6})
-    cold = estimate(tiny, [ctx, Variant.make("llm_chunk", max_size=64)], embedder=embedder, store=store)
+    cold = estimate(tiny, [ctx, Variant.make("asks_unsaid")], embedder=embedder, store=store)
     chunks = len(store.get(Variant.make("fixed", size=48), tiny, embedder).chunks)
     (g,) = cold.generations
     assert (g.items, g.to_generate + g.sampled) == (chunks, chunks) and g.sampled >= 2 and not cold.cached
-    assert cold.unestimated == 1 and "1 indexes chunked by an LLM" in cold.line() and "chunk-context v1" in cold.line()
-    assert store.llm(ctx).stats.generated == g.sampled  # the sample only: llm_chunk generated nothing
+    assert cold.unestimated == 1 and "1 indexes whose generations cannot be counted" in cold.line()
+    assert "chunk-context v1" in cold.line()
+    assert store.llm(ctx).stats.generated == g.sampled  # the sample only
     sweep(tiny, [ctx], ks=(1, 3), embedder=embedder, store=store, progress=False)
     assert store.llm(ctx).stats.generated == chunks  # the sweep made the rest, the sample served from the cache
     assert estimate(tiny, [ctx], embedder=embedder, store=store).cached
+
+
+def test_llm_chunkers_are_estimated_on_what_they_will_ask(
+        tiny: Dataset, llm_cache: Callable[[str], Path], embedder: Embedder) -> None:
+    """propositions: exactly the passages its build asks about; llm_chunk: each document's first
+    window exactly, the windows after it between the bounds its line gives."""
+    from workbench.retrieval.index import IndexStore
+
+    store = IndexStore(llm_cache("estimate-llm-chunkers"))
+    props = Variant.make("propositions", passage_size=48, max_tokens=3)
+    windows = Variant.make("llm_chunk", window=4, max_tokens=3, max_size=64)
+    cold = estimate(tiny, [props, windows], embedder=embedder, store=store)
+    assert cold.unestimated == 0 and "cannot be counted" not in cold.line()
+    p, w = cold.generations
+    assert (p.prompt, w.prompt) == ("propositions v1", "llm-chunk v1") and not (p.cached or w.cached)
+    for variant, g in ((props, p), (windows, w)):  # what each build then asks its LLM
+        env = ChunkEnv(llm_cache_dir=store.root)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LLMChunkWarning)  # 3 tokens: some answers are unusable, counted
+            variant.chunk(tiny, env)
+        stats = env.llm("llm").stats
+        asked = stats.generated + stats.cached
+        if g is p:  # every passage known before: the estimate's sample is cached, the rest generated now
+            assert asked == p.items and stats.generated == p.to_generate and p.later == (0, 0)
+        else:  # the first window of each document, then as many as the answers lead to, within the bounds
+            assert w.items == len(tiny.documents) and stats.cached == w.sampled == w.items
+            assert w.items + w.later[0] <= asked <= w.items + w.later[1] and w.later[1] > w.later[0]
+            assert f"then {w.later[0]:,} to {w.later[1]:,} more whose prompts wait on the answers" in cold.line()
+
+
+def test_variants_that_generate_nothing_cost_no_generation_estimate(tiny: Dataset, tmp_path: Path) -> None:
+    from workbench.retrieval.index import IndexStore
+
+    store = IndexStore(tmp_path)
+    fresh = Embedder(cache_dir=tmp_path, progress=False)
+    plain = [Variant.make("fixed", size=24), Variant.make("recursive", size=32, contextual_header=True)]
+    assert generation_estimates(tiny, plain, embedder=fresh, store=store) == ((), 0)
+    assert "tokenizer" not in vars(fresh) and "model" not in vars(fresh)  # not even the chunks were looked at

@@ -24,8 +24,14 @@ way, on a sample of them (kept in the cache): one generation to warm the model u
 Its tokens are the sample's mean per item times the items left (at most max_tokens each).
 
 In a sweep: a +context build's contexts are estimated so (by the store's LLM, on the build's
-chunks), one GenerationEstimate per build; a build whose chunker itself generates (propositions,
-llm_chunk) is not chunked here, since that would generate all of it: it is counted as unestimated.
+chunks), one GenerationEstimate per build. A build whose chunker itself generates is not chunked
+here, since that would generate all of it: its strategy's `generations` hook (chunkers.registry.Asks)
+says what it will ask. propositions knows every passage it will ask about, so it is estimated as
++context is; llm_chunk knows only each document's first window (the next starts where the answer
+says), so those are estimated and the later windows given as bounds (`later`), their tokens and
+time at the sample's mean per window. A chunker without the hook, or +context over an LLM chunker
+(its chunks wait on the answers), is counted as unestimated. `generation_estimates` gives the
+generations alone (the widgets show it before a Run): nothing is loaded unless a build generates.
 
 Measured on data/chroma_small, on 2 busy shared cores: for 5 variants (fixed 128 and 256, its
 +bm25, recursive 256, semantic 80) it counted 3,398 texts where the sweep then embedded 3,405, and
@@ -43,7 +49,7 @@ interface. A semantic chunker's cuts wait on vectors not yet computed: it cuts w
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -52,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
+from workbench.chunkers.registry import Asks
 from workbench.dataset import Dataset, Document
 from workbench.evaluation.settings import Settings
 from workbench.io import CACHE_DIR
@@ -81,8 +88,8 @@ class Estimate:
     measured: str  # how the rate was measured, for people ("" when it was not)
     sampled: int  # texts embedded to measure the rate, now in the vector cache
     approximate: bool  # some chunker's cuts wait on vectors not computed yet, so `texts` is approximate
-    generations: tuple[GenerationEstimate, ...] = ()  # the +context variants' contexts to write, one per build
-    unestimated: int = 0  # builds whose chunker generates (propositions, llm_chunk): counting them would generate
+    generations: tuple[GenerationEstimate, ...] = ()  # per build: its contexts (+context), its chunker's generations
+    unestimated: int = 0  # builds whose generations cannot be counted before generating (module docstring)
 
     @property
     def cached(self) -> bool:
@@ -97,10 +104,7 @@ class Estimate:
     def line(self) -> str:
         if self.cached:
             return "estimate: all cached, nothing to embed"
-        more = [g.line().removeprefix("estimate ") for g in self.generations if not g.cached]
-        if self.unestimated:
-            more.append(f"{self.unestimated} indexes chunked by an LLM (propositions, llm_chunk): their generations "
-                        "are not estimated")
+        more = generation_parts(self.generations, self.unestimated)
         if self.word_pieces == 0:
             return "estimate: nothing to embed; " + "; ".join(more)
         return self._embedding_line() + "".join(f"; {m}" for m in more)
@@ -127,10 +131,13 @@ class GenerationEstimate:
     tokens: int  # expected tokens to generate: the sample's mean per generation times `to_generate`
     rate: float | None  # generated tokens per second, measured now (None: nothing to generate)
     sampled: int  # generations made to measure the rate, now in the cache
+    later: tuple[int, int] = (0, 0)  # more generations whose prompts wait on the answers: at least, at most
+    per_item: float | None = None  # the sample's mean tokens per generation (None: nothing was sampled)
 
     @property
     def cached(self) -> bool:
-        return self.to_generate == 0
+        """Nothing was generated to estimate it, nor will be: every generation was in the cache."""
+        return self.to_generate == 0 and not self.sampled and self.later[1] == 0
 
     @property
     def seconds(self) -> float:
@@ -139,32 +146,63 @@ class GenerationEstimate:
     def line(self) -> str:
         if self.cached:
             return f"estimate ({self.prompt}): all {self.items:,} generations cached, nothing to generate"
-        return (f"estimate ({self.prompt}): {self.to_generate:,} of {self.items:,} generations to make, about "
-                f"{self.tokens:,} tokens (at most {self.to_generate * self.max_tokens:,}): about "
-                f"{duration(self.seconds)} at {self.rate:,.1f} tokens/s, measured on {self.sampled - 1} of them after "
-                "one to warm up (generated now, kept in the cache)")
+        if self.to_generate == 0 and not self.sampled:
+            made = f"all {self.items:,} generations known now are cached"
+        else:
+            made = (f"{self.to_generate:,} of {self.items:,} generations to make, about {self.tokens:,} tokens (at "
+                    f"most {self.to_generate * self.max_tokens:,}): about {duration(self.seconds)} at "
+                    f"{self.rate or 0:,.1f} tokens/s, measured on {self.sampled - 1} of them after one to warm up "
+                    "(generated now, kept in the cache)")
+        lo, hi = self.later
+        if not hi:
+            return f"estimate ({self.prompt}): {made}"
+        if self.per_item is None or not self.rate:
+            return (f"estimate ({self.prompt}): {made}; then {lo:,} to {hi:,} more whose prompts wait on the answers "
+                    "(not timed: nothing was generated to measure)")
+        tokens = [round(self.per_item * n) for n in (lo, hi)]
+        return (f"estimate ({self.prompt}): {made}; then {lo:,} to {hi:,} more whose prompts wait on the answers: "
+                f"{tokens[0]:,} to {tokens[1]:,} tokens, {duration(tokens[0] / self.rate)} to "
+                f"{duration(tokens[1] / self.rate)}")
 
 
-def estimate_generation(llm: LLM, prompt: Prompt, items: Sequence[dict[str, Any]], max_tokens: int,
+def estimate_generation(llm: LLM, prompt: Prompt, items: Sequence[dict[str, Any]], max_tokens: int, *,
+                        later: tuple[int, int] = (0, 0), stop: Callable[[], bool] | None = None,
                         ) -> GenerationEstimate:
     """What `llm.generate(prompt, items, max_tokens=max_tokens)` will generate and how long it will
-    take (see the module docstring). A fully cached run costs a cache look-up: nothing loads."""
+    take (see the module docstring), and `later`: bounds on the generations that follow from the
+    answers. A fully cached run costs a cache look-up: nothing loads. `stop`: asked between the
+    sample's batches (LLM.generate), so a Stop stops the estimate too."""
     todo = [i for i, hit in zip(items, llm.cached(prompt, items, max_tokens), strict=True) if not hit]
     todo = list({k: i for k, i in zip(llm.keys(prompt, todo, max_tokens), todo, strict=True)}.values())  # distinct
     name = f"{prompt.name} v{prompt.version}"
     if not todo:
-        return GenerationEstimate(name, len(items), 0, max_tokens, 0, None, 0)
+        return GenerationEstimate(name, len(items), 0, max_tokens, 0, None, 0, later)
     n = min(llm.batch_size + 1, max(2, len(todo) // 2), len(todo))
     sample = [todo[i] for i in sorted(np.random.default_rng(0).choice(len(todo), n, replace=False))]
-    llm.generate(prompt, sample[:1], max_tokens=max_tokens, desc="warming up")  # not timed: sets the model up
-    timed = llm.generate(prompt, sample[1:], max_tokens=max_tokens, desc="measuring the rate")
+    # not timed: the first sets the model up
+    llm.generate(prompt, sample[:1], max_tokens=max_tokens, desc="warming up", stop=stop)
+    timed = llm.generate(prompt, sample[1:], max_tokens=max_tokens, desc="measuring the rate", stop=stop)
     made = [g for g in timed if not g.cached]
     tokens = sum(g.generated_tokens for g in made)
     seconds = sum(g.seconds for g in made)
     left = len(todo) - n
     per_item = tokens / len(made) if made else float(max_tokens)
     rate = tokens / seconds if tokens and seconds else None
-    return GenerationEstimate(name, len(items), left, max_tokens, round(per_item * left), rate, n)
+    return GenerationEstimate(name, len(items), left, max_tokens, round(per_item * left), rate, n, later, per_item)
+
+
+def generation_parts(generations: Sequence[GenerationEstimate], unestimated: int) -> list[str]:
+    """What is left to generate, one part per estimate, for an estimate's line."""
+    parts = [g.line().removeprefix("estimate ") for g in generations if not g.cached]
+    if unestimated:
+        parts.append(f"{unestimated} indexes whose generations cannot be counted before generating (+context over "
+                     "an LLM chunker, or a chunker that says nothing of its generations): not estimated")
+    return parts
+
+
+def generates(variant: Variant) -> bool:
+    """Whether building the variant's index asks an LLM: +context, or a chunker that names one."""
+    return variant.context is not None or bool(get_strategy(variant.strategy).models)
 
 
 def duration(seconds: float) -> str:
@@ -285,24 +323,72 @@ def estimate(
     else:  # an entry is complete once its meta.json is there (IndexStore.get's test)
         builds = {v.chunking_key: v.chunking for v in todo
                   if not (store.path(v, dataset, embedder) / "meta.json").exists()}
-    generations, unestimated = [], 0
-    for v in builds.values():
-        if get_strategy(v.strategy).models:  # its chunker generates: chunking it here would generate it all
-            unestimated += 1
-            continue
+    generations, unestimated = _generations(list(builds.values()), dataset, store, tally)
+    rate, measured, sample = _measure(tally, dataset)
+    return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
+                    tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), generations,
+                    unestimated)
+
+
+def generation_estimates(
+    dataset: Dataset,
+    variants: Sequence[Variant],
+    settings: Settings | None = None,
+    *,
+    embedder: Embedder | None = None,
+    store: IndexStore | str | Path = CACHE_DIR,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[tuple[GenerationEstimate, ...], int]:
+    """What the LLMs of `sweep(dataset, variants, ...)` will generate, as `estimate` counts it, without
+    its embedding estimate: (an estimate per build that generates, builds unestimated). Variants whose
+    builds ask no LLM (`generates`) are not even looked at; `stop` stops the sample's generation."""
+    settings = Settings.of(settings)
+    asking = [v for v in variants if generates(v)]
+    if not asking:
+        return (), 0
+    store, embedder = resolve_store(store, embedder)
+    scores = Context(dataset, settings, embedder, store).scores
+    builds = {v.chunking_key: v.chunking for v in asking if not (scores and scores.has(v))
+              and not (store.path(v, dataset, embedder) / "meta.json").exists()}
+    return _generations(list(builds.values()), dataset, store, _Tally(embedder), stop)
+
+
+def _generations(builds: Sequence[Variant], dataset: Dataset, store: IndexStore, tally: _Tally,
+                 stop: Callable[[], bool] | None = None) -> tuple[tuple[GenerationEstimate, ...], int]:
+    """Each build chunked into `tally` (unless its chunker generates), and what its LLMs will generate
+    (module docstring): the estimates, and the builds left unestimated."""
+    env = ChunkEnv(model_tokenizer=tally.embedder.tokenizer, llm_cache_dir=store.root, llm_engine=store.engine)
+    out: list[GenerationEstimate] = []
+    unestimated = 0
+    for v in builds:
+        s = get_strategy(v.strategy)
         try:
+            if s.models:  # its chunker generates: chunking it here would generate it all
+                if s.generations is None or v.context is not None:
+                    unestimated += 1
+                if s.generations is not None:
+                    out += _asked(env, [a for doc in dataset.documents for a in s.generations(doc, env, **v.kwargs)],
+                                  stop)
+                continue
             chunks = tally.build(v, dataset)
             if v.context is not None:  # the contexts are written after chunking, by the store's LLM
                 params = dict(v.context)
-                generations.append(estimate_generation(store.llm(v), CONTEXT, context_items(
-                    dataset.docs, chunks, params["doc_tokens"]), params["max_tokens"]))
+                out.append(estimate_generation(store.llm(v), CONTEXT, context_items(
+                    dataset.docs, chunks, params["doc_tokens"]), params["max_tokens"], stop=stop))
         except Exception as e:
             e.add_note(f"while estimating variant {v.label}")
             raise
-    rate, measured, sample = _measure(tally, dataset)
-    return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
-                    tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), tuple(generations),
-                    unestimated)
+    return tuple(out), unestimated
+
+
+def _asked(env: ChunkEnv, asks: Sequence[Asks], stop: Callable[[], bool] | None) -> list[GenerationEstimate]:
+    """One estimate per LLM, prompt and max_tokens that the documents' asks name."""
+    groups: dict[tuple[str, str, int, int], list[Asks]] = {}
+    for a in asks:
+        groups.setdefault((a.model, a.prompt.name, a.prompt.version, a.max_tokens), []).append(a)
+    return [estimate_generation(env.llm(model), group[0].prompt, [i for a in group for i in a.items], max_tokens,
+                                later=(sum(a.later[0] for a in group), sum(a.later[1] for a in group)), stop=stop)
+            for (model, _, _, max_tokens), group in groups.items()]
 
 
 def _measure(tally: _Tally, dataset: Dataset) -> tuple[float | None, str, set[bytes]]:

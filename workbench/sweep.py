@@ -11,7 +11,7 @@ import json
 import platform
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -281,6 +281,7 @@ class Context:
     embedder: Embedder
     store: IndexStore
     progress: bool = True
+    stop: Callable[[], bool] | None = None  # asked between the builds' generations (IndexStore.get)
     token_pass_documents: int = 0  # documents the preview's token pass ran the model over (0: it was cached)
 
     @cached_property
@@ -336,7 +337,7 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
     s, dataset = context.settings, context.dataset
     with context.embedder.progress_bars(context.progress):
         index = (preview_index(variant, dataset, context.embedder, tokens) if s.preview
-                 else context.store.get(variant, dataset, context.embedder, s.ann))
+                 else context.store.get(variant, dataset, context.embedder, s.ann, stop=context.stop))
     qs = queries(index, dataset.questions, qvecs, s.mode)
     rerankers = index.rerankers = context.store.rerankers if "rerankers" in needs(variant) else None
     before = rerankers.seconds if rerankers else 0.0
@@ -361,15 +362,18 @@ def sweep_steps(
     models: Sequence[ModelSpec] | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     progress: bool = True,
+    stop: Callable[[], bool] | None = None,
     **changes: Any,
 ) -> Iterator[SweepResult]:
     """The sweep one variant at a time: each step is the complete SweepResult of one variant, so
-    a caller can show results as they come and stop between variants (the widgets do);
-    `combine` of the steps is what `sweep` returns. Arguments are checked before anything runs."""
+    a caller can show results as they come and stop between variants (the widgets do), and with
+    `stop` between generations too: once `stop()` is true an LLM building an index raises
+    workbench.models.llm.Stopped, what it finished cached. `combine` of the steps is what `sweep`
+    returns. Arguments are checked before anything runs."""
     settings = Settings.of(settings, **changes)
     check_grid(variants)
     store, embedders = resolve_models(store, embedder, models)
-    contexts = [Context(dataset, settings, e, store, progress) for e in embedders]
+    contexts = [Context(dataset, settings, e, store, progress, stop) for e in embedders]
     return (step for context in contexts for step in _steps(variants, context, several=len(contexts) > 1))
 
 
@@ -422,6 +426,7 @@ def sweep(
     store: IndexStore | str | Path = CACHE_DIR,
     progress: bool = True,
     engine: str | Engine | None = None,
+    stop: Callable[[], bool] | None = None,
     **changes: Any,
 ) -> SweepResult:
     """Score every variant on every question of `dataset` at every k and every context budget.
@@ -449,6 +454,7 @@ def sweep(
     (workbench.engine): "local", "ray" (a local Ray instance, started and stopped by this call) or
     an engine such as a RayEngine; the results are a local run's to the last digit.
     An Embedder you pass takes its own engine=.
+    stop: asked between generations (see `sweep_steps`); once true, Stopped is raised.
     """
     if engine is not None:
         if embedder is not None or models is not None:
@@ -460,14 +466,14 @@ def sweep(
                                                                                                        engine=engine)
         try:
             return sweep(dataset, variants, settings, embedder=Embedder(cache_dir=store.root, engine=engine),
-                         store=store, progress=progress, **changes)
+                         store=store, progress=progress, stop=stop, **changes)
         finally:
             if own and engine is not None:
                 engine.close()
     store, embedders = resolve_models(store, embedder, models)
     before = [(e.stats.embedded, e.stats.cached) for e in embedders]
     result = combine(list(sweep_steps(dataset, variants, settings, models=embedders, store=store, progress=progress,
-                                      **changes)))
+                                      stop=stop, **changes)))
     result.config |= {  # the questions' vectors count too
         "texts_embedded": sum(e.stats.embedded - b[0] for e, b in zip(embedders, before, strict=True)),
         "texts_cached": sum(e.stats.cached - b[1] for e, b in zip(embedders, before, strict=True)),

@@ -75,6 +75,7 @@ class ChunkEnv:
     model_tokenizer: Any = None  # the embedding model's HF tokenizer, for tokenizer="model"
     llm_cache_dir: str | Path | None = CACHE_DIR  # where the LLMs made by `llm` cache their generations
     llm_engine: Any = None  # where they generate (a workbench.engine engine; None: in this process)
+    stop: Callable[[], bool] | None = None  # asked between generations (LLM.generate's `stop`): a sweep's Stop
     llms: dict[str, Any] = field(default_factory=dict)  # model spec -> workbench.models.llm.LLM, made by `llm`
     # what LLM strategies spent on the chunks made with this env: "tokens_generated" and "llm_seconds" (a
     # cached generation at what it cost when it was made) and "fallbacks" (model outputs that could not be used)

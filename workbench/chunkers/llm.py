@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.registry import strategy
+from workbench.chunkers.registry import Asks, strategy
 from workbench.chunkers.sentence import pack, sentence_spans
 from workbench.chunkers.units import TOKENIZER
 from workbench.dataset import Document
@@ -73,7 +73,8 @@ def _generate(env: ChunkEnv, spec: str, prompt: Prompt, items: Sequence[Mapping[
     with nothing to ask, the model is not even made."""
     if not items:
         return []
-    made = env.llm(spec).generate(prompt, items, max_tokens=max_tokens, desc=f"{prompt.name} {doc.doc_id}")
+    made = env.llm(spec).generate(prompt, items, max_tokens=max_tokens, desc=f"{prompt.name} {doc.doc_id}",
+                                  stop=env.stop)
     env.llm_cost["tokens_generated"] += sum(g.generated_tokens for g in made)
     env.llm_cost["llm_seconds"] += sum(g.seconds for g in made)
     return [g.value for g in made]
@@ -101,6 +102,22 @@ def passages(doc: Document, size: int, tokenizer: str, env: ChunkEnv) -> list[Bo
     return pack(doc.text, sentence_spans(doc.text), size, 0, "tokens", tokenizer, env)
 
 
+def _to_propose(doc: Document, env: ChunkEnv, passage_size: int, tokenizer: str) -> tuple[list[Bounds], list[Bounds]]:
+    """The document's passages, and those the model is asked to rewrite (a shorter one is its own statement)."""
+    spans = passages(doc, passage_size, tokenizer, env)
+    return spans, [(a, b) for a, b in spans if _words(doc.text[a:b]) >= MIN_WORDS]
+
+
+def _propose_items(doc: Document, asked: Sequence[Bounds]) -> list[dict[str, str]]:
+    return [{"passage": doc.text[a:b]} for a, b in asked]
+
+
+def _propositions_asks(doc: Document, env: ChunkEnv, *, passage_size: int, max_tokens: int, model: str,
+                       tokenizer: str, **_: Any) -> list[Asks]:
+    """Every passage the model will rewrite is known before it generates."""
+    return [Asks(model, PROPOSE, _propose_items(doc, _to_propose(doc, env, passage_size, tokenizer)[1]), max_tokens)]
+
+
 @strategy(
     "propositions",
     "The model rewrites each passage (sentences packed up to `passage_size` tokens) into short self-contained "
@@ -116,13 +133,13 @@ def passages(doc: Document, size: int, tokenizer: str, env: ChunkEnv) -> list[Bo
     },
     check=_check,
     models=("model",),
+    generations=_propositions_asks,
 )
 def propositions(doc: Document, env: ChunkEnv, *, passage_size: int, context: str, max_tokens: int, model: str,
                  tokenizer: str) -> list[Chunk]:
-    spans = passages(doc, passage_size, tokenizer, env)
-    asked = [(a, b) for a, b in spans if _words(doc.text[a:b]) >= MIN_WORDS]  # a shorter one is its own statement
-    answers = dict(zip(asked, _generate(env, model, PROPOSE, [{"passage": doc.text[a:b]} for a, b in asked],
-                                        max_tokens, doc), strict=True))
+    spans, asked = _to_propose(doc, env, passage_size, tokenizer)
+    answers = dict(zip(asked, _generate(env, model, PROPOSE, _propose_items(doc, asked), max_tokens, doc),
+                       strict=True))
     out: list[Chunk] = []
     failed = 0
     for a, b in spans:
@@ -148,6 +165,24 @@ def parse_starts(answer: str, n: int) -> list[int] | None:
     return starts if starts or numbers == {0} else None
 
 
+def _numbered(text: str, shown: Sequence[Bounds]) -> dict[str, str]:
+    """The BOUNDARIES prompt's input for a window of sentences."""
+    return {"pieces": "\n".join(f"[{n}] {text[a:b]}" for n, (a, b) in enumerate(shown, 1))}
+
+
+def _llm_chunk_asks(doc: Document, env: ChunkEnv, *, window: int, max_tokens: int, model: str, **_: Any
+                    ) -> list[Asks]:
+    """The first window is known before the model answers; where the next starts depends on the
+    answer. Each window moves on by 1 to `window` sentences and none starts at the last one, so
+    `n` sentences take between ceil((n - 1) / window) and n - 1 windows."""
+    pieces = sentence_spans(doc.text)
+    n = len(pieces)
+    if n < 2:
+        return []
+    return [Asks(model, BOUNDARIES, [_numbered(doc.text, pieces[:window])], max_tokens,
+                 (-(-(n - 1) // window) - 1, n - 2))]
+
+
 @strategy(
     "llm_chunk",
     "The model reads `window` numbered sentences at a time and names those that start a new chunk (Chroma's LLM "
@@ -163,6 +198,7 @@ def parse_starts(answer: str, n: int) -> list[int] | None:
     },
     check=_check,
     models=("model",),
+    generations=_llm_chunk_asks,
 )
 def llm_chunk(doc: Document, env: ChunkEnv, *, window: int, max_size: int, max_tokens: int, model: str,
               tokenizer: str) -> list[Chunk]:
@@ -177,8 +213,7 @@ def llm_chunk(doc: Document, env: ChunkEnv, *, window: int, max_size: int, max_t
         shown = pieces[i : i + window]
         if len(shown) == 1:  # the last sentence: nothing to choose, it joins the open chunk
             break
-        numbered = "\n".join(f"[{n}] {text[a:b]}" for n, (a, b) in enumerate(shown, 1))
-        answer = _generate(env, model, BOUNDARIES, [{"pieces": numbered}], max_tokens, doc)[0]
+        answer = _generate(env, model, BOUNDARIES, [_numbered(text, shown)], max_tokens, doc)[0]
         asked += 1
         chosen = parse_starts(answer, len(shown))
         if chosen is None:  # nonsense: this window is cut by size instead

@@ -19,6 +19,19 @@ ChunkFn = Callable[..., list[Chunk]]  # fn(doc, env, **params) -> chunks
 
 
 @dataclass(frozen=True)
+class Asks:
+    """What a strategy will ask an LLM for on one document, said before it generates (a Strategy's
+    `generations` hook), so that a sweep can estimate it: the generations whose inputs are known
+    now, and bounds on those whose inputs wait on the answers (llm_chunk's later windows)."""
+
+    model: str  # the LLM, as the strategy's `models` parameter names it
+    prompt: Any  # a workbench.models.llm.Prompt (the model layer sits above the chunkers)
+    items: list[dict[str, Any]]  # the prompt's inputs, one generation each
+    max_tokens: int
+    later: tuple[int, int] = (0, 0)  # generations still to come once these are answered: at least, at most
+
+
+@dataclass(frozen=True)
 class Strategy:
     name: str
     fn: ChunkFn
@@ -30,6 +43,9 @@ class Strategy:
     # parameters naming an LLM (workbench.models.llm.llm_of) that writes the chunks: its fingerprint names
     # the variant's index entry and scores, so another model never serves them
     models: tuple[str, ...] = ()
+    # fn(doc, env, **params) -> [Asks]: what the strategy's LLMs will be asked for the document, found without
+    # generating (workbench.estimate); None: not known before generating
+    generations: Callable[..., list[Asks]] | None = None
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
@@ -47,10 +63,11 @@ def strategy(
     version: int = 1,
     replaceable: bool = False,
     models: tuple[str, ...] = (),
+    generations: Callable[..., list[Asks]] | None = None,
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
         add_entry(STRATEGIES, "strategy", name,
-                  Strategy(name, fn, dict(params), help, check, version, replaceable, models))
+                  Strategy(name, fn, dict(params), help, check, version, replaceable, models, generations))
         return fn
 
     return register

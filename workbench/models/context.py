@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -81,11 +81,13 @@ def context_items(docs: Mapping[str, Document], chunks: Sequence[Chunk], doc_tok
 
 
 def contextualize(docs: Mapping[str, Document], chunks: Sequence[Chunk], llm: LLM, *, doc_tokens: int,
-                  max_tokens: int, reuse: bool = True) -> tuple[list[Chunk], dict[str, Any]]:
+                  max_tokens: int, reuse: bool = True, stop: Callable[[], bool] | None = None,
+                  ) -> tuple[list[Chunk], dict[str, Any]]:
     """Each chunk with its context (in `context`, and above its embedded text), and their model cost.
-    `reuse`: read each window once for all its chunks (False: once per chunk; the same text)."""
+    `reuse`: read each window once for all its chunks (False: once per chunk; the same text). `stop`:
+    asked between batches (LLM.generate)."""
     made = llm.generate(CONTEXT, context_items(docs, chunks, doc_tokens), max_tokens=max_tokens,
-                        desc="chunk contexts", shared="document" if reuse else None)
+                        desc="chunk contexts", shared="document" if reuse else None, stop=stop)
     out = [replace(c, context=g.value, embed_text=f"{g.value}\n\n{c.embed_text or c.text}" if g.value else c.embed_text)
            for c, g in zip(chunks, made, strict=True)]
     cost = {"context_tokens_generated": sum(g.generated_tokens for g in made),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,17 +195,18 @@ class IndexStore:
         name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{llms}{context}{build}"
         return self.root / "index" / name
 
-    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
+    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None,
+            stop: Callable[[], bool] | None = None) -> ChunkIndex:
         """The variant's index with what its retrieval stages need, searched approximately when
         `ann` is given and applies to its chunk count (cost["index"] then names what searches it);
         cost["built"] says whether anything (the FAISS entry, the approximate or the BM25 index)
-        was built rather than loaded."""
+        was built rather than loaded. `stop`: asked between the build's generations (build_index)."""
         path = self.path(variant, dataset, embedder)
         if (path / "meta.json").exists():
             index = self._load(path, dataset)
         else:
             index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root,
-                                engine=self.engine)
+                                engine=self.engine, stop=stop)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
             if self.mmap:  # the vectors just built leave RAM
                 index.exact = index.index = self._read(path / "index.faiss")
@@ -272,17 +273,20 @@ class IndexStore:
 
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None,
-                llm_cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None) -> ChunkIndex:
+                llm_cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None,
+                stop: Callable[[], bool] | None = None) -> ChunkIndex:
     """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
     one its parameters name, caching in the default folder), embed (or late-embed), index, and count
     its cost. An LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the
     index's: index_tokens_generated and index_llm_seconds (cached generations at what they cost when
     made, so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used).
-    `engine`: where the LLMs made here generate (None: this process)."""
+    `engine`: where the LLMs made here generate (None: this process). `stop` is asked between
+    generations (its chunker's and the contexts'): once true, workbench.models.llm.Stopped is
+    raised, what finished cached, nothing saved."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
-                   llm_cache_dir=llm_cache_dir, llm_engine=engine)
+                   llm_cache_dir=llm_cache_dir, llm_engine=engine, stop=stop)
     chunks = variant.chunk(dataset, env)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
@@ -290,7 +294,8 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     if variant.context is not None:
         params = dict(variant.context)
         chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR, engine),
-                                           doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"])
+                                           doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"],
+                                           stop=stop)
     texts = embed_texts(chunks)
     if variant.late:
         from workbench.models.late import late_vectors
