@@ -3,16 +3,19 @@ contexts: generation is slow on shared cores), and the spelling of the variant, 
 
 from __future__ import annotations
 
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import workbench as wb
+from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset
 from workbench.models.context import contextualize
 from workbench.models.embed import Embedder
-from workbench.models.llm import LLM
+from workbench.models.llm import LLM, Stopped
 from workbench.params import IncompatibleParams
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrieval.index import IndexStore, embed_texts
@@ -114,3 +117,25 @@ def test_the_variant_spells_and_keys_its_context() -> None:
         Variant.make("fixed", contextual={"llm": 3})
     with pytest.raises(ValueError, match="take no parameter"):
         parse_variant("fixed+header:x=1")
+
+
+def test_a_stop_between_generations_keeps_them_and_the_next_sweep_generates_only_the_rest(
+        tiny: Dataset, embedder: Embedder, llm_cache: Callable[[str], Path]) -> None:
+    store = IndexStore(llm_cache("context-stop"))
+    variant = Variant.make("fixed", size=48, contextual={"max_tokens": 2})  # 5 chunks: a batch per document
+    total = len(Variant.make("fixed", size=48).chunk(tiny, ChunkEnv()))
+    llm = store.llm(variant)
+    asked: list[int] = []
+
+    def stop() -> bool:  # false before the first batch, true before the second
+        asked.append(len(asked))
+        return len(asked) > 1
+
+    with pytest.raises(Stopped, match=r"stopped after \d+ of \d+ generations \(those are cached\)") as e:
+        wb.sweep(tiny, [variant], ks=(1,), store=store, embedder=embedder, progress=False, stop=stop)
+    done, of = map(int, re.search(r"after (\d+) of (\d+)", str(e.value)).groups())
+    assert 0 < done < of == total and len(asked) == 2
+    assert llm.stats.generated == done and "while sweeping variant" in e.value.__notes__[0]
+    assert not (store.path(variant, tiny, embedder) / "meta.json").exists()  # a stopped build saves no entry
+    result = wb.sweep(tiny, [variant], ks=(1,), store=store, embedder=embedder, progress=False, stop=lambda: False)
+    assert llm.stats.generated == total and result.keys == [variant.key]  # the rest only, each context once

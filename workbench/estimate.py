@@ -195,9 +195,15 @@ def generation_parts(generations: Sequence[GenerationEstimate], unestimated: int
     """What is left to generate, one part per estimate, for an estimate's line."""
     parts = [g.line().removeprefix("estimate ") for g in generations if not g.cached]
     if unestimated:
-        parts.append(f"{unestimated} indexes whose generations cannot be counted before generating (+context over "
-                     "an LLM chunker, or a chunker that says nothing of its generations): not estimated")
+        parts.append(f"({unestimated} indexes not estimated): their generations cannot be counted before generating "
+                     "(+context over an LLM chunker, or a chunker that says nothing of its generations)")
     return parts
+
+
+def generation_line(generations: Sequence[GenerationEstimate], unestimated: int) -> str:
+    """The generation estimates alone, as a line ("" when nothing is to be generated): what the widgets show."""
+    parts = generation_parts(generations, unestimated)
+    return "estimate " + "; ".join(parts) if parts else ""
 
 
 def generates(variant: Variant) -> bool:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -14,9 +17,10 @@ matplotlib.use("Agg")
 import pandas as pd
 import pytest
 
-from workbench.chunkers import register_function
+from workbench.chunkers import ChunkEnv, register_function
 from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
 from workbench.viewer import EVIDENCE
@@ -326,3 +330,40 @@ def test_two_models_are_a_dimension_of_the_grid_restored_without_measuring(tiny:
     assert sum(e.stats.embedded for e in again.models) == 0  # from the score cache: nothing embedded
     with pytest.raises(ValueError, match="none of the panel's models"):
         Sweeper(tiny, store=tmp_path, ks=KS, background=False, result=sw.result)  # the default model only
+
+
+def test_stop_ends_a_generating_run_between_generations_and_the_next_run_resumes(
+        tiny: Dataset, embedder: Embedder, llm_cache: Callable[[str], Path]) -> None:
+    """A Run that generates nothing estimates nothing; one whose +context variant generates shows the
+    estimate on the message line first, and Stop from another thread ends it between generations as
+    a stop, not a failure, what was measured before kept; the next Run generates only what is left."""
+    store = IndexStore(llm_cache("sweeper-stop"))
+    plain, ctx = Variant.make("fixed", size=48), Variant.make("fixed", size=48, contextual={"max_tokens": 2})
+    llm = store.llm(ctx)
+    chunks = len(plain.chunk(tiny, ChunkEnv()))
+    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
+    sw.measure([plain])
+    assert sw.run.estimate_line is None and "estimate" not in sw.message.value and "_local" not in vars(llm)
+
+    sw.background = True
+    sw.measure([ctx])
+    deadline = time.monotonic() + 600
+    while "estimate" not in sw.message.value and sw.run.running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "estimate (chunk-context v1)" in sw.message.value and f"of {chunks} generations to make" in sw.message.value
+    sampled = llm.stats.generated  # the estimate's sample, made before the build generates
+    sw.stop_button.click()  # while the build chunks or generates its first batch
+    sw.thread.join(timeout=600)
+    run = sw.run
+    assert run.error is None and re.search(r"stopped after \d+ of \d+ generations \(those are cached\)",
+                                           run.stopped_at or "")
+    assert "stopped: " in sw.message.value and "#b00020" not in sw.message.value and "stopped" in sw.progress.value
+    assert sw.result.keys == [plain.key] and not sw.run_button.disabled  # what was measured stays
+    first = llm.stats.generated
+    assert 0 < sampled <= first < chunks
+
+    sw.background = False
+    sw.measure([plain, ctx])
+    assert "1 already measured" in sw.message.value and "estimate (chunk-context v1)" in sw.message.value
+    assert llm.stats.generated == chunks and sw.run.stopped_at is None  # each context generated once in all
+    assert sw.result.keys == [plain.key, ctx.key]

@@ -6,6 +6,9 @@ user-registered chunker needs no panel code). It is a thin shell over `sweep` an
 sweeps it once if it is new (the IndexStore and the vector cache make a revisit cheap), merges
 it into the panel's result and redraws. Everything already measured is only filtered, never
 recomputed. Figures are shown as PNG in an Image widget, which needs no matplotlib backend.
+A variant whose chunker asks an LLM gets the estimate of its generations on the message line
+before they start (workbench.estimate.generation_estimates). The panel measures in the kernel's
+own thread, so a click could not reach a Stop button while it generates: the sweeper has one.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import ipywidgets as w
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
+from workbench.estimate import generates, generation_estimates, generation_line
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
 from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
@@ -169,6 +173,11 @@ class Panel(PanelBase):
         # of them only after this callback, so emptying it changes nothing: a clear_output message does.
         with self.progress:
             try:
+                if generates(v):  # what its LLM will write, said before it writes it
+                    line = generation_line(*generation_estimates(self.dataset, [v], self.settings,
+                                                                 embedder=self.embedder, store=self.store))
+                    if line:
+                        self.message.value += "<br>" + html.escape(line)
                 new = sweep(self.dataset, [v], self.settings, embedder=self.embedder, store=self.store)
             except Exception as e:  # noqa: BLE001  (caught inside: in a kernel the Output would swallow it)
                 self.show_error(e)

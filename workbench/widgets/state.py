@@ -21,12 +21,14 @@ import pandas as pd
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.errors import describe
+from workbench.estimate import GenerationEstimate, generation_estimates, generation_line
 from workbench.evaluation import stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.io import write_text
 from workbench.models.choose import result_key, variant_key
 from workbench.models.embed import Embedder
+from workbench.models.llm import Stopped
 from workbench.params import Param
 from workbench.retrieval.index import IndexStore
 from workbench.retrievers import first_stages
@@ -286,8 +288,12 @@ class SweeperMemory:
 class SweepRun:
     """One Run of the sweeper: `sweep_steps` over the (variant, model) pairs not measured yet, one
     at a time, model after model, with progress accounting and a stop flag checked between variants
-    (what finished is kept). `run()` is synchronous; the widget calls it in a thread. `on_step(run)`
-    is called after each finished variant (and after an error), e.g. to redraw."""
+    and between an LLM's generations (what finished is kept: every variant, every generation, in
+    the caches, so the next Run resumes). When some build will generate, what it will generate is
+    estimated first (`estimate_line`, workbench.estimate.generation_estimates); a grid without one
+    costs nothing more. `run()` is synchronous; the widget calls it in a thread. `on_step(run)` is
+    called once the estimate is made, after each finished variant and after a stop or an error,
+    e.g. to redraw."""
 
     dataset: Dataset
     variants: Sequence[Variant]
@@ -309,6 +315,8 @@ class SweepRun:
         self.step_seconds: list[float] = []
         self.embedded = self.reused = 0  # texts, this run (the questions' included)
         self.error: str | None = None
+        self.estimate_line: str | None = None  # what the builds will generate, said before they start
+        self.stopped_at: str | None = None  # the generation a Stop ended, e.g. "... stopped after 3 of 9 generations"
         self.running = False
         self._stop = threading.Event()
         self._started = 0.0
@@ -318,7 +326,9 @@ class SweepRun:
         return sum(len(variants) for _, variants in self.todo)
 
     def stop(self) -> None:
-        """Stop before the next variant; the one being measured finishes and is kept."""
+        """Stop before the next variant or generation: a variant that generates stops after its
+        current batch (the generations made are cached, the variant not measured); another finishes
+        and is kept."""
         self._stop.set()
 
     @property
@@ -343,7 +353,7 @@ class SweepRun:
         if self.error:
             return text + " · failed"
         if self.stopped and self.running:
-            return text + " · stopping after this variant"
+            return text + " · stopping after this variant or generation"
         if self.running and left is not None:
             return text + f" · about {left:.0f} s left"
         return text + (" · stopped" if self.stopped and self.done < self.total else "")
@@ -356,8 +366,9 @@ class SweepRun:
         try:
             steps = (step for embedder, variants in self.todo if variants
                      for step in sweep_steps(self.dataset, variants, self.settings, embedder=embedder,
-                                             store=self.store, progress=False))
+                                             store=self.store, progress=False, stop=self._stop.is_set))
             if self.total and not self.stopped:
+                self._estimate()
                 last = self._started
                 for step in steps:
                     self.result = step if self.result is None else combine([self.result, step])
@@ -368,6 +379,8 @@ class SweepRun:
                     self._notify()
                     if self.stopped:
                         break
+        except Stopped as e:  # a stop, not a failure: what finished is cached
+            self.stopped_at = "; ".join([str(e), *getattr(e, "__notes__", ())])
         except Exception as e:  # noqa: BLE001  (the panel shows it; what finished is kept)
             self.error = describe(e)
         finally:
@@ -375,6 +388,23 @@ class SweepRun:
             self._count(stats0)
         self._notify()
         return self.result
+
+    def _estimate(self) -> None:
+        """`estimate_line`, when some variant's build will generate (each variant once, with the first
+        model that measures it); stopped by `stop` too."""
+        seen: set[str] = set()
+        made: list[GenerationEstimate] = []
+        unestimated = 0
+        for embedder, variants in self.todo:
+            new = [v for v in variants if v.key not in seen]
+            seen.update(v.key for v in new)
+            estimates, n = generation_estimates(self.dataset, new, self.settings, embedder=embedder, store=self.store,
+                                                stop=self._stop.is_set)
+            made, unestimated = made + list(estimates), unestimated + n
+        line = generation_line(made, unestimated)
+        if line:
+            self.estimate_line = line
+            self._notify()
 
     def _texts(self) -> tuple[int, int]:
         """Texts embedded and reused so far by the run's models."""

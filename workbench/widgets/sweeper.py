@@ -116,6 +116,7 @@ class Sweeper(PanelBase):
         self._chunks: dict[str, list[Chunk]] = {}
         self._lock = threading.RLock()  # the sweep thread and the user's clicks draw one at a time
         self._quiet = False  # set while options are replaced, so their observers stay still
+        self._note = ""  # what the message line says of the current Run before its estimate
 
         questions = [(f"{q.qid}: {q.question[:70]}", q.qid) for q in dataset.questions]
         self.strategies = w.SelectMultiple(options=list(STRATEGIES), value=("fixed",), description="strategies",
@@ -282,7 +283,8 @@ class Sweeper(PanelBase):
                        on_step=lambda r: self.guarded(lambda: self._on_step(r))())
         self.run, self.budget = run, DrawBudget(self.draw_share)
         already = len(variants) - run.total
-        self.message.value = html.escape(note + (f"; {already} already measured" if already else ""))
+        self._note = note + (f"; {already} already measured" if already else "")
+        self.message.value = html.escape(self._note)
         self.bar.max, self.bar.value = max(run.total, 1), 0
         self.run_button.disabled, self.stop_button.disabled = True, False
         if self.background:
@@ -292,7 +294,8 @@ class Sweeper(PanelBase):
             run.run()
 
     def stop(self) -> None:
-        """Stop the sweep after the variant being measured; what finished stays."""
+        """Stop the sweep after the variant being measured, or after the LLM's current batch when it
+        generates; what finished stays (the generations in their cache: the next Run resumes)."""
         if self.run is not None:
             self.run.stop()
             self.progress.value = html.escape(self.run.progress_text())
@@ -304,6 +307,9 @@ class Sweeper(PanelBase):
         self.progress.value = html.escape(run.progress_text())
         if run.error:
             self.show_error(run.error)
+        elif run.estimate_line or run.stopped_at:  # what will be generated, then where a Stop ended it
+            stopped = f"stopped: {run.stopped_at}" if run.stopped_at else ""
+            self.message.value = "<br>".join(html.escape(t) for t in (self._note, run.estimate_line, stopped) if t)
         if run.result is not None:
             self.memory.save(self.grid(), run.result)
         if run.result is not None and run.result is not self.result and self.budget.due(run.elapsed, not run.running):
