@@ -50,6 +50,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python bench/explorer.py
 	$(BIN)/python bench/sweeper_overhead.py
 	$(BIN)/python bench/context.py
+	nice -n 10 $(BIN)/python bench/model_stack.py
 	$(BIN)/python bench/peers.py
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)

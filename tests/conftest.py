@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -86,6 +91,47 @@ def llm_cache(llm_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Cal
         (folder / "models").symlink_to(llm_models, target_is_directory=True)
         return folder
     return make
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def llm_server(llm_models: Path) -> Iterator[tuple[str, str]]:
+    """(base_url, model name) of a real OpenAI-compatible server, `transformers serve` on localhost
+    over the session's conversion of the bundled model, offline; one per session (it takes a while to start)."""
+    import httpx
+
+    from workbench.models.llm import LLM
+
+    folder, port = LLM(cache_dir=llm_models.parent, progress=False).hf_folder, free_port()
+    cli = Path(sys.executable).with_name("transformers")
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen([str(cli), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port),
+                             "--device", "cpu", "--default-seed", "0"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"transformers serve did not start: {proc.stderr.read()[-2000:]}")
+            time.sleep(1)
+        yield f"http://127.0.0.1:{port}/v1", str(folder)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @pytest.fixture(scope="session")

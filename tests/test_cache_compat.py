@@ -32,6 +32,9 @@ BUMPED = ("parent_child", "recursive:size=96+header")
 def test_keys_of_todays_specs_are_unchanged() -> None:
     assert Variant.make("fixed", size=256).key == "6678acd8ce7d3106"
     assert Variant.make("fixed", size=256, retriever="bm25").key == "4ed0573cf1945c34"
+    # re-keyed when +context named its LLM `model` (LLM_SPEC), as every other stage does, instead of llm=None
+    # (then 968e000e50fd153c): its entries and scores are new, its generations (same prompts) are reused
+    assert Variant.make("fixed", size=64, contextual=True).key == "744746e4662fb6af"
     for text, key in json.loads((OLD / "keys.json").read_text()).items():
         assert (parse_variant(text).key == key) == (text not in BUMPED), text
 

@@ -17,11 +17,13 @@ from workbench.models.context import contextualize
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM, Stopped
 from workbench.params import IncompatibleParams
+from workbench.report.tables import variants_text
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrieval.index import IndexStore, embed_texts
 from workbench.variant import Variant, parse_variant
 
 VARIANT = "fixed:size=64,unit=tokens+context:max_tokens=12+hybrid"
+SECRET = "sk-test-5d1e-never-stored"
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +55,12 @@ def test_the_context_is_embedded_and_in_bm25_and_the_span_is_returned(
     hits = wb.rankings(tiny, variant, k=3, embedder=embedder, store=store)
     assert {h.span for hs in hits for h in hs} <= {c.span for c in chunks}
     row = result.variants.iloc[0]
-    assert row["context_tokens_generated"] == store.llm(variant).stats.generated_tokens > 0
-    assert row["context_seconds"] > 0
+    assert row["index_tokens_generated"] == store.llm(variant).stats.generated_tokens > 0
+    assert row["index_llm_seconds"] > 0 and "index_llm_fallbacks" not in result.variants  # a chunker's count only
+    # the report shows the model cost beside the context cost
+    columns = list(variants_text(result, 3).columns)
+    at = columns.index("context tokens@3")
+    assert columns[at + 1 : at + 4] == ["index_tokens_generated", "index_llm_seconds", "seconds"]
 
 
 def test_a_rerun_generates_nothing_and_reports_what_the_contexts_cost(
@@ -68,7 +74,7 @@ def test_a_rerun_generates_nothing_and_reports_what_the_contexts_cost(
     llm = again.llm(variant)
     assert [c.context for c in index.chunks] == first
     assert llm.stats.generated_tokens == 0 and llm.stats.cached == len(first)
-    assert index.cost["context_tokens_generated"] == result.variants.iloc[0]["context_tokens_generated"]
+    assert index.cost["index_tokens_generated"] == result.variants.iloc[0]["index_tokens_generated"]
 
 
 def test_prefix_reuse_writes_the_same_contexts_as_reading_every_prompt_whole(
@@ -87,10 +93,10 @@ def test_another_llm_names_other_entries_and_a_bad_one_is_refused_before_any_wor
         built: tuple[IndexStore, wb.SweepResult], tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     store, _ = built
     folder = store.llm(parse_variant(VARIANT)).hf_folder  # the GGUF converted: the same model, other files
-    other = Variant.make("fixed", size=64, unit="tokens", contextual={"llm": str(folder), "max_tokens": 12})
+    other = Variant.make("fixed", size=64, unit="tokens", contextual={"model": str(folder), "max_tokens": 12})
     assert store.path(other, tiny, embedder) != store.path(parse_variant(VARIANT), tiny, embedder)
-    bad = Variant.make("fixed", contextual={"llm": str(tmp_path / "no-such-model")})
-    with pytest.raises(ValueError, match=r"\+context parameter 'llm'.*no-such-model"):
+    bad = Variant.make("fixed", contextual={"model": str(tmp_path / "no-such-model")})
+    with pytest.raises(ValueError, match=r"\+context parameter 'model'.*no-such-model"):
         wb.sweep(tiny, [bad], store=IndexStore(tmp_path / "store"), embedder=embedder, progress=False)
     assert not (tmp_path / "store" / "index").exists()
     with pytest.raises(ValueError, match="preview cannot score"):
@@ -113,8 +119,10 @@ def test_the_variant_spells_and_keys_its_context() -> None:
         parse_variant("fixed+context:window=3")
     with pytest.raises(ValueError, match="'doc_tokens' must be in"):
         Variant.make("fixed", contextual={"doc_tokens": 8})
-    with pytest.raises(ValueError, match="parameter 'llm' must be a path"):
-        Variant.make("fixed", contextual={"llm": 3})
+    with pytest.raises(ValueError, match="parameter 'model' must name an LLM"):
+        Variant.make("fixed", contextual={"model": ""})
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['llm'\]"):  # one spelling: model, as elsewhere
+        parse_variant("fixed+context:llm=m.gguf")
     with pytest.raises(ValueError, match="take no parameter"):
         parse_variant("fixed+header:x=1")
 
@@ -139,3 +147,27 @@ def test_a_stop_between_generations_keeps_them_and_the_next_sweep_generates_only
     assert not (store.path(variant, tiny, embedder) / "meta.json").exists()  # a stopped build saves no entry
     result = wb.sweep(tiny, [variant], ks=(1,), store=store, embedder=embedder, progress=False, stop=lambda: False)
     assert llm.stats.generated == total and result.keys == [variant.key]  # the rest only, each context once
+
+
+def test_an_endpoint_writes_the_contexts_and_a_rerun_generates_nothing(
+        llm_server: tuple[str, str], tiny: Dataset, embedder: Embedder, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """+context:model=openai:<model>@<base_url> through a real local server, on one document."""
+    base_url, model = llm_server
+    monkeypatch.setenv("WB_TEST_ENDPOINT_KEY", SECRET)
+    one = tiny.select(["space.txt"])
+    variant = Variant.make("fixed", size=64, unit="tokens",
+                           contextual={"model": f"openai:{model}@{base_url}#WB_TEST_ENDPOINT_KEY", "max_tokens": 12})
+    store = IndexStore(tmp_path)
+    result = wb.sweep(one, [variant], store=store, embedder=embedder, progress=False)
+    llm = store.llm(variant)
+    chunks = store.get(variant, one, embedder).chunks
+    assert (llm.backend, llm.api_key_env) == ("openai", "WB_TEST_ENDPOINT_KEY") and all(c.context for c in chunks)
+    assert llm.stats.generated == len(chunks) >= 2
+    assert result.variants.iloc[0]["index_tokens_generated"] == llm.stats.generated_tokens > 0
+    shutil.rmtree(store.path(variant, one, embedder))
+    again = IndexStore(tmp_path)
+    assert [c.context for c in again.get(variant, one, embedder).chunks] == [c.context for c in chunks]
+    assert again.llm(variant).stats.generated == 0 and again.llm(variant).stats.cached == len(chunks)
+    written = [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()]
+    assert written and not [w for w in written if SECRET in w] and SECRET not in repr(result.config)

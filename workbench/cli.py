@@ -30,6 +30,7 @@ from workbench.labels.generate import MAX_TOKENS, SEED
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
 from workbench.models.embed import BACKENDS
+from workbench.models.llm import LLM_SPEC
 from workbench.params import Param
 from workbench.retrieval.ann import Ann
 from workbench.retrievers import DENSE, STAGES
@@ -62,7 +63,7 @@ CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm
 EPILOG = """\
 variants are written strategy:name=value,name=value with optional modifiers +header
 (contextual chunk header), +late (late chunking), +context (contextual retrieval: the bundled
-LLM writes each chunk's context, +context:max_tokens=32,llm=my.gguf to change it) and one
+LLM writes each chunk's context, +context:max_tokens=32,model=my.gguf to change it) and one
 retriever, +bm25 or +hybrid (reciprocal rank fusion of dense and BM25, +hybrid:rrf_k=30 to
 change its k=60); without one, retrieval is dense. e.g.
   fixed:size=256,overlap=32        recursive:size=512,separators=markdown
@@ -70,7 +71,7 @@ change its k=60); without one, retrieval is dense. e.g.
   fixed:size=256+bm25              fixed:size=256+hybrid:rrf_k=30
   'recursive:size=256,custom_separators=["\\n\\n", ". "]'   (values are JSON when they parse)
 a grid file is a JSON list of such strings or of objects {"strategy": ..., <params>,
-"contextual_header": bool, "late": bool, "contextual": bool or {"llm": path, "doc_tokens": int,
+"contextual_header": bool, "late": bool, "contextual": bool or {"model": spec, "doc_tokens": int,
 "max_tokens": int}, "retriever": "dense"|"bm25"|"hybrid", "rrf_k": int}.
 Run `python -m workbench strategies` to list every strategy, modifier and retrieval stage with
 its parameters, defaults and ranges.
@@ -160,8 +161,10 @@ def _answers_parser(sub: argparse._SubParsersAction) -> None:
                    help="the longest answer, in the LLM's tokens (default: %(default)s)")
     a.add_argument("--judge", action="store_true",
                    help="the LLM also judges every answer against the reference (P(yes) from its logits)")
-    a.add_argument("--llm", metavar="PATH",
-                   help="a local GGUF file or Hugging Face folder (default: the bundled SmolLM2-135M-Instruct)")
+    a.add_argument("--llm", metavar="SPEC", default=LLM_SPEC,
+                   help="the LLM that answers: a local GGUF file or Hugging Face folder, or an endpoint "
+                        "'openai:<model>@<base_url>' (its key from OPENAI_API_KEY) (default: %(default)r, the bundled "
+                        "SmolLM2-135M-Instruct)")
 
 
 def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int = TOP,
@@ -458,13 +461,13 @@ def _sweep(args: argparse.Namespace) -> None:
 def _answers(args: argparse.Namespace) -> None:
     """`answers`: the sweep, then answer quality of its --top best (options checked before any work)."""
     from workbench.answers import evaluate, text_table
-    from workbench.models.llm import LLM
+    from workbench.models.llm import llm_of
 
     for name in ("context_tokens", "max_tokens"):  # --top: as every sweep's
         if getattr(args, name) < 1:
             raise SystemExit(f"error: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     try:
-        llm = LLM(args.llm, cache_dir=args.cache, threads=args.threads, progress=not args.quiet)
+        llm = llm_of(args.llm, args.cache, threads=args.threads, progress=not args.quiet)
     except ValueError as e:
         raise SystemExit(f"error: --llm: {e}") from e
 

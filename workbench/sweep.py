@@ -55,9 +55,10 @@ class SweepResult:
                   (its stages' names) and their parameters (rrf_k for hybrid), one column per
                   parameter, index cost (chunks, truncated_chunks: those longer than the model's
                   window, 0 for BM25 alone; chars, tokens embedded, overlap chars, build_seconds:
-                  when its index was built, perhaps in an earlier run; for a strategy whose chunks an
-                  LLM writes, index_tokens_generated, index_llm_seconds and index_llm_fallbacks: what its
-                  generations cost when made, cached or not, and the answers not used), seconds (this run's),
+                  when its index was built, perhaps in an earlier run; for a variant an LLM indexes (a
+                  strategy whose chunks it writes, +context), index_tokens_generated and index_llm_seconds:
+                  what its generations cost when made, cached or not, and for such a strategy
+                  index_llm_fallbacks, the answers not used), seconds (this run's),
                   preview (True: scored from pooled vectors, see workbench.retrieval.preview) and, with
                   Settings.ann, index (what searched it: "flat" or the approximate index and its
                   parameters) and ann_recall (the share of the exact top max(ks) chunks it found per

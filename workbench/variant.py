@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Document
+from workbench.models.llm import LLM_SPEC
 from workbench.params import IncompatibleParams, Param, resolve
 from workbench.retrievers import DENSE, STAGES, first_stages, get_stage
 
@@ -35,8 +36,8 @@ MODIFIERS = {  # the +modifiers that are not retrieval stages, and what each doe
                "(+context:max_tokens=32 sets its parameters; not with +late)",
 }
 CONTEXT_PARAMS = {  # +context's parameters (workbench.models.context makes the contexts)
-    "llm": Param(None, "the LLM that writes the contexts: a .gguf file or a local causal-LM folder (None: the bundled "
-                 "SmolLM2-135M-Instruct)"),
+    "model": Param(LLM_SPEC, f"the LLM that writes the contexts: {LLM_SPEC!r} (the bundled SmolLM2-135M-Instruct), "
+                   "a local .gguf file or Hugging Face folder, or an endpoint 'openai:<model>@<base_url>'"),
     "doc_tokens": Param(2048, "how much of the document the LLM reads per chunk: a longer document is read in "
                         "windows of this many cl100k_base tokens, the one holding the chunk", lo=64, unit="tokens"),
     "max_tokens": Param(48, "the longest context the LLM may write", lo=1, hi=512, unit="tokens"),
@@ -105,7 +106,7 @@ class Variant:
         """Validate and canonicalise; raises ValueError naming the bad parameter. The retriever is
         `retriever` (one first stage: "dense", "bm25", "hybrid") or `retrieval` (stages in order);
         a stage's parameters may ride among the keywords: make("fixed", retriever="hybrid", rrf_k=30).
-        `contextual`: True, or CONTEXT_PARAMS ({"llm": "my.gguf", "doc_tokens": 1024}), for +context;
+        `contextual`: True, or CONTEXT_PARAMS ({"model": "my.gguf", "doc_tokens": 1024}), for +context;
         with contextual_header the context comes first, then the header, then the text."""
         if contextual_header and late:
             raise IncompatibleParams(f"{strategy}: contextual_header and late cannot be combined: late chunking "
@@ -261,9 +262,9 @@ def _context_params(strategy: str, contextual: bool | Mapping[str, Any]) -> tupl
         raise ValueError(f"{strategy}: parameter 'contextual' must be True, False or a dict of "
                          f"{sorted(CONTEXT_PARAMS)}, got {contextual!r}")
     resolved = resolve(f"{strategy} +context", CONTEXT_PARAMS, given)
-    if not (resolved["llm"] is None or isinstance(resolved["llm"], str) and resolved["llm"]):
-        raise ValueError(f"{strategy} +context: parameter 'llm' must be a path (a .gguf file or a local model "
-                         f"folder) or None, got {resolved['llm']!r}")
+    if not resolved["model"]:  # a str (resolve checks the type)
+        raise ValueError(f"{strategy} +context: parameter 'model' must name an LLM ({LLM_SPEC!r}, a .gguf file, "
+                         "a local model folder or 'openai:<model>@<base_url>'), got ''")
     return tuple(sorted(resolved.items()))
 
 

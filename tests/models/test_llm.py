@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
+from conftest import free_port
 
 import workbench as wb
 from workbench.errors import describe
 from workbench.estimate import estimate_generation
 from workbench.models.base import from_spec
 from workbench.models.cache import JSONCache
-from workbench.models.llm import LLM, LLMError, OutputError, Prompt, Stopped, parse_output
+from workbench.models.llm import LLM, LLMError, OutputError, Prompt, Stopped, llm_fingerprint, llm_of, parse_output
 
 CAPITAL = Prompt("capital", 1, "What is the capital of {country}? Answer in one word.")
 COUNTRIES = [{"country": c} for c in ("France", "Italy", "Japan")]
@@ -129,46 +124,10 @@ def test_bad_arguments_name_the_parameter(tmp_path: Path) -> None:
         LLM(cache_dir=tmp_path).generate(CAPITAL, COUNTRIES, output="yaml")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(llm: LLM) -> Iterator[tuple[str, str]]:
-    """(base_url, model name) of `transformers serve` over the converted bundled model, offline."""
-    folder, port = llm.hf_folder, _free_port()
-    cli = Path(sys.executable).with_name("transformers")
-    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.Popen([str(cli), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port),
-                             "--device", "cpu", "--default-seed", "0"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"transformers serve did not start: {proc.stderr.read()[-2000:]}")
-            time.sleep(1)
-        yield f"http://127.0.0.1:{port}/v1", str(folder)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def test_an_openai_endpoint_generates_caches_and_never_keeps_the_key(
-        server: tuple[str, str], llm: LLM, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        llm_server: tuple[str, str], llm: LLM, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    base_url, model = server
+    base_url, model = llm_server
     monkeypatch.setenv("WB_TEST_LLM_KEY", SECRET)
     caplog.set_level(logging.DEBUG)
     remote = LLM(model, backend="openai", base_url=base_url, api_key_env="WB_TEST_LLM_KEY", cache_dir=cache_dir,
@@ -180,7 +139,7 @@ def test_an_openai_endpoint_generates_caches_and_never_keeps_the_key(
     again = LLM(model, backend="openai", base_url=base_url, api_key_env="WB_TEST_LLM_KEY", cache_dir=cache_dir)
     assert [g.text for g in again.generate(CAPITAL, COUNTRIES[:2], max_tokens=12)] == [g.text for g in out]
     assert again.stats.generated_tokens == 0
-    refused = LLM(model, backend="openai", base_url=f"http://127.0.0.1:{_free_port()}/v1",
+    refused = LLM(model, backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1",
                   api_key_env="WB_TEST_LLM_KEY", retries=1, cache_dir=cache_dir)
     with pytest.raises(LLMError) as e:
         refused.generate(CAPITAL, COUNTRIES[:1], max_tokens=12)
@@ -195,8 +154,31 @@ def test_an_openai_endpoint_generates_caches_and_never_keeps_the_key(
     assert len(rows) == 2
 
 
-def test_an_endpoint_that_times_out_is_one_error(server: tuple[str, str], cache_dir: Path) -> None:
-    base_url, model = server
+def test_a_model_spec_names_an_endpoint_and_its_key_variable_never_its_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = "openai:qwen2.5:7b@http://127.0.0.1:9/v1"
+    llm = llm_of(spec, tmp_path)
+    assert (llm.backend, llm.name, llm.base_url, llm.api_key_env) == ("openai", "qwen2.5:7b", "http://127.0.0.1:9/v1",
+                                                                       None)  # no key: a local server needs none
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    assert llm_of(spec, tmp_path).api_key_env == "OPENAI_API_KEY"
+    monkeypatch.setenv("WB_OTHER", SECRET)
+    other = llm_of(spec + "#WB_OTHER", tmp_path)
+    assert other.api_key_env == "WB_OTHER" and llm_fingerprint(spec) == llm_fingerprint(spec + "#WB_OTHER")
+    elsewhere = "openai:qwen2.5:7b@http://127.0.0.1:10/v1"
+    assert llm_fingerprint(spec) != llm_fingerprint(elsewhere) != llm_fingerprint("llm")
+    assert SECRET not in json.dumps(other.spec()) + repr(other) + llm_fingerprint(spec)
+    monkeypatch.delenv("WB_OTHER")
+    with pytest.raises(ValueError, match=rf"model '{spec}#WB_OTHER': the environment variable 'WB_OTHER' .* not set"):
+        llm_of(spec + "#WB_OTHER", tmp_path)
+    for bad in ("openai:qwen2.5", "openai:@http://x/v1", "openai:m@"):
+        with pytest.raises(ValueError, match=rf"model '{bad}': an endpoint is spelled 'openai:<model>@<base_url>'"):
+            llm_of(bad, tmp_path)
+
+
+def test_an_endpoint_that_times_out_is_one_error(llm_server: tuple[str, str], cache_dir: Path) -> None:
+    base_url, model = llm_server
     hasty = LLM(model, backend="openai", base_url=base_url, timeout=0.05, retries=0, cache_dir=cache_dir)
     prompt = Prompt("story", 1, "Write a long story about {country}.")
     with pytest.raises(LLMError) as e:

@@ -49,6 +49,9 @@ def test_a_hub_name_or_an_unknown_architecture_is_refused_when_the_variant_is_ma
     (tmp_path / "config.json").write_text('{"architectures": ["BertModel"]}')
     with pytest.raises(ValueError, match="field 'architectures' is \\['BertModel'\\], neither"):
         wb.parse_variant(f"fixed:size=64+rerank:model={tmp_path}")
+    with pytest.raises(ValueError, match=r"\+rerank parameter 'model': 'openai:m@http://127.0.0.1:9/v1' is an endpoint"
+                                         r".*the LLM judge reads next-token logits"):  # before any connection
+        wb.parse_variant("fixed:size=64+rerank:model=openai:m@http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="parameter 'model' must be str"):
         wb.parse_variant("fixed:size=64+rerank:model=5")
 

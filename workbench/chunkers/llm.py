@@ -39,12 +39,12 @@ class LLMChunkWarning(UserWarning):
     """The model's answers for some passages or windows of a document could not be used: counted fallbacks."""
 
 
-MODEL = Param(LLM_SPEC, f"the LLM: {LLM_SPEC!r} (the bundled SmolLM2-135M) or a local .gguf file or Hugging Face "
-              "folder", label=True)
+MODEL = Param(LLM_SPEC, f"the LLM: {LLM_SPEC!r} (the bundled SmolLM2-135M), a local .gguf file or Hugging Face "
+              "folder, or an endpoint 'openai:<model>@<base_url>'", label=True)
 
 
 def _check(params: dict[str, Any]) -> None:
-    """The model is a local one, found before any chunk is made (its files hashed, nothing loaded)."""
+    """The model is found before any chunk is made (its files hashed, nothing loaded, no endpoint asked)."""
     llm_fingerprint(params["model"])
 
 

@@ -10,7 +10,8 @@ window open their prompts with it and the LLM reads it once (LLM.generate's `sha
 
 The contexts' model cost (tokens generated, seconds, as each generation cost when it was made, so
 a cached re-run reports what the contexts cost, not zero) goes in the index cost beside the
-chunks' context cost.
+chunks' context cost, in the columns every index-time LLM fills (index_tokens_generated,
+index_llm_seconds: workbench.retrieval.index.build_index).
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ import hashlib
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from workbench.chunkers import Chunk
 from workbench.dataset import Document
-from workbench.models.base import Engine
-from workbench.models.llm import LLM, Prompt
+from workbench.models.llm import LLM, Prompt, llm_fingerprint
 from workbench.tokens import TiktokenTokenizer
 
 # Anthropic's contextual retrieval prompt. Its name and version name every generation and the
@@ -36,23 +35,17 @@ CONTEXT = Prompt(
     "<chunk>\n{chunk}\n</chunk>\nPlease give a short succinct context to situate this chunk within the overall "
     "document for the purposes of improving search retrieval of the chunk. Answer only with the succinct context "
     "and nothing else.")
-COST_COLUMNS = ("context_tokens_generated", "context_seconds")  # the index cost a +context variant adds
-
-
-def context_llm(params: Mapping[str, Any], cache_dir: str | Path | None, engine: Engine | None = None) -> LLM:
-    """The LLM a variant's context parameters name (llm None: the bundled SmolLM2), generating on `engine`."""
-    return LLM(params["llm"], cache_dir=cache_dir, progress=False, engine=engine)
 
 
 def context_fingerprint(params: Mapping[str, Any]) -> str:
-    """What names a +context variant's entries besides its key (which names the LLM by path): the
-    LLM's files and the prompt's version, so another model or prompt never serves old contexts.
-    Raises ValueError naming `llm` when it is not a local model; loads nothing."""
+    """What names a +context variant's entries besides its key (which names the LLM by its spec):
+    the LLM's files (or endpoint) and the prompt's version, so another model or prompt never serves
+    old contexts. Raises ValueError naming `model` when it names no LLM; loads nothing."""
     try:
-        llm = context_llm(params, None)
+        fingerprint = llm_fingerprint(params["model"])
     except ValueError as e:
-        raise ValueError(f"+context parameter 'llm': {e}") from None
-    return hashlib.sha256(f"{llm.fingerprint}-{CONTEXT.name}-v{CONTEXT.version}".encode()).hexdigest()[:12]
+        raise ValueError(f"+context parameter 'model': {e}") from None
+    return hashlib.sha256(f"{fingerprint}-{CONTEXT.name}-v{CONTEXT.version}".encode()).hexdigest()[:12]
 
 
 def windows(doc: Document, chunks: Sequence[Chunk], doc_tokens: int) -> list[str]:
@@ -83,13 +76,13 @@ def context_items(docs: Mapping[str, Document], chunks: Sequence[Chunk], doc_tok
 def contextualize(docs: Mapping[str, Document], chunks: Sequence[Chunk], llm: LLM, *, doc_tokens: int,
                   max_tokens: int, reuse: bool = True, stop: Callable[[], bool] | None = None,
                   ) -> tuple[list[Chunk], dict[str, Any]]:
-    """Each chunk with its context (in `context`, and above its embedded text), and their model cost.
+    """Each chunk with its context (in `context`, and above its embedded text), and their model cost
+    as ChunkEnv.llm_cost counts an LLM chunker's ("tokens_generated", "llm_seconds"): one index cost.
     `reuse`: read each window once for all its chunks (False: once per chunk; the same text). `stop`:
     asked between batches (LLM.generate)."""
     made = llm.generate(CONTEXT, context_items(docs, chunks, doc_tokens), max_tokens=max_tokens,
                         desc="chunk contexts", shared="document" if reuse else None, stop=stop)
     out = [replace(c, context=g.value, embed_text=f"{g.value}\n\n{c.embed_text or c.text}" if g.value else c.embed_text)
            for c, g in zip(chunks, made, strict=True)]
-    cost = {"context_tokens_generated": sum(g.generated_tokens for g in made),
-            "context_seconds": round(sum(g.seconds for g in made), 3)}
+    cost = {"tokens_generated": sum(g.generated_tokens for g in made), "llm_seconds": sum(g.seconds for g in made)}
     return out, cost

@@ -42,7 +42,9 @@ from workbench.models.cache import JSONCache, cache_file, json_key
 
 BACKENDS = ("local", "openai")
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
-LLM_SPEC = "llm"  # the bundled LLM, as a `model` parameter (a strategy's, the rerank stage's) names it
+LLM_SPEC = "llm"  # the bundled LLM, as a `model` parameter (a strategy's, +context's, the rerank stage's) names it
+OPENAI_PREFIX = "openai:"  # a `model` parameter naming an OpenAI-compatible endpoint (llm_of)
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # the variable an endpoint's key is read from unless its spec names another
 # local generations run together, left-padded: 8 short answers took 52 s in one batch against 102 s
 # one by one, the same 88 tokens (SmolLM2 on 2 busy shared cores), since each decoding step reads the
 # weights once for the whole batch
@@ -537,15 +539,30 @@ class LLM(Model):
         return list(self._generated(job))
 
 
-def llm_of(spec: str, cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None) -> LLM:
-    """The LLM a `model` parameter names: LLM_SPEC (the bundled model), a .gguf file or a local
-    Hugging Face folder; nothing loads until its first uncached generation (on `engine`, if given)."""
-    return LLM(None if spec == LLM_SPEC else spec, cache_dir=cache_dir, progress=False, engine=engine)
+def llm_of(spec: str, cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None,
+           **options: Any) -> LLM:
+    """The LLM a `model` parameter names: LLM_SPEC (the bundled model), a .gguf file, a local
+    Hugging Face folder, or an OpenAI-compatible endpoint, "openai:<model>@<base_url>", its key
+    read from OPENAI_API_KEY when that is set ("...#<VAR>": from VAR, which must be); nothing
+    loads or connects until its first uncached generation (on `engine`, if given and local).
+    `options`: more LLM arguments (threads, progress)."""
+    options = {"progress": False} | options
+    if spec.startswith(OPENAI_PREFIX):
+        model, at, where = spec[len(OPENAI_PREFIX):].partition("@")
+        base_url, _, key_env = where.partition("#")
+        if not (model and at and base_url):
+            raise ValueError(f"model {spec!r}: an endpoint is spelled '{OPENAI_PREFIX}<model>@<base_url>' "
+                             f"(e.g. '{OPENAI_PREFIX}qwen2.5:7b@http://localhost:11434/v1'), optionally '#<KEY_VAR>'")
+        if key_env and not os.environ.get(key_env):
+            raise ValueError(f"model {spec!r}: the environment variable {key_env!r} that holds its key is not set")
+        key_env = key_env or (DEFAULT_KEY_ENV if os.environ.get(DEFAULT_KEY_ENV) else None)
+        return LLM(model, backend="openai", base_url=base_url, api_key_env=key_env, cache_dir=cache_dir, **options)
+    return LLM(None if spec == LLM_SPEC else spec, cache_dir=cache_dir, engine=engine, **options)
 
 
 def llm_fingerprint(spec: str) -> str:
-    """The fingerprint of the LLM `spec` names (its files hashed, nothing loaded): what names the
-    chunks and scores of the variants whose chunks it wrote, so another model never serves them."""
+    """The fingerprint of the LLM `spec` names (its files hashed, nothing loaded, no endpoint asked):
+    what names the chunks, contexts and scores it wrote, so another model never serves them."""
     return llm_of(spec, cache_dir=None).fingerprint
 
 

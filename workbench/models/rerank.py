@@ -10,7 +10,8 @@ same candidates again, or another k, scores nothing.
 A reranker is named by a spec string, the stage's `model` parameter: "llm" (the bundled LLM as a
 pointwise judge, the default: it works offline), a GGUF file or a local causal-LM folder (that LLM
 as the judge), or a local sentence-transformers CrossEncoder folder (its config.json names a
-sequence-classification architecture). A hub name is refused: nothing is downloaded.
+sequence-classification architecture). A hub name is refused: nothing is downloaded. So is an
+endpoint ("openai:...", which other `model` parameters accept): it returns text, not logits.
 
 The LLM judge reads a fixed rubric (JUDGE) and answers nothing: one forward pass per pair gives the
 next-token logits, and the score is P(yes) / (P(yes) + P(no)), each the SUM of the probabilities
@@ -33,7 +34,7 @@ import numpy as np
 
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import RerankCache, cache_file, pair_key
-from workbench.models.llm import LLM, LLM_SPEC, Prompt
+from workbench.models.llm import LLM, LLM_SPEC, OPENAI_PREFIX, Prompt
 
 DEFAULT_BATCH = 32  # pairs per forward pass
 JUDGE_BATCH = 8  # pairs per forward pass of the LLM judge: a pair is a whole prompt of a passage
@@ -212,6 +213,10 @@ def judge_fingerprint(llm: LLM) -> str:
 def reranker_kind(spec: str) -> str:
     """"llm" (an LLM judge) or "cross-encoder", from the spec alone: "llm", a .gguf file, or a
     local folder whose config.json names a causal-LM or a sequence-classification architecture."""
+    if spec.startswith(OPENAI_PREFIX):
+        raise ValueError(f"+rerank parameter 'model': {spec!r} is an endpoint, which returns text, but the LLM judge "
+                         f"reads next-token logits: use {LLM_SPEC!r}, a .gguf file, or a local causal-LM or "
+                         "cross-encoder folder")
     path = Path(spec)
     if spec == LLM_SPEC or (path.suffix == ".gguf" and path.is_file()):
         return "llm"

@@ -218,7 +218,9 @@ def _variants(result: SweepResult, k: int) -> str:
         rows.append(f"<tr{_marked(part)}>{''.join(cells)}</tr>\n")
     return (f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Numbered as in the figures: first the '
             f"chunks (truncated_chunks: longer than the model's window, their tails never embedded; marked over "
-            f"{TRUNCATED_SHARE:.0%}), the context tokens@{k} handed to the LLM and this run's seconds; then the "
+            f"{TRUNCATED_SHARE:.0%}), the context tokens@{k} handed to the LLM, beside it what an LLM generated to "
+            f"build the index (index_tokens_generated, index_llm_seconds: its chunks or +context's contexts, at what "
+            f"they cost when made) when one did, and this run's seconds; then the "
             f"parameters as given ({DASH}: the strategy has no such parameter) and what the index cost. The table "
             f'scrolls sideways.</p>\n<div class="scroll"><table class="variants">\n<thead><tr>{head}</tr></thead>'
             f"\n<tbody>\n{''.join(rows)}</tbody></table></div></section>\n")

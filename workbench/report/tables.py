@@ -19,7 +19,9 @@ METRIC_ORDER = (*metrics.METRICS, metrics.OMEGA)
 COMPACT = ("recall", "hit", "mrr", "ndcg", metrics.OMEGA, "context_tokens")  # the scores table, at the verdict's k
 DASH = "\u2014"  # a parameter the variant's strategy does not have
 IDENTITY = ("variant", "strategy", "contextual_header", "late", "retriever")  # what a variant is
-FIRST = ("variant", "chunks", "truncated_chunks", "seconds")  # what a reader of the variants table looks for first
+# what an index-time LLM (an LLM chunker's, +context's) generated: shown beside the context cost
+MODEL_COST = ("index_tokens_generated", "index_llm_seconds")
+FIRST = ("variant", "chunks", "truncated_chunks", *MODEL_COST, "seconds")  # what a variants table reader wants first
 
 
 def _ordered_metrics(present: set[str]) -> list[str]:
@@ -96,7 +98,7 @@ def compact_table(result: SweepResult, k: int, metric: str = "recall",
 
 def variants_table(result: SweepResult) -> pd.DataFrame:
     """The variants table with its columns grouped: what a reader looks for first (FIRST: the
-    label, chunks with the truncated ones beside them, this run's seconds), the rest of what a
+    label, chunks with the truncated ones beside them, the model cost, this run's seconds), the rest of what a
     variant is, its parameters (from the grid), the rest of the index cost, and the cache key last."""
     v = result.variants
     first = [c for c in FIRST if c in v]
@@ -108,14 +110,14 @@ def variants_table(result: SweepResult) -> pd.DataFrame:
 
 def variants_text(result: SweepResult, k: int | None = None) -> pd.DataFrame:
     """variants_table as text the way the user wrote it (see _param_text), with each variant's
-    mean context tokens@k (what it costs the LLM) before seconds when k is given."""
+    mean context tokens@k (what it costs the LLM) before the model cost and seconds when k is given."""
     table = variants_table(result)
     params = set(result.grid_params) | {*IDENTITY, "key"}
     shown = pd.DataFrame({c: [(_param_text if c in params else _cost_text)(x) for x in table[c]] for c in table})
     s = result.summary
     cost = s[(s["metric"] == "context_tokens") & (s["k"] == k) & (s.get("budget", 0) == 0)].set_index("key")["mean"]
     if k is not None and not cost.empty:
-        where = shown.columns.get_loc("seconds") if "seconds" in shown else len(shown.columns)
+        where = next((shown.columns.get_loc(c) for c in (*MODEL_COST, "seconds") if c in shown), len(shown.columns))
         means = [cost.get(key, math.nan) for key in table["key"]]
         shown.insert(where, f"context tokens@{k}", [_cost_text(m if math.isnan(m) else round(m)) for m in means])
     return shown

@@ -27,9 +27,9 @@ from workbench.chunkers import Chunk, ChunkEnv, get_strategy
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
-from workbench.models.context import context_fingerprint, context_llm, contextualize
+from workbench.models.context import context_fingerprint, contextualize
 from workbench.models.embed import Embedder
-from workbench.models.llm import LLM, llm_fingerprint
+from workbench.models.llm import LLM, llm_fingerprint, llm_of
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
@@ -174,16 +174,16 @@ class IndexStore:
         self.engine = engine  # where its rerankers and LLMs compute what their caches lack (None: this process)
         # loaded on first use, their scores cached under root
         self.rerankers = Rerankers(self.root, engine)
-        self._llms: dict[str | None, LLM] = {}  # +context's LLMs by path, their generations cached under root
+        self._llms: dict[str, LLM] = {}  # +context's LLMs by model spec, their generations cached under root
 
     def llm(self, variant: Variant) -> LLM | None:
-        """The LLM that writes a +context variant's contexts (one per path, loaded on first generation)."""
+        """The LLM that writes a +context variant's contexts (one per model spec, loaded on first generation)."""
         if variant.context is None:
             return None
-        params = dict(variant.context)
-        if params["llm"] not in self._llms:
-            self._llms[params["llm"]] = context_llm(params, self.root, self.engine)
-        return self._llms[params["llm"]]
+        spec = dict(variant.context)["model"]
+        if spec not in self._llms:
+            self._llms[spec] = llm_of(spec, self.root, self.engine)
+        return self._llms[spec]
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring), and of
@@ -277,12 +277,13 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
                 stop: Callable[[], bool] | None = None) -> ChunkIndex:
     """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
     one its parameters name, caching in the default folder), embed (or late-embed), index, and count
-    its cost. An LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the
-    index's: index_tokens_generated and index_llm_seconds (cached generations at what they cost when
-    made, so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used).
-    `engine`: where the LLMs made here generate (None: this process). `stop` is asked between
-    generations (its chunker's and the contexts'): once true, workbench.models.llm.Stopped is
-    raised, what finished cached, nothing saved."""
+    its cost. An LLM strategy's model caches its generations in `llm_cache_dir`. What every LLM of
+    the build (the chunker's, +context's) generated is the index's cost, in one pair of columns:
+    index_tokens_generated and index_llm_seconds (cached generations at what they cost when made, so
+    the cost of the variant whatever was cached); an LLM strategy's index_llm_fallbacks counts its
+    answers not used. `engine`: where the LLMs made here generate (None: this process). `stop` is
+    asked between generations (its chunker's and the contexts'): once true,
+    workbench.models.llm.Stopped is raised, what finished cached, nothing saved."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
@@ -290,12 +291,12 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     chunks = variant.chunk(dataset, env)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
-    model_cost: dict[str, Any] = {}
     if variant.context is not None:
         params = dict(variant.context)
-        chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR, engine),
-                                           doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"],
-                                           stop=stop)
+        chunks, context_cost = contextualize(dataset.docs, chunks, llm or llm_of(params["model"], CACHE_DIR, engine),
+                                             doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"],
+                                             stop=stop)
+        env.llm_cost.update(context_cost)  # Counter.update adds: to the chunker's, if it has an LLM too
     texts = embed_texts(chunks)
     if variant.late:
         from workbench.models.late import late_vectors
@@ -307,14 +308,14 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
         "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
         "texts_embedded": embedder.stats.embedded - before,
-        **model_cost,
         "seconds": round(time.perf_counter() - t0, 3),
         "built": True,
     }
-    if get_strategy(variant.strategy).models:
+    if get_strategy(variant.strategy).models or variant.context is not None:
         cost |= {"index_tokens_generated": int(env.llm_cost["tokens_generated"]),
-                 "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3),
-                 "index_llm_fallbacks": int(env.llm_cost["fallbacks"])}
+                 "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3)}
+    if get_strategy(variant.strategy).models:
+        cost["index_llm_fallbacks"] = int(env.llm_cost["fallbacks"])
     return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
 
 
