@@ -30,6 +30,9 @@ class Strategy:
     # parameters naming an LLM (workbench.models.llm.llm_of) that writes the chunks: its fingerprint names
     # the variant's index entry and scores, so another model never serves them
     models: tuple[str, ...] = ()
+    # calls ChunkEnv.embed (semantic): its sentence vectors are the embedder's, computed and cached where the
+    # embedder is, so an engine never ships its documents to workers (workbench.retrieval.index.chunk_corpus)
+    embeds: bool = False
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
@@ -47,10 +50,11 @@ def strategy(
     version: int = 1,
     replaceable: bool = False,
     models: tuple[str, ...] = (),
+    embeds: bool = False,
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
         add_entry(STRATEGIES, "strategy", name,
-                  Strategy(name, fn, dict(params), help, check, version, replaceable, models))
+                  Strategy(name, fn, dict(params), help, check, version, replaceable, models, embeds))
         return fn
 
     return register

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
-from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.dataset import Dataset, Document, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
 from workbench.models.context import context_fingerprint, context_llm, contextualize
@@ -278,12 +279,12 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     its cost. An LLM strategy's model caches its generations in `llm_cache_dir`, and its cost is the
     index's: index_tokens_generated and index_llm_seconds (cached generations at what they cost when
     made, so the cost of the variant whatever was cached) and index_llm_fallbacks (answers not used).
-    `engine`: where the LLMs made here generate (None: this process)."""
+    `engine`: where the LLMs made here generate and a big corpus is chunked (chunk_corpus; None: this process)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
                    llm_cache_dir=llm_cache_dir, llm_engine=engine)
-    chunks = variant.chunk(dataset, env)
+    chunks = chunk_corpus(variant, dataset, env, engine)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     model_cost: dict[str, Any] = {}
@@ -311,6 +312,35 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
                  "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3),
                  "index_llm_fallbacks": int(env.llm_cost["fallbacks"])}
     return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+
+
+def chunk_corpus(variant: Variant, dataset: Dataset, env: ChunkEnv, engine: Engine | None) -> list[Chunk]:
+    """The variant's chunks of the corpus, in corpus order. On the engine when there is one and the corpus
+    has more than its `chunk_chars` characters: batches of whole documents of about that many, each
+    chunked by a worker with the driver's model tokenizer, so the chunks are a local run's, every field.
+    In this process otherwise, and always for a strategy that needs a model (an LLM's, `models`;
+    semantic's sentence vectors, `embeds`): what is expensive in those, generating or embedding, already
+    runs on the engine through the driver's models, which cache it where a worker cannot."""
+    strategy = variant.strategy_entry()
+    if engine is None or strategy.models or strategy.embeds or dataset.n_chars <= engine.chunk_chars:
+        return variant.chunk(dataset, env)
+    batches: list[list[Document]] = [[]]
+    size = 0
+    for doc in dataset.documents:
+        if size >= engine.chunk_chars:
+            batches.append([])
+            size = 0
+        batches[-1].append(doc)
+        size += len(doc.text)
+    worker = ChunkEnv(embed=partial(_no_embedder, variant.strategy), model_tokenizer=env.model_tokenizer,
+                      llm_cache_dir=None)
+    parts = engine.apply(partial(variant.chunk_documents, strategy, env=worker), batches, f"chunking {variant.label}")
+    return [c for part in parts for c in part]
+
+
+def _no_embedder(strategy: str, texts: list[str]) -> np.ndarray:
+    raise ValueError(f"strategy {strategy!r} embeds (ChunkEnv.embed) on a Ray worker, which has no embedder: "
+                     "register it with embeds=True, so that it chunks in the driver")
 
 
 def chunk_cost(chunks: Sequence[Chunk]) -> dict[str, Any]:
