@@ -120,8 +120,8 @@ class RayEngine:
     per GPU when the cluster has GPUs, each asking for one, else one per `cpus_per_worker` CPUs).
     Actors are made on a model's first batch and kept, model loaded, until another model's batches
     come or `close`: an actor holds its CPUs (or GPU) while it lives, so a second model's actors would
-    wait forever for those of the first (a +context sweep takes turns: the LLM, then the embedder).
-    Work that needs no model (`apply`: chunking a corpus of more than `chunk_chars`
+    wait forever for those of the first (a sweep generates what every build needs before it embeds:
+    IndexStore.generate). Work that needs no model (`apply`: chunking a corpus of more than `chunk_chars`
     characters) runs on whichever actors are alive, so it neither waits for their CPUs nor makes them
     load a model again."""
 

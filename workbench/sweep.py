@@ -388,6 +388,9 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False)
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [f"{v.label} · {embedder.name}" if several else v.label
                                                  for v in variants]), strict=True))
+    if not context.settings.preview:  # with an engine, every build's generations first (IndexStore.generate)
+        context.store.generate([v for v in variants if not (context.scores and context.scores.has(v))],
+                               context.dataset, embedder)
     bar = tqdm(variants, desc="variants" + f" ({embedder.name})" * several, disable=not context.progress,
                unit="variant")
     for v in bar:

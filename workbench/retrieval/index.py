@@ -186,6 +186,24 @@ class IndexStore:
             self._llms[params["llm"]] = context_llm(params, self.root, self.engine)
         return self._llms[params["llm"]]
 
+    def generate(self, variants: Sequence[Variant], dataset: Dataset, embedder: Embedder) -> None:
+        """With an engine, write for every variant without an entry what its LLMs write (the contexts of
+        +context, an LLM strategy's chunks) before any is built: the builds then find them cached, so
+        the workers load the LLM once and then the embedder, not each in turn for every variant (only one
+        model's actors live at a time: see workbench.engine.RayEngine). Not for a strategy that embeds
+        as it chunks (semantic), whose sentence vectors would count as no variant's texts_embedded."""
+        if self.engine is None:
+            return
+        for v in variants:
+            strategy = v.strategy_entry()
+            if (v.context is not None or strategy.models) and not strategy.embeds and \
+                    not (self.path(v, dataset, embedder) / "meta.json").exists():
+                try:
+                    written_chunks(v.chunking, dataset, embedder, self.llm(v), self.root, self.engine)
+                except Exception as e:
+                    e.add_note(f"while generating for variant {v.label}")
+                    raise
+
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring), and of
         the LLMs that wrote its chunks when its strategy has some (`chunking_models`); a +context
@@ -282,16 +300,7 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     `engine`: where the LLMs made here generate and a big corpus is chunked (chunk_corpus; None: this process)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
-    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
-                   llm_cache_dir=llm_cache_dir, llm_engine=engine)
-    chunks = chunk_corpus(variant, dataset, env, engine)
-    if not chunks:
-        raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
-    model_cost: dict[str, Any] = {}
-    if variant.context is not None:
-        params = dict(variant.context)
-        chunks, model_cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR, engine),
-                                           doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"])
+    chunks, env, model_cost = written_chunks(variant, dataset, embedder, llm, llm_cache_dir, engine)
     texts = embed_texts(chunks)
     if variant.late:
         from workbench.models.late import late_vectors
@@ -312,6 +321,23 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
                  "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3),
                  "index_llm_fallbacks": int(env.llm_cost["fallbacks"])}
     return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+
+
+def written_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None,
+                   llm_cache_dir: str | Path | None, engine: Engine | None) -> tuple[list[Chunk], ChunkEnv, dict]:
+    """The chunks a build embeds (build_index's arguments): chunked, and with their contexts for +context;
+    the env that chunked them (what its LLM strategies cost) and the contexts' cost."""
+    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
+                   llm_cache_dir=llm_cache_dir, llm_engine=engine)
+    chunks = chunk_corpus(variant, dataset, env, engine)
+    if not chunks:
+        raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    if variant.context is None:
+        return chunks, env, {}
+    params = dict(variant.context)
+    chunks, cost = contextualize(dataset.docs, chunks, llm or context_llm(params, CACHE_DIR, engine),
+                                 doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"])
+    return chunks, env, cost
 
 
 def chunk_corpus(variant: Variant, dataset: Dataset, env: ChunkEnv, engine: Engine | None) -> list[Chunk]:
