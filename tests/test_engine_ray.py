@@ -1,7 +1,8 @@
 """The Ray engine: a sweep whose uncached texts are embedded on Ray (a local instance, and a cluster
 of two nodes that share no cache folder) gives a local run's tables and cached vectors, bit for bit;
 the driver writes every cache and never loads the model; so do LLM generations made on Ray (the
-bundled SmolLM2, a few tokens each). Real models, real Ray (few CPUs, no dashboard)."""
+bundled SmolLM2, a few tokens each), and chunks cut on the workers (a corpus above the engine's
+chunk_chars): entries, tables and hits are a local run's. Real models, real Ray (few CPUs, no dashboard)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ray.cluster_utils import Cluster
 from test_notebook import write_dataset
 
 from workbench.dataset import Dataset
-from workbench.engine import RayEngine, get_engine
+from workbench.engine import CHUNK_CHARS, RayEngine, get_engine
 from workbench.models.cache import cache_file
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM, Prompt, Stopped
@@ -84,6 +85,61 @@ def test_sweep_on_a_local_ray_instance_equals_a_local_run(tiny: Dataset, tmp_pat
     assert_same(result, cached_vectors(tmp_path / "ray", Embedder(cache_dir=tmp_path / "ray")), local)
 
 
+CHUNK_GRID = [parse_variant(v) for v in ("recursive:size=24,tokenizer=model+header", "sentence:size=20",
+                                         "parent_child:child_size=12,parent_size=40+hybrid", "semantic")]
+
+
+class Recording(RayEngine):
+    """A RayEngine that records what it chunked and each set of actors it made: a model loaded on every worker."""
+
+    def __init__(self, chunk_chars: int = CHUNK_CHARS) -> None:
+        super().__init__(chunk_chars=chunk_chars)
+        self.chunked: list[tuple[str, int]] = []  # (what, batches)
+        self.loads: list[str | None] = []  # the class of each set of actors' model (None: actors without one)
+
+    def apply(self, fn: Callable, batches: list, what: str) -> Iterator:
+        self.chunked.append((what, len(batches)))
+        return super().apply(fn, batches, what)
+
+    def _pool(self, key: str) -> object:
+        if key not in self._pools:
+            spec = json.loads(key)
+            self.loads.append(spec and spec["type"].rpartition(".")[2])
+        return super()._pool(key)
+
+
+def chunk_tables(store: Path) -> dict[str, pd.DataFrame]:
+    """Every index entry's chunk table (spans, embed_text, heading, parents, token counts), by entry."""
+    return {f.parent.name: pd.read_parquet(f) for f in sorted((store / "index").glob("*/chunks.parquet"))}
+
+
+def assert_chunked_on_workers(tiny: Dataset, tmp_path: Path, local: tuple[SweepResult, dict]) -> None:
+    """A sweep of CHUNK_GRID whose chunking runs on the workers (but semantic's, which embeds in the driver)
+    gives the local run's chunk tables, tables and hits, bit for bit."""
+    with Recording(chunk_chars=1) as engine:  # every corpus on the workers, one document a batch
+        result = sweep(tiny, CHUNK_GRID, store=tmp_path / "ray", engine=engine, progress=False)
+    assert engine.chunked == [(f"chunking {v.chunking.label}", len(tiny.documents)) for v in CHUNK_GRID[:3]]
+    expected, expected_chunks = local
+    chunks = chunk_tables(tmp_path / "ray")
+    assert len(chunks) == len(CHUNK_GRID) and chunks.keys() == expected_chunks.keys()
+    for entry, table in chunks.items():
+        pd.testing.assert_frame_equal(table, expected_chunks[entry], check_exact=True)
+    for table in ("per_question", "summary", "hits"):
+        pd.testing.assert_frame_equal(getattr(result, table), getattr(expected, table), check_exact=True)
+
+
+@pytest.fixture(scope="module")
+def chunked_locally(tiny: Dataset, tmp_path_factory: pytest.TempPathFactory) -> tuple[SweepResult, dict]:
+    store = tmp_path_factory.mktemp("chunk-local")
+    return sweep(tiny, CHUNK_GRID, store=store, progress=False), chunk_tables(store)
+
+
+def test_chunking_on_a_local_ray_instance_equals_a_local_run(tiny: Dataset, tmp_path: Path,
+                                                             chunked_locally: tuple[SweepResult, dict]) -> None:
+    assert_chunked_on_workers(tiny, tmp_path, chunked_locally)
+    assert not ray.is_initialized()
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[set[str]]:
     """A head that runs nothing and two nodes of one CPU each: every actor lands on one of the two.
@@ -119,6 +175,29 @@ def test_a_worker_whose_model_differs_is_refused(tmp_path: Path, cluster: set[st
     with pytest.raises(ValueError, match="rebuilt from its spec has fingerprint .* the spec says '0{16}'"):
         embedder.encode(["a text no cache holds"])
     embedder.engine.close()
+
+
+def test_chunking_on_a_two_node_cluster_equals_a_local_run(tiny: Dataset, tmp_path: Path, cluster: set[str],
+                                                           chunked_locally: tuple[SweepResult, dict]) -> None:
+    assert_chunked_on_workers(tiny, tmp_path, chunked_locally)
+
+
+def test_a_strategy_that_embeds_unsaid_is_refused_on_a_worker(tiny: Dataset, tmp_path: Path,
+                                                              cluster: set[str]) -> None:
+    from workbench.chunkers import make_chunk, unregister
+    from workbench.chunkers.registry import strategy
+
+    @strategy("embeds_unsaid", "one chunk a document, after embedding it", {})
+    def embeds_unsaid(doc, env):  # type: ignore[no-untyped-def]
+        env.embed([doc.text])
+        return [make_chunk(doc, 0, len(doc.text))]
+
+    try:
+        refused = "strategy 'embeds_unsaid' embeds .* on a Ray worker.*register it with embeds=True"
+        with Recording(chunk_chars=1) as engine, pytest.raises(ValueError, match=refused):
+            sweep(tiny, [Variant.make("embeds_unsaid")], store=tmp_path, engine=engine, progress=False)
+    finally:
+        unregister("embeds_unsaid")
 
 
 def cached_scores(cache: Path, fingerprint: str) -> dict[bytes, bytes]:
@@ -187,11 +266,15 @@ def cached_generations(cache: Path) -> dict[bytes, tuple[str, int, int]]:
 def test_a_context_sweep_on_ray_equals_a_local_run(tiny: Dataset, llm_cache: Callable[[str], Path],
                                                    tmp_path: Path) -> None:
     """+context with engine="ray": the chunks' contexts are generated by the workers (each document's
-    chunks one job, its prefix read there), and the tables and the cached contexts are a local run's."""
-    grid = [Variant.make("fixed", size=48, contextual={"max_tokens": 8}, retriever="hybrid")]
+    chunks one job, its prefix read there), and the tables and the cached contexts are a local run's.
+    The workers load the LLM once and then the embedder once, not each again for every variant."""
+    grid = [Variant.make("fixed", size=48, contextual={"max_tokens": 8}, retriever="hybrid"),
+            Variant.make("fixed", size=64, contextual={"max_tokens": 8})]
     local_cache = llm_cache("context-local")
     local = sweep(tiny, grid, store=local_cache, progress=False)
-    result = sweep(tiny, grid, store=tmp_path / "ray", engine="ray", progress=False)
+    with Recording() as engine:
+        result = sweep(tiny, grid, store=tmp_path / "ray", engine=engine, progress=False)
+    assert engine.loads == ["LLM", "Embedder"]  # every variant's contexts first, then the questions and chunks
     assert not (tmp_path / "ray" / "models").exists()  # the driver never converted, so never loaded, the model
     for table in ("per_question", "summary", "hits"):
         pd.testing.assert_frame_equal(getattr(result, table), getattr(local, table), check_exact=True)

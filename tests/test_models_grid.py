@@ -80,6 +80,25 @@ def test_paired_comparison_across_models(both: tuple[SweepResult, Path], tiny: D
     assert out["diff"] == pytest.approx(means[b] - means[a])
 
 
+def test_the_top_rows_say_their_model(both: tuple[SweepResult, Path]) -> None:
+    """`ranking` has a row per (variant, model), best first, naming its model; `top` gives each variant
+    once, at the rank of its best row, as the Variants a real sweep of the same models takes."""
+    result, _ = both
+    ranked = result.ranking("recall", k=3)
+    recall = result.summary.query("metric == 'recall' and k == 3")
+    assert len(ranked) == len(result.keys) == 6 and set(ranked["key"]) == set(result.keys)
+    assert ranked["mean"].is_monotonic_decreasing and ranked["mean"].nunique() > 1
+    assert dict(zip(ranked["key"], ranked["model"], strict=True)) == dict(zip(recall["key"], recall["model"],
+                                                                             strict=True))
+    top = result.top(6, "recall", k=3)
+    assert sorted(v.key for v in top) == sorted(g.key for g in GRID)  # each variant once, whichever model
+    first_rows = [next(key for key in ranked["key"] if key.startswith(v.key)) for v in top]
+    assert first_rows == sorted(first_rows, key=list(ranked["key"]).index)  # in the order of their best rows
+    assert result.top(1, "recall", k=3)[0].key == ranked["key"][0].partition("@")[0]
+    cost = result.ranking("context_tokens", k=3)
+    assert cost["mean"].is_monotonic_increasing and cost["mean"].iloc[0] < cost["mean"].iloc[-1]
+
+
 def test_which_chunking_for_which_model_plot(both: tuple[SweepResult, Path]) -> None:
     result, _ = both
     fig = plots.by_model(result, k=3)
@@ -111,6 +130,7 @@ def test_a_function_is_a_model(tiny: Dataset, tmp_path: Path) -> None:
     r = sweep(tiny, GRID[:2], models=[trigram_vectors, "wordllama"], store=tmp_path, ks=(1, 3), budgets=(),
               progress=False)
     assert set(r.variants["model"]) == {"trigram_vectors", "wordllama"}
+    assert sorted(v.key for v in r.top(2, k=3)) == sorted(g.key for g in GRID[:2])  # no row has a bare variant key
     fn = embedder_of(trigram_vectors, tmp_path)
     assert isinstance(fn, FunctionEmbedder) and fn.dim == 64 and fn.spec()["arguments"]["encode"].endswith(
         ":trigram_vectors")

@@ -133,19 +133,28 @@ class SweepResult:
                 return v
         raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
 
-    def top(self, n: int, metric: str = "recall", k: int = 5) -> list[Variant]:
-        """The n variants of best mean `metric` at cut-off k (highest, or lowest for a cost such as
-        context tokens; ties in grid order), e.g. the best of a preview sweep, to confirm with a real one."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
+    def ranking(self, metric: str = "recall", k: int = 5) -> pd.DataFrame:
+        """The summary's rows of mean `metric` at cut-off k, best first (highest, or lowest for a cost such as
+        context tokens; ties in the summary's order): one row per (variant, model), so that a result of
+        several models says which model each row was measured with (its `model` and `key` columns)."""
         table = self.summary
         rows = table[(table["metric"] == metric) & (table["k"] == k) & (table["budget"] == 0)]
         if rows.empty:
             raise ValueError(f"no {metric!r} at k={k} in the result; metrics: {sorted(table['metric'].unique())}, "
                              f"ks: {self.ks}")
         sign = 1 if stats.lower_is_better(metric) else -1
-        mean = dict(zip(rows["key"], rows["mean"], strict=True))
-        return [self.variant(key) for key in sorted(mean, key=lambda key: sign * mean[key])[:n]]
+        return rows.sort_values("mean", key=lambda mean: sign * mean, kind="stable").reset_index(drop=True)
+
+    def top(self, n: int, metric: str = "recall", k: int = 5) -> list[Variant]:
+        """The n best variants by mean `metric` at cut-off k (`ranking`), e.g. the best of a preview sweep,
+        to confirm with a real one. Each variant comes once, at the rank of its best row: on a result of
+        several models, sweep them again with the same models; `ranking` says which model each row had."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        best: dict[str, str] = {}  # variant key -> its best row's key
+        for key in self.ranking(metric, k)["key"]:
+            best.setdefault(variant_key(key), key)
+        return [self.variant(key) for key in list(best.values())[:n]]
 
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
@@ -384,6 +393,9 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False)
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [f"{v.label} · {embedder.name}" if several else v.label
                                                  for v in variants]), strict=True))
+    if not context.settings.preview:  # with an engine, every build's generations first (IndexStore.generate)
+        context.store.generate([v for v in variants if not (context.scores and context.scores.has(v))],
+                               context.dataset, embedder, context.stop)
     bar = tqdm(variants, desc="variants" + f" ({embedder.name})" * several, disable=not context.progress,
                unit="variant")
     for v in bar:

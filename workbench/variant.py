@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
+from workbench.chunkers.registry import Strategy
 from workbench.dataset import Dataset, Document
 from workbench.models.llm import LLM_SPEC
 from workbench.params import IncompatibleParams, Param, resolve
@@ -240,18 +241,27 @@ class Variant:
         return f"{self.strategy}{':' if given else ''}{given}" + "".join(mods + self._context_mod("text") +
                                                                          self._stage_mods("text"))
 
-    def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
-        """Chunk every document, in dataset order (so each document's chunks are contiguous); a
-        +context variant's contexts are written by the index build (workbench.models.context)."""
+    def strategy_entry(self) -> Strategy:
+        """The registered strategy that chunks this variant, refused when re-registered at another version."""
         strategy = get_strategy(self.strategy)
         if strategy.version != self.version:  # re-registered since: its chunks would not be this variant's
             raise ValueError(f"variant {self.label} was made for version {self.version} of strategy "
                              f"{self.strategy!r}, which is now registered as version {strategy.version}; "
                              "make the variant again")
-        fn = strategy.fn
+        return strategy
+
+    def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
+        """Chunk every document, in dataset order (so each document's chunks are contiguous); a
+        +context variant's contexts are written by the index build (workbench.models.context)."""
+        docs = tqdm(dataset.documents, desc=f"chunking {self.label}", disable=not progress, unit="doc")
+        return self.chunk_documents(self.strategy_entry(), docs, env)
+
+    def chunk_documents(self, strategy: Strategy, documents: Iterable[Document], env: ChunkEnv) -> list[Chunk]:
+        """The chunks of `documents`, in their order, by `strategy` (this variant's `strategy_entry`,
+        given so that a process whose registry lacks a user's strategy, a Ray worker, chunks by it too)."""
         out: list[Chunk] = []
-        for doc in tqdm(dataset.documents, desc=f"chunking {self.label}", disable=not progress, unit="doc"):
-            chunks = fn(doc, env, **self.kwargs)
+        for doc in documents:
+            chunks = strategy.fn(doc, env, **self.kwargs)
             out.extend([with_header(doc, c) for c in chunks] if self.contextual_header else chunks)
         return out
 

@@ -46,6 +46,9 @@ class Strategy:
     # fn(doc, env, **params) -> [Asks]: what the strategy's LLMs will be asked for the document, found without
     # generating (workbench.estimate); None: not known before generating
     generations: Callable[..., list[Asks]] | None = None
+    # calls ChunkEnv.embed (semantic): its sentence vectors are the embedder's, computed and cached where the
+    # embedder is, so an engine never ships its documents to workers (workbench.retrieval.index.chunk_corpus)
+    embeds: bool = False
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
@@ -64,10 +67,11 @@ def strategy(
     replaceable: bool = False,
     models: tuple[str, ...] = (),
     generations: Callable[..., list[Asks]] | None = None,
+    embeds: bool = False,
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
         add_entry(STRATEGIES, "strategy", name,
-                  Strategy(name, fn, dict(params), help, check, version, replaceable, models, generations))
+                  Strategy(name, fn, dict(params), help, check, version, replaceable, models, generations, embeds))
         return fn
 
     return register

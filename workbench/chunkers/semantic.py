@@ -159,6 +159,7 @@ def _check(p: dict[str, Any]) -> None:
         ),
     },
     check=_check,
+    embeds=True,
 )
 def semantic(
     doc: Document,

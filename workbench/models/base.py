@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -109,7 +109,13 @@ class Engine(Protocol):
     """Where a model's batches are computed when not in this process (workbench.engine runs them
     on Ray): `getattr(model, method)(batch)` for every batch, in order. The caller keeps the caches."""
 
+    chunk_chars: int  # a corpus of more characters is chunked on the engine, in batches of about this many
+
     def map(self, model: Model, method: str, batches: Sequence[Any]) -> Iterator[Any]: ...
+
+    def apply(self, fn: Callable[[Any], Any], batches: Sequence[Any], what: str) -> Iterator[Any]:
+        """`fn(batch)` of every batch, in order: work that needs no model (chunking)."""
+        ...
 
 
 def from_spec(spec: Mapping[str, Any]) -> Model:

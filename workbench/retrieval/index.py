@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
-from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.dataset import Dataset, Document, Hit, Question, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
 from workbench.models.context import context_fingerprint, contextualize
@@ -185,6 +186,25 @@ class IndexStore:
             self._llms[spec] = llm_of(spec, self.root, self.engine)
         return self._llms[spec]
 
+    def generate(self, variants: Sequence[Variant], dataset: Dataset, embedder: Embedder,
+                 stop: Callable[[], bool] | None = None) -> None:
+        """With an engine, write for every variant without an entry what its LLMs write (the contexts of
+        +context, an LLM strategy's chunks) before any is built: the builds then find them cached, so
+        the workers load the LLM once and then the embedder, not each in turn for every variant (only one
+        model's actors live at a time: see workbench.engine.RayEngine). Not for a strategy that embeds
+        as it chunks (semantic), whose sentence vectors would count as no variant's texts_embedded."""
+        if self.engine is None:
+            return
+        for v in variants:
+            strategy = v.strategy_entry()
+            if (v.context is not None or strategy.models) and not strategy.embeds and \
+                    not (self.path(v, dataset, embedder) / "meta.json").exists():
+                try:
+                    written_chunks(v.chunking, dataset, embedder, self.llm(v), self.root, self.engine, stop)
+                except Exception as e:
+                    e.add_note(f"while generating for variant {v.label}")
+                    raise
+
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring), and of
         the LLMs that wrote its chunks when its strategy has some (`chunking_models`); a +context
@@ -281,22 +301,12 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     the build (the chunker's, +context's) generated is the index's cost, in one pair of columns:
     index_tokens_generated and index_llm_seconds (cached generations at what they cost when made, so
     the cost of the variant whatever was cached); an LLM strategy's index_llm_fallbacks counts its
-    answers not used. `engine`: where the LLMs made here generate (None: this process). `stop` is
-    asked between generations (its chunker's and the contexts'): once true,
-    workbench.models.llm.Stopped is raised, what finished cached, nothing saved."""
+    answers not used. `engine`: where the LLMs made here generate and a big corpus is chunked
+    (chunk_corpus; None: this process). `stop` is asked between generations (its chunker's and the
+    contexts'): once true, workbench.models.llm.Stopped is raised, what finished cached, nothing saved."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
-    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
-                   llm_cache_dir=llm_cache_dir, llm_engine=engine, stop=stop)
-    chunks = variant.chunk(dataset, env)
-    if not chunks:
-        raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
-    if variant.context is not None:
-        params = dict(variant.context)
-        chunks, context_cost = contextualize(dataset.docs, chunks, llm or llm_of(params["model"], CACHE_DIR, engine),
-                                             doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"],
-                                             stop=stop)
-        env.llm_cost.update(context_cost)  # Counter.update adds: to the chunker's, if it has an LLM too
+    chunks, env = written_chunks(variant, dataset, embedder, llm, llm_cache_dir, engine, stop)
     texts = embed_texts(chunks)
     if variant.late:
         from workbench.models.late import late_vectors
@@ -317,6 +327,53 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     if get_strategy(variant.strategy).models:
         cost["index_llm_fallbacks"] = int(env.llm_cost["fallbacks"])
     return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+
+
+def written_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None,
+                   llm_cache_dir: str | Path | None, engine: Engine | None,
+                   stop: Callable[[], bool] | None = None) -> tuple[list[Chunk], ChunkEnv]:
+    """The chunks a build embeds (build_index's arguments): chunked, and with their contexts for +context;
+    and the env that chunked them, whose llm_cost holds what every LLM of the build cost."""
+    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
+                   llm_cache_dir=llm_cache_dir, llm_engine=engine, stop=stop)
+    chunks = chunk_corpus(variant, dataset, env, engine)
+    if not chunks:
+        raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    if variant.context is not None:
+        params = dict(variant.context)
+        chunks, cost = contextualize(dataset.docs, chunks, llm or llm_of(params["model"], CACHE_DIR, engine),
+                                     doc_tokens=params["doc_tokens"], max_tokens=params["max_tokens"], stop=stop)
+        env.llm_cost.update(cost)  # Counter.update adds: to the chunker's, if it has an LLM too
+    return chunks, env
+
+
+def chunk_corpus(variant: Variant, dataset: Dataset, env: ChunkEnv, engine: Engine | None) -> list[Chunk]:
+    """The variant's chunks of the corpus, in corpus order. On the engine when there is one and the corpus
+    has more than its `chunk_chars` characters: batches of whole documents of about that many, each
+    chunked by a worker with the driver's model tokenizer, so the chunks are a local run's, every field.
+    In this process otherwise, and always for a strategy that needs a model (an LLM's, `models`;
+    semantic's sentence vectors, `embeds`): what is expensive in those, generating or embedding, already
+    runs on the engine through the driver's models, which cache it where a worker cannot."""
+    strategy = variant.strategy_entry()
+    if engine is None or strategy.models or strategy.embeds or dataset.n_chars <= engine.chunk_chars:
+        return variant.chunk(dataset, env)
+    batches: list[list[Document]] = [[]]
+    size = 0
+    for doc in dataset.documents:
+        if size >= engine.chunk_chars:
+            batches.append([])
+            size = 0
+        batches[-1].append(doc)
+        size += len(doc.text)
+    worker = ChunkEnv(embed=partial(_no_embedder, variant.strategy), model_tokenizer=env.model_tokenizer,
+                      llm_cache_dir=None)
+    parts = engine.apply(partial(variant.chunk_documents, strategy, env=worker), batches, f"chunking {variant.label}")
+    return [c for part in parts for c in part]
+
+
+def _no_embedder(strategy: str, texts: list[str]) -> np.ndarray:
+    raise ValueError(f"strategy {strategy!r} embeds (ChunkEnv.embed) on a Ray worker, which has no embedder: "
+                     "register it with embeds=True, so that it chunks in the driver")
 
 
 def chunk_cost(chunks: Sequence[Chunk]) -> dict[str, Any]:
