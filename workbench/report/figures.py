@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,13 +64,15 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     return name, ""
 
 
-def _figure_makers(result: SweepResult, width: float) -> dict[str, Callable[[], Figure | None]]:
-    """The default figures, by name, each as the call that draws it `width` inches wide."""
+def _figure_makers(result: SweepResult, width: float, swept: Sequence[str] | None = None,
+                   ) -> dict[str, Callable[[], Figure | None]]:
+    """The default figures, by name, each as the call that draws it `width` inches wide; `swept`:
+    plots.swept_parameters(result) when the caller has it (it costs more than the figures' list)."""
     present = set(result.summary["metric"])
     makers = {"overview": partial(plots.overview, result, short_ids=True, width=width)} | {
         m: partial(plots.metric_curves, result, m, short_ids=True, width=width) for m in EXTRA_FIGURES if m in present
     }
-    swept = plots.swept_parameters(result)
+    swept = plots.swept_parameters(result) if swept is None else list(swept)
     makers |= {f"by_{p}": partial(plots.by_parameter, result, p, width=width) for p in swept}
     if len(plots.models_of(result)) > 1:
         makers["by_model"] = partial(_drawable, plots.by_model, result, width=width)
@@ -88,11 +90,12 @@ def _drawable(draw: Callable[..., Figure], *args: Any, **kwargs: Any) -> Figure 
         return None
 
 
-def default_figures(result: SweepResult, width: float = FIGURE_WIDTH) -> dict[str, Figure]:
+def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Sequence[str] | None = None,
+                    ) -> dict[str, Figure]:
     """The overview, the curves of a few other metrics that the result holds, the metrics against
-    each swept parameter and, when two are swept, their heatmap; variants by number, all `width`
-    inches wide."""
-    drawn = {name: make() for name, make in _figure_makers(result, width).items()}
+    each swept parameter (`swept`: plots.swept_parameters, computed when None) and, when two are
+    swept, their heatmap; variants by number, all `width` inches wide."""
+    drawn = {name: make() for name, make in _figure_makers(result, width, swept).items()}
     return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
@@ -114,13 +117,13 @@ def _content_key(result: SweepResult) -> str:
 
 
 def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None = None,
-                 width: float = FIGURE_WIDTH) -> dict[str, bytes]:
-    """The default figures `width` inches wide as PNG bytes. With a cache folder, a figure drawn
-    before from the same content (`_content_key`) is read back instead of drawn: a re-run renders
-    only what changed."""
+                 width: float = FIGURE_WIDTH, swept: Sequence[str] | None = None) -> dict[str, bytes]:
+    """The default figures `width` inches wide as PNG bytes (`swept` as in default_figures). With a
+    cache folder, a figure drawn before from the same content (`_content_key`) is read back instead
+    of drawn: a re-run renders only what changed."""
     key = _content_key(result) if cache is not None else ""
     out = {}
-    for name, make in _figure_makers(result, width).items():
+    for name, make in _figure_makers(result, width, swept).items():
         digest = hashlib.sha256(f"{key}{name}{dpi}{width}".encode()).hexdigest()[:32]
         path = Path(cache) / f"{digest}.png" if cache else None
         if path is not None and path.exists():
