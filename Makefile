@@ -51,6 +51,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python bench/sweeper_overhead.py
 	$(BIN)/python bench/context.py
 	$(BIN)/python bench/peers.py
+	$(BIN)/python bench/overhead.py
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache
