@@ -137,6 +137,23 @@ def test_by_group_of_one_metric_alone_equals_the_whole_by_group_at_it(result: Sw
         pd.testing.assert_frame_equal(alone, expected.reset_index(drop=True))
 
 
+def test_a_re_export_reads_the_by_group_figure_back_and_writes_the_same_report(
+        result: SweepResult, chroma: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench import report
+
+    first = report.export(result, tmp_path / "a", dataset=chroma, store=tmp_path / "store")["report"]
+    drawn: list[object] = []
+    real = plots.figure_to_png_bytes
+    monkeypatch.setattr(plots, "figure_to_png_bytes", lambda fig, dpi=100: drawn.append(fig) or real(fig, dpi))
+    again = report.export(result, tmp_path / "b", dataset=chroma, store=tmp_path / "store")["report"]
+    assert drawn == []  # every figure, the by-group one at both widths too, read back from the store
+    assert again.read_bytes() == first.read_bytes() and b'id="figure-by-group"' in first.read_bytes()
+    regroup = regrouped(chroma, {d.doc_id: "speech" if d.doc_id == "state_of_the_union" else "other"
+                                 for d in chroma.documents})
+    report.export(result, tmp_path / "c", dataset=regroup, store=tmp_path / "store")
+    assert len(drawn) == 2  # other groups: the by-group figure drawn again, at both widths
+
+
 def test_report_has_by_group_only_with_groups_and_names_what_it_splits_by(
         result: SweepResult, chroma: Dataset, tmp_path: Path) -> None:
     """chroma_general's documents sit in no folder and have no group field: each document is a group,

@@ -124,23 +124,36 @@ def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None =
     key = _content_key(result) if cache is not None else ""
     out = {}
     for name, make in _figure_makers(result, width, swept).items():
-        digest = hashlib.sha256(f"{key}{name}{dpi}{width}".encode()).hexdigest()[:32]
-        path = Path(cache) / f"{digest}.png" if cache else None
-        if path is not None and path.exists():
-            out[name] = path.read_bytes()
-            continue
-        fig = make()
-        if fig is None:
-            continue
-        out[name] = plots.figure_to_png_bytes(fig, dpi=dpi)
-        if path is not None:
-            atomic_write(path, lambda p, png=out[name]: Path(p).write_bytes(png))
+        png = _cached_png(cache, f"{key}{name}{dpi}{width}", make, dpi)
+        if png is not None:
+            out[name] = png
     return out
 
 
+def _cached_png(cache: str | Path | None, content: str, make: Callable[[], Figure | None], dpi: int) -> bytes | None:
+    """The figure `make` draws as PNG, read back from `cache` when drawn before from the same
+    `content` (and written there when drawn now); None when it has nothing to draw."""
+    path = Path(cache) / f"{hashlib.sha256(content.encode()).hexdigest()[:32]}.png" if cache else None
+    if path is not None and path.exists():
+        return path.read_bytes()
+    fig = make()
+    if fig is None:
+        return None
+    png = plots.figure_to_png_bytes(fig, dpi=dpi)
+    if path is not None:
+        atomic_write(path, lambda p: Path(p).write_bytes(png))
+    return png
+
+
 def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataFrame, metric: str, k: int,
-                 dpi: int, width: float = FIGURE_WIDTH) -> bytes:
+                 dpi: int, width: float = FIGURE_WIDTH, cache: str | Path | None = None) -> bytes:
     """plots.by_group of `table` (result.by_group at one metric and k), `width` inches wide, as PNG;
-    variants by number, as in the other figures."""
-    fig = plots.by_group(result, groups, metric, k, table=table, width=width, short_ids=True)
-    return plots.figure_to_png_bytes(fig, dpi)
+    variants by number, as in the other figures. With a cache folder, read back when drawn before
+    from the same content (as `default_pngs`; the groups and the table are part of it)."""
+    content = "" if cache is None else (
+        f"{_content_key(result)}by_group{json.dumps(dict(groups), sort_keys=True)}{metric}{k}{dpi}{width}"
+        + table.to_csv(index=False))
+    png = _cached_png(cache, content, partial(plots.by_group, result, groups, metric, k, table=table, width=width,
+                                             short_ids=True), dpi)
+    assert png is not None  # plots.by_group always draws
+    return png
