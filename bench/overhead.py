@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from peers import OFFLINE, QUESTIONS_PER_DOC, STRATEGIES, build_corpus, chunklab_config, import_seconds  # noqa: E402
+from peers import OFFLINE, QUESTIONS_PER_DOC, STRATEGIES, build_corpus, chunklab_config  # noqa: E402
 from perf import Timed, cpu_name, sides, timed  # noqa: E402
 
 from workbench.offline import bundled_tiktoken  # noqa: E402
@@ -45,10 +46,12 @@ def sweep_cmd(tree_docs: Path, cache: Path, out: Path) -> list[str]:
 
 
 def heavy_imports(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
-    """Cumulative import seconds of HEAVY in one run of `cmd` under -X importtime (absent: not imported)."""
+    """Cumulative import seconds of each HEAVY package in one run of `cmd` under -X importtime, at
+    whatever depth it was first imported (absent: not imported)."""
     done = subprocess.run([sys.executable, "-X", "importtime", *cmd], cwd=REPO, env=env, capture_output=True,
                           text=True, check=True)
-    return {name: s for name, s in import_seconds(done.stderr) if name in HEAVY}
+    found = re.finditer(r"^import time:\s+\d+ \|\s+(\d+) \|\s*(\S+)$", done.stderr, re.M)
+    return {m.group(2): int(m.group(1)) / 1e6 for m in found if m.group(2) in HEAVY}
 
 
 def main() -> None:
@@ -114,7 +117,8 @@ def markdown(revs: list[str], commits: dict[str, str], runs: dict[tuple[str, str
         out.append(f"| {state}, with the report | " + " | ".join(cells)
                    + f" | x{peer.wall_s / new.wall_s:.2f} / x{peer.cpu_s / new.cpu_s:.2f}"
                    + f" | x{old.wall_s / new.wall_s:.2f} / x{old.cpu_s / new.cpu_s:.2f} |")
-    out += ["", "Heavy imports (`python -X importtime`, cumulative s of each top-level package; - = not imported):",
+    out += ["", "Heavy imports (`python -X importtime`, cumulative s of each package at whatever depth it was first "
+            "imported; - = not imported):",
             "", "| revision | command | " + " | ".join(HEAVY) + " |", "|---|---|" + "---|" * len(HEAVY)]
     for rev in revs:
         for what, found in imports[rev].items():
