@@ -45,10 +45,10 @@ def sweep_cmd(tree_docs: Path, cache: Path, out: Path) -> list[str]:
             "--quiet", *specs]
 
 
-def heavy_imports(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
+def heavy_imports(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
     """Cumulative import seconds of each HEAVY package in one run of `cmd` under -X importtime, at
     whatever depth it was first imported (absent: not imported)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", *cmd], cwd=REPO, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-X", "importtime", *cmd], cwd=cwd, env=env, capture_output=True,
                           text=True, check=True)
     found = re.finditer(r"^import time:\s+\d+ \|\s+(\d+) \|\s*(\S+)$", done.stderr, re.M)
     return {m.group(2): int(m.group(1)) / 1e6 for m in found if m.group(2) in HEAVY}
@@ -67,22 +67,24 @@ def main() -> None:
         work = Path(tmp)
         build_corpus(work / "corpus", CORPUS_CHARS, QUESTIONS_PER_DOC)
         docs = work / "corpus" / "docs"
+        # each revision run from its own tree: `python -m` puts the working folder before PYTHONPATH
         cmds = {s.name: ([sys.executable, *sweep_cmd(docs, work / f"cache-{i}", work / f"out-{i}")],
-                         base | {"PYTHONPATH": str(s.tree)}) for i, s in enumerate(measured)}
+                         base | {"PYTHONPATH": str(s.tree)}, s.tree) for i, s in enumerate(measured)}
         cmds["chunklab"] = ([sys.executable, "-m", "chunklab", "run", "--docs", str(docs), "--questions",
                              str(work / "corpus" / "questions.yaml"), "--config",
                              str(chunklab_config(work / "corpus", True)), "--out", str(work / "chunklab")],
-                            base | {"CHUNKLAB_CACHE_DIR": str(work / "chunklab-cache")})
+                            base | {"CHUNKLAB_CACHE_DIR": str(work / "chunklab-cache")}, REPO)
         runs: dict[tuple[str, str], Timed] = {}
         for state, repeats in (("cold", 1), ("warm", args.warm_repeats)):
             for _ in range(repeats):
-                for name, (cmd, env) in cmds.items():
+                for name, (cmd, env, cwd) in cmds.items():
                     print(f"[{time.strftime('%H:%M:%S')}] {name} {state}", file=sys.stderr, flush=True)
-                    t = timed(cmd, REPO, env)
+                    t = timed(cmd, cwd, env)
                     if (name, state) not in runs or t.wall_s < runs[name, state].wall_s:
                         runs[name, state] = t
-        imports = {s.name: {"--help": heavy_imports(["-m", "workbench", "--help"], cmds[s.name][1]),
-                            "warm sweep": heavy_imports(cmds[s.name][0][1:], cmds[s.name][1])} for s in measured}
+        imports = {s.name: {"--help": heavy_imports(["-m", "workbench", "--help"], cmds[s.name][1], s.tree),
+                            "warm sweep": heavy_imports(cmds[s.name][0][1:], cmds[s.name][1], s.tree)}
+                   for s in measured}
         commits = {s.name: s.commit for s in measured}
     md = markdown(revs, commits, runs, imports, started, load0, time.perf_counter() - t0)
     print(md)
