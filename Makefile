@@ -52,6 +52,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python bench/context.py
 	nice -n 10 $(BIN)/python bench/model_stack.py
 	$(BIN)/python bench/peers.py
+	$(BIN)/python bench/overhead.py
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache

@@ -187,6 +187,24 @@ def test_without_recall_the_answer_says_there_is_no_verdict(tiny: Dataset, embed
     assert len(out) == 1 and out[0].startswith("No verdict: metric 'recall' not in the result")
 
 
+def test_the_verdict_computed_once_gives_the_same_answer_and_report(tiny: Dataset, embedder, tmp_path: Path) -> None:
+    """The CLI computes the verdict once and hands it to the report and its closing lines: both are
+    what each computes alone."""
+    from workbench.cli import answer
+    from workbench.report import write_report
+    from workbench.sweep import sweep
+    from workbench.variant import parse_variant
+    from workbench.verdict import verdict
+
+    variants = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=48,overlap=8", "recursive:size=32")]
+    result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    judged = verdict(result)
+    assert answer(result, 2, judged) == answer(result, 2)
+    alone = write_report(result, tmp_path / "a.html", figures={}, dataset=tiny).read_text(encoding="utf-8")
+    given = write_report(result, tmp_path / "b.html", figures={}, dataset=tiny, judged=judged)
+    assert given.read_text(encoding="utf-8") == alone and 'id="against-best"' in alone
+
+
 def test_quiet_prints_only_the_verdict_and_the_table(tiny: Dataset, tmp_path: Path) -> None:
     """A cold run (the model loads, texts are embedded): nothing on stderr, no bar, no banner, no path."""
     data = write_dataset(tiny, tmp_path / "data")

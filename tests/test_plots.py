@@ -19,6 +19,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 
 from workbench import plots
 from workbench.dataset import Dataset
+from workbench.evaluation import stats
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant
@@ -131,8 +132,8 @@ def test_bad_k_and_unknown_variants_are_refused(result: SweepResult) -> None:
 
 def test_pareto_front_hand_computed() -> None:
     # (cost, quality): A(1, .5) B(2, .4) C(3, .7) D(4, .7) E(1, .3): B is beaten by A, D by C, E by A
-    assert plots.pareto_front([1, 2, 3, 4, 1], [0.5, 0.4, 0.7, 0.7, 0.3]) == [0, 2]
-    assert plots.pareto_front([5], [0.1]) == [0]
+    assert stats.pareto_front([1, 2, 3, 4, 1], [0.5, 0.4, 0.7, 0.7, 0.3]) == [0, 2]
+    assert stats.pareto_front([5], [0.1]) == [0]
 
 
 def test_metric_curves_lines_per_variant_and_k_independent_bars(result: SweepResult) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.textgen import texts
-from workbench.tokens import TiktokenTokenizer
+from workbench.offline import bundled_tiktoken_file
+from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer, _bundled_bpe
 
 SHIPPED = ["Dr. Smith's café, in Zürich, said: \"it's 3.14 — isn't it?\"\n\n## Next\n\tThe end.  Really",
            "中文 and English mixed;  spaces   and\r\nnewlines don't   break   it 😀👩‍💻 ok"]
@@ -35,3 +38,14 @@ def test_span_count_on_every_span_of_a_short_text(name: str, text: str) -> None:
     wrong = [(s, e) for s in range(len(text)) for e in range(s + 1, len(text) + 1)
              if count(s, e) != tok.count(text[s:e])]
     assert wrong == []
+
+
+@pytest.mark.parametrize("name", TIKTOKEN_ENCODINGS)
+def test_the_bundled_ranks_are_read_as_tiktoken_reads_them(name: str) -> None:
+    """The one-pass parse of the bundled file gives tiktoken's load_tiktoken_bpe parse, line by line."""
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+    data = bundled_tiktoken_file(url).read_bytes()
+    lines = (line.split() for line in data.splitlines() if line)
+    by_line = {base64.b64decode(token): int(rank) for token, rank in lines}
+    ranks = _bundled_bpe(url)
+    assert list(ranks.items()) == list(by_line.items()) and len(ranks) > 100_000

@@ -39,6 +39,7 @@ from workbench.variant import CONTEXT_PARAMS, MODIFIERS, Variant, parse_variant
 if TYPE_CHECKING:
     from workbench.answers import Answers
     from workbench.sweep import SweepResult
+    from workbench.verdict import Verdict
 
 DEMO_GRID = (
     "fixed:size=128",
@@ -368,10 +369,10 @@ def _strategies() -> None:
 
 
 def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Answers] | None = None,
-             ) -> tuple[SweepResult, Answers | None]:
-    """The sweep the options describe, and what `then` makes of it (answer quality), saved to --out
-    (with plots and the report unless --no-report), with its progress and the paths it wrote
-    printed unless --quiet."""
+             ) -> tuple[SweepResult, Answers | None, Verdict | None]:
+    """The sweep the options describe, what `then` makes of it (answer quality) and its verdict
+    (None when it has none), saved to --out (with plots and the report unless --no-report), with
+    its progress and the paths it wrote printed unless --quiet."""
     from workbench.estimate import estimate
     from workbench.retrieval.index import IndexStore
     from workbench.sweep import sweep
@@ -435,12 +436,13 @@ def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], An
         result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         answers = then(result, dataset) if then else None
+        judged = _verdict(result)
         if getattr(args, "no_report", True):
             paths = result.save(args.out) | (answers.save(args.out) if answers else {})
         else:
             from workbench.report import export
 
-            paths = export(result, args.out, dataset=dataset, store=args.cache, answers=answers)
+            paths = export(result, args.out, dataset=dataset, store=args.cache, answers=answers, judged=judged)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     if not args.quiet:
@@ -451,11 +453,23 @@ def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], An
             best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
             print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
         print()
-    return result, answers
+    return result, answers, judged
+
+
+def _verdict(result: SweepResult) -> Verdict | None:
+    """The verdict, computed once for the report and the closing lines; None when the result allows
+    none (`answer` then says why)."""
+    from workbench.verdict import verdict
+
+    try:
+        return verdict(result)
+    except ValueError:
+        return None
 
 
 def _sweep(args: argparse.Namespace) -> None:
-    print("\n".join(answer(_measure(args)[0], args.top)))
+    result, _, judged = _measure(args)
+    print("\n".join(answer(result, args.top, judged)))
 
 
 def _answers(args: argparse.Namespace) -> None:
@@ -541,14 +555,15 @@ def _wrote(folder: Path, paths: dict[str, Path]) -> str:
     return f"wrote {folder}/: {files}" + (f" and {len(figures)} figures (.png)" if figures else "")
 
 
-def answer(result: SweepResult, top: int = TOP) -> list[str]:
+def answer(result: SweepResult, top: int = TOP, judged: Verdict | None = None) -> list[str]:
     """What a run ends with, as lines: the verdict's sentences (its warnings last), wrapped, then its
     `top` variants on the verdict's metric (the headline marked, and added when it ranks lower); one
-    line saying why when the result allows no verdict (e.g. no recall), and the warnings."""
+    line saying why when the result allows no verdict (e.g. no recall), and the warnings. `judged`:
+    the verdict when computed already, else computed here."""
     from workbench.verdict import sweep_warnings, verdict
 
     try:
-        v = verdict(result)
+        v = judged if judged is not None else verdict(result)
     except ValueError as e:  # the warnings still hold
         return [f"No verdict: {e}. The tables hold every score.", *sweep_warnings(result.variants, result.config)]
     at = f"{v.metric}@{v.k}"

@@ -245,18 +245,6 @@ def _bars(ax: Axes, rows: pd.DataFrame, colors: dict, highlight: str | None, xla
     ax.grid(axis="x", alpha=0.3)
 
 
-def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:
-    """Indices of the undominated points, cheapest first: no other point costs at most as much
-    and scores strictly better (ties in cost keep only the best)."""
-    order = sorted(range(len(cost)), key=lambda i: (cost[i], -quality[i]))
-    front, best = [], -np.inf
-    for i in order:
-        if quality[i] > best:
-            front.append(i)
-            best = quality[i]
-    return front
-
-
 def _tradeoff(
     ax: Axes, result: SweepResult, k: int, keys: Sequence[str], colors: dict, highlight: str | None
 ) -> None:
@@ -280,7 +268,7 @@ def _tradeoff(
         )
         ax.annotate(str(number[v]), (cost.at[v, "mean"], rec.at[v, "mean"]), xytext=(5, 4),
                     textcoords="offset points", fontsize=8)
-    front = pareto_front(list(cost["mean"]), list(rec["mean"]))
+    front = stats.pareto_front(list(cost["mean"]), list(rec["mean"]))
     if front:
         ax.plot(cost["mean"].iloc[front], rec["mean"].iloc[front], "--", color="0.4", linewidth=1, marker="o",
                 markersize=15, markerfacecolor="none", label="Pareto front", zorder=1)

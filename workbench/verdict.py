@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from workbench.evaluation import metrics, stats
-from workbench.plots import pareto_front
 
 if TYPE_CHECKING:
     from workbench.sweep import SweepResult
@@ -215,7 +214,7 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     ).join(index, on="key")
     top = str(table["key"].iloc[0])
     table.loc[table["key"] == top, ["diff", "diff_low", "diff_high"]] = 0.0
-    front = pareto_front(list(table[COST]), list(table["mean"] * (-1 if lower else 1)))
+    front = stats.pareto_front(list(table[COST]), list(table["mean"] * (-1 if lower else 1)))
     table["pareto"] = [i in front for i in range(len(table))]
     near = table[(table["key"] == top) | table["tied"]]
     # never empty: a variant dominating `top` ties with it; a saving under 5% does not move the headline

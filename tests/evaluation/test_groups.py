@@ -124,6 +124,36 @@ def test_plot_has_one_panel_per_group_with_its_means(result: SweepResult, chroma
         assert drawn == pytest.approx(means.to_dict())
 
 
+def test_by_group_of_one_metric_alone_equals_the_whole_by_group_at_it(result: SweepResult, chroma: Dataset) -> None:
+    """The report summarises only recall@k by group (the rest would be bootstrapped for nothing):
+    its table equals result.by_group's rows at recall@k."""
+    groups = chroma.groups_of_questions()
+    whole = result.by_group(groups)
+    pq = result.per_question
+    for k in (1, 3):
+        at = pq[(pq["metric"] == "recall") & (pq["k"] == k) & (pq["budget"] == 0)]
+        expected = whole[(whole["metric"] == "recall") & (whole["k"] == k) & (whole["budget"] == 0)]
+        alone = stats.summarize_by_group(at, groups, result.config["confidence"])
+        pd.testing.assert_frame_equal(alone, expected.reset_index(drop=True))
+
+
+def test_a_re_export_reads_the_by_group_figure_back_and_writes_the_same_report(
+        result: SweepResult, chroma: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench import report
+
+    first = report.export(result, tmp_path / "a", dataset=chroma, store=tmp_path / "store")["report"]
+    drawn: list[object] = []
+    real = plots.figure_to_png_bytes
+    monkeypatch.setattr(plots, "figure_to_png_bytes", lambda fig, dpi=100: drawn.append(fig) or real(fig, dpi))
+    again = report.export(result, tmp_path / "b", dataset=chroma, store=tmp_path / "store")["report"]
+    assert drawn == []  # every figure, the by-group one at both widths too, read back from the store
+    assert again.read_bytes() == first.read_bytes() and b'id="figure-by-group"' in first.read_bytes()
+    regroup = regrouped(chroma, {d.doc_id: "speech" if d.doc_id == "state_of_the_union" else "other"
+                                 for d in chroma.documents})
+    report.export(result, tmp_path / "c", dataset=regroup, store=tmp_path / "store")
+    assert len(drawn) == 2  # other groups: the by-group figure drawn again, at both widths
+
+
 def test_report_has_by_group_only_with_groups_and_names_what_it_splits_by(
         result: SweepResult, chroma: Dataset, tmp_path: Path) -> None:
     """chroma_general's documents sit in no folder and have no group field: each document is a group,

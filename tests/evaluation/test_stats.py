@@ -184,6 +184,26 @@ def test_p_best_sums_to_one_for_every_metric_at_every_k(per_question):
     assert s.drop(columns="p_best").equals(summarize(pq, n_resamples=500))  # the rest of the summary is untouched
 
 
+def test_with_prob_best_equals_prob_best_of_each_cut_off_alone():
+    """with_prob_best pivots once for every cut-off: its numbers are prob_best's, cut-off by cut-off,
+    whatever the row order, with questions some variant lacks, budgets and a lower-is-better cost."""
+    rng = np.random.default_rng(3)
+    parts = [frame(v, rng.random(n), metric=m, k=k) for v, n in (("A", 40), ("B", 40), ("C", 35))
+             for m, k in (("recall", 5), ("recall", 1), ("hit", 5), ("context_tokens", 5))]
+    parts += [frame(v, rng.random(40), k=0).assign(budget=256) for v in ("A", "B", "C")]
+    pq = pd.concat(parts, ignore_index=True)
+    pq["budget"] = pq["budget"].fillna(0).astype(int)
+    pq = pq.sample(frac=1, random_state=1).reset_index(drop=True)  # rows in no order
+    s = with_prob_best(summarize(pq, n_resamples=300), pq, n_resamples=300, seed=2)
+    for (metric, k, budget), rows in pq.groupby(["metric", "k", "budget"]):
+        alone = prob_best(pq, metric, k, 300, 2, higher_is_better=metric != "context_tokens", budget=budget)
+        got = rows[["variant"]].drop_duplicates().merge(s, on="variant").query(
+            "metric == @metric and k == @k and budget == @budget").set_index("variant")["p_best"]
+        assert got[alone.index].tolist() == alone.tolist()  # equal to the last digit
+    with pytest.raises(ValueError, match="duplicate qids for one variant at metric='hit', k=5"):
+        with_prob_best(s, pd.concat([pq, pq[pq["metric"] == "hit"].head(1)]))
+
+
 def test_p_best_is_one_for_a_dominant_variant_and_split_between_twins():
     rng = np.random.default_rng(5)
     x = rng.random(50)

@@ -198,11 +198,16 @@ def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int 
     wide = sel.pivot(index="qid", columns=ident, values="value").dropna().sort_index()[sel[ident].unique()]
     if wide.empty:
         raise ValueError(f"prob_best: no question answered by every variant at metric={metric!r}, k={k}")
-    x = wide.to_numpy(np.float64) * (1.0 if higher_is_better else -1.0)  # questions x variants
+    return pd.Series(_wins(wide.to_numpy(np.float64), n_resamples, seed, higher_is_better), index=wide.columns,
+                     name="p_best")
+
+
+def _wins(x: np.ndarray, n_resamples: int, seed: int, higher_is_better: bool) -> np.ndarray:
+    """prob_best of one cut-off's scores `x`: questions (in qid order, every variant answered) x variants."""
+    x = x * (1.0 if higher_is_better else -1.0)
     means = resampled_means(x, n_resamples, seed)  # replicates x variants
     best = means >= means.max(axis=1, keepdims=True) - 1e-12  # equal up to the float rounding of the sums
-    wins = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
-    return pd.Series(wins / n_resamples, index=wide.columns, name="p_best")
+    return (best / best.sum(axis=1, keepdims=True)).sum(axis=0) / n_resamples
 
 
 def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resamples: int = 2000,
@@ -210,12 +215,44 @@ def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resample
     """`summary` with a `p_best` column: `prob_best` for every metric at every cut-off (k, and
     budget when the tables have one; lower is better for context tokens, see `lower_is_better`).
     Kept out of `summarize`, whose numbers for one group never depend on the others: P(best)
-    does by nature, so it is computed on the whole."""
+    does by nature, so it is computed on the whole. One pivot for all cut-offs (a pivot each cost
+    most of the time), each cut-off's block then the table prob_best pivots: equal numbers."""
+    _check_resamples(n_resamples)
     ident, cut = _keys(per_question)[0], [c for c in ("k", "budget") if c in per_question.columns]
-    p = pd.concat([prob_best(rows, metric, at[0], n_resamples, seed, not lower_is_better(metric), *at[1:])
-                   .rename_axis(ident).reset_index().assign(metric=metric, **dict(zip(cut, at, strict=True)))
-                   for (metric, *at), rows in per_question.groupby(["metric", *cut], sort=False)], ignore_index=True)
-    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, "metric", *cut], how="left")
+    at_cut = ["metric", *cut]
+    twice = per_question.duplicated([*at_cut, ident, "qid"])
+    if twice.any():
+        first = per_question[twice].iloc[0]
+        metric, k = first["metric"], first["k"]
+        raise ValueError(f"prob_best: duplicate qids for one {ident} at metric={metric!r}, k={k}")
+    wide = per_question.pivot(index="qid", columns=[*at_cut, ident], values="value").sort_index()
+    values, column = wide.to_numpy(np.float64), {c: i for i, c in enumerate(wide.columns)}
+    names: dict[tuple, list] = {}  # cut-off -> its variants, both in first-seen order (as groupby and unique)
+    for *at, name in per_question[[*at_cut, ident]].drop_duplicates().itertuples(index=False, name=None):
+        names.setdefault(tuple(at), []).append(name)
+    rows = []
+    for at, idents in names.items():
+        x = values[:, [column[(*at, n)] for n in idents]]
+        x = x[~np.isnan(x).any(axis=1)]
+        if not len(x):
+            raise ValueError(f"prob_best: no question answered by every variant at metric={at[0]!r}, k={at[1]}")
+        rows += [(n, *at, p) for n, p in zip(idents, _wins(x, n_resamples, seed, not lower_is_better(at[0])),
+                                            strict=True)]
+    p = pd.DataFrame(rows, columns=[ident, *at_cut, "p_best"])
+    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, *at_cut], how="left")
+
+
+def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:
+    """Indices of the undominated points, cheapest first: no other point costs at most as much
+    and scores strictly better (ties in cost keep only the best). The verdict's and the trade-off
+    figure's (here, so that the verdict never imports matplotlib)."""
+    order = sorted(range(len(cost)), key=lambda i: (cost[i], -quality[i]))
+    front, best = [], -np.inf
+    for i in order:
+        if quality[i] > best:
+            front.append(i)
+            best = quality[i]
+    return front
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ from workbench.report.figures import FIGURE_WIDTH, NARROW_WIDTH, default_figures
 from workbench.report.html import reproduce_code, write_page
 from workbench.report.tables import compact_table, p_best_table, summary_table, variants_table
 from workbench.retrieval.index import IndexStore
-from workbench.verdict import verdict
+from workbench.verdict import Verdict, verdict
 
 if TYPE_CHECKING:
     from workbench.answers import Answers
@@ -47,6 +47,8 @@ def write_report(
     dataset: Dataset | None = None,
     narrow: Mapping[str, Figure | bytes] | None = None,
     answers: Answers | None = None,
+    judged: Verdict | None = None,
+    figure_cache: Path | None = None,
 ) -> Path:
     """Write the report to `path` (atomically) and return it. Figures are matplotlib figures or
     PNG bytes already rendered; they default to `default_figures`. `narrow`: some of them drawn
@@ -55,17 +57,20 @@ def write_report(
     its one width). With the dataset, "Where the cuts fall" draws the chunks the best and the
     runner-up retrieved (the hits the sweep kept); without it that section says why it is left
     out. With `answers` (workbench.answers.evaluate of this result), an "Answer quality" section.
-    Nothing is embedded or searched."""
+    `judged`: this result's verdict when the caller has it already (the CLI prints it too), else
+    computed here. `figure_cache`: the folder of figures drawn before (see `default_pngs`), for the
+    by-group figure. Nothing is embedded or searched."""
     if figures is None:
-        figures = default_figures(result)
-        narrow = default_figures(result, NARROW_WIDTH) if narrow is None else narrow
-    v = verdict(result) if "recall" in set(result.summary["metric"]) else None
+        swept = plots.swept_parameters(result)  # once for both widths
+        figures = default_figures(result, swept=swept)
+        narrow = default_figures(result, NARROW_WIDTH, swept) if narrow is None else narrow
+    v = judged if judged is not None else verdict(result) if "recall" in set(result.summary["metric"]) else None
     why = cuts.missing(result, v, dataset)
     cut = cuts.left_out(why) if why else cuts.section(result, v, dataset)
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
-            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers)
+            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers, figure_cache)
 
     return atomic_write(path, write)
 
@@ -77,23 +82,26 @@ def export(
     dataset: Dataset | None = None,
     store: IndexStore | str | Path | None = None,
     answers: Answers | None = None,
+    judged: Verdict | None = None,
 ) -> dict[str, Path]:
     """Everything a run produced, in one folder: the tidy tables (SweepResult.save, and
     Answers.save when `answers` is given), each figure as a PNG, and report.html (see write_report
-    for dataset and answers; the default figures come with their narrow renditions, given ones
-    without). The store, if given, keeps the default figures drawn (see `default_pngs`). Returns
+    for dataset, answers and judged; the default figures come with their narrow renditions, given ones
+    without). The store, if given, keeps the default and by-group figures drawn (see `default_pngs`). Returns
     the paths by name."""
     folder = Path(folder)
     paths = result.save(folder) | (answers.save(folder) if answers is not None else {})
     narrow: dict[str, bytes] = {}
+    root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root
+    cache = None if root is None else root / "figures"
     if figures is not None:
         images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
     else:  # drawn, or read back from the store's figure cache when drawn before from the same content
-        root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root
-        cache = None if root is None else root / "figures"
-        images, narrow = default_pngs(result, 120, cache), default_pngs(result, 120, cache, NARROW_WIDTH)
+        swept = plots.swept_parameters(result)  # once for both widths
+        images, narrow = default_pngs(result, 120, cache, swept=swept), default_pngs(result, 120, cache, NARROW_WIDTH,
+                                                                                      swept)
     for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
     paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, narrow=narrow,
-                                   answers=answers)
+                                   answers=answers, judged=judged, figure_cache=cache)
     return paths

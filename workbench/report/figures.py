@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,13 +64,15 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     return name, ""
 
 
-def _figure_makers(result: SweepResult, width: float) -> dict[str, Callable[[], Figure | None]]:
-    """The default figures, by name, each as the call that draws it `width` inches wide."""
+def _figure_makers(result: SweepResult, width: float, swept: Sequence[str] | None = None,
+                   ) -> dict[str, Callable[[], Figure | None]]:
+    """The default figures, by name, each as the call that draws it `width` inches wide; `swept`:
+    plots.swept_parameters(result) when the caller has it (it costs more than the figures' list)."""
     present = set(result.summary["metric"])
     makers = {"overview": partial(plots.overview, result, short_ids=True, width=width)} | {
         m: partial(plots.metric_curves, result, m, short_ids=True, width=width) for m in EXTRA_FIGURES if m in present
     }
-    swept = plots.swept_parameters(result)
+    swept = plots.swept_parameters(result) if swept is None else list(swept)
     makers |= {f"by_{p}": partial(plots.by_parameter, result, p, width=width) for p in swept}
     if len(plots.models_of(result)) > 1:
         makers["by_model"] = partial(_drawable, plots.by_model, result, width=width)
@@ -88,11 +90,12 @@ def _drawable(draw: Callable[..., Figure], *args: Any, **kwargs: Any) -> Figure 
         return None
 
 
-def default_figures(result: SweepResult, width: float = FIGURE_WIDTH) -> dict[str, Figure]:
+def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Sequence[str] | None = None,
+                    ) -> dict[str, Figure]:
     """The overview, the curves of a few other metrics that the result holds, the metrics against
-    each swept parameter and, when two are swept, their heatmap; variants by number, all `width`
-    inches wide."""
-    drawn = {name: make() for name, make in _figure_makers(result, width).items()}
+    each swept parameter (`swept`: plots.swept_parameters, computed when None) and, when two are
+    swept, their heatmap; variants by number, all `width` inches wide."""
+    drawn = {name: make() for name, make in _figure_makers(result, width, swept).items()}
     return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
@@ -114,30 +117,43 @@ def _content_key(result: SweepResult) -> str:
 
 
 def default_pngs(result: SweepResult, dpi: int = 120, cache: str | Path | None = None,
-                 width: float = FIGURE_WIDTH) -> dict[str, bytes]:
-    """The default figures `width` inches wide as PNG bytes. With a cache folder, a figure drawn
-    before from the same content (`_content_key`) is read back instead of drawn: a re-run renders
-    only what changed."""
+                 width: float = FIGURE_WIDTH, swept: Sequence[str] | None = None) -> dict[str, bytes]:
+    """The default figures `width` inches wide as PNG bytes (`swept` as in default_figures). With a
+    cache folder, a figure drawn before from the same content (`_content_key`) is read back instead
+    of drawn: a re-run renders only what changed."""
     key = _content_key(result) if cache is not None else ""
     out = {}
-    for name, make in _figure_makers(result, width).items():
-        digest = hashlib.sha256(f"{key}{name}{dpi}{width}".encode()).hexdigest()[:32]
-        path = Path(cache) / f"{digest}.png" if cache else None
-        if path is not None and path.exists():
-            out[name] = path.read_bytes()
-            continue
-        fig = make()
-        if fig is None:
-            continue
-        out[name] = plots.figure_to_png_bytes(fig, dpi=dpi)
-        if path is not None:
-            atomic_write(path, lambda p, png=out[name]: Path(p).write_bytes(png))
+    for name, make in _figure_makers(result, width, swept).items():
+        png = _cached_png(cache, f"{key}{name}{dpi}{width}", make, dpi)
+        if png is not None:
+            out[name] = png
     return out
 
 
+def _cached_png(cache: str | Path | None, content: str, make: Callable[[], Figure | None], dpi: int) -> bytes | None:
+    """The figure `make` draws as PNG, read back from `cache` when drawn before from the same
+    `content` (and written there when drawn now); None when it has nothing to draw."""
+    path = Path(cache) / f"{hashlib.sha256(content.encode()).hexdigest()[:32]}.png" if cache else None
+    if path is not None and path.exists():
+        return path.read_bytes()
+    fig = make()
+    if fig is None:
+        return None
+    png = plots.figure_to_png_bytes(fig, dpi=dpi)
+    if path is not None:
+        atomic_write(path, lambda p: Path(p).write_bytes(png))
+    return png
+
+
 def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataFrame, metric: str, k: int,
-                 dpi: int, width: float = FIGURE_WIDTH) -> bytes:
+                 dpi: int, width: float = FIGURE_WIDTH, cache: str | Path | None = None) -> bytes:
     """plots.by_group of `table` (result.by_group at one metric and k), `width` inches wide, as PNG;
-    variants by number, as in the other figures."""
-    fig = plots.by_group(result, groups, metric, k, table=table, width=width, short_ids=True)
-    return plots.figure_to_png_bytes(fig, dpi)
+    variants by number, as in the other figures. With a cache folder, read back when drawn before
+    from the same content (as `default_pngs`; the groups and the table are part of it)."""
+    content = "" if cache is None else (
+        f"{_content_key(result)}by_group{json.dumps(dict(groups), sort_keys=True)}{metric}{k}{dpi}{width}"
+        + table.to_csv(index=False))
+    png = _cached_png(cache, content, partial(plots.by_group, result, groups, metric, k, table=table, width=width,
+                                             short_ids=True), dpi)
+    assert png is not None  # plots.by_group always draws
+    return png

@@ -25,6 +25,8 @@ from workbench.report.tables import DASH, cell, compact_table, p_best_table, sum
 from workbench.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from workbench.answers import Answers
     from workbench.sweep import SweepResult
     from workbench.verdict import Verdict
@@ -85,11 +87,12 @@ details {{ margin: 0.5em 0; }} summary {{ cursor: pointer; color: #1d4ed8; }}
 
 def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes],
                narrow: Mapping[str, Figure | bytes], title: str, dpi: int, v: Verdict | None, cuts: str,
-               dataset: Dataset | None, answers: Answers | None = None) -> None:
+               dataset: Dataset | None, answers: Answers | None = None, figure_cache: Path | None = None) -> None:
     """The whole page into `out`: `narrow` the figures drawn again for a phone's width (by name,
     any of `figures`), `v` the verdict (None without recall), `cuts` the rendered "Where the cuts
     fall" section, `dataset` (optional) for "By group" (`_grouped_by`), `answers` (optional) for
-    "Answer quality"."""
+    "Answer quality", `figure_cache` (optional) the folder the by-group figure is read back from
+    when drawn before (figures.by_group_png)."""
     c = result.config
     head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
             f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
@@ -119,7 +122,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
         out.write(_against_best(v))
     if answers is not None:
         out.write(_answers(answers))
-    out.write(_by_group(result, dataset, k, dpi))
+    out.write(_by_group(result, dataset, k, dpi, figure_cache))
     out.write(cuts)
     out.write(_variants(result, k))
     out.write(f"{_provenance(c)}</body>\n</html>\n")
@@ -341,7 +344,8 @@ def _grouped_by(dataset: Dataset) -> tuple[str, str]:
                            "<code>group</code> field, so each is a group)")
 
 
-def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, metric: str = "recall") -> str:
+def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, cache: Path | None = None,
+              metric: str = "recall") -> str:
     """Each group's best variant on `metric`@k with its interval, and the per-group figure, when
     the dataset has 2 to MAX_GROUPS groups of questions (Dataset.groups_of_questions); "" else."""
     if dataset is None or metric not in set(result.summary["metric"]):
@@ -353,13 +357,15 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, me
     groups = dataset.groups_of_questions()
     if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
         return ""
-    table = result.by_group(groups)
-    table = table[(table["metric"] == metric) & (table["k"] == k) & (table.get("budget", 0) == 0)]
+    pq = result.per_question  # only metric@k summarised: the same numbers (a row's interval is its own alone)
+    at = pq[(pq["metric"] == metric) & (pq["k"] == k) & (pq.get("budget", 0) == 0)]
+    table = stats.summarize_by_group(at, groups, result.config.get("confidence", 0.95))
     best = plots.best_by_group(table, metric)
     rows = "".join(f'<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td class="label">{_label(str(r.variant))}'
                    f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
-    figure = _picture(by_group_png(result, groups, table, metric, k, dpi),
-                      by_group_png(result, groups, table, metric, k, dpi, NARROW_WIDTH), dpi, f"{metric}@{k} by group")
+    figure = _picture(by_group_png(result, groups, table, metric, k, dpi, cache=cache),
+                      by_group_png(result, groups, table, metric, k, dpi, NARROW_WIDTH, cache), dpi,
+                      f"{metric}@{k} by group")
     return (f'<section id="by-group"><h2>{heading}</h2>\n<p>The questions split by {what}; evidence in two '
             f"groups: {MIXED}. Each group is summarised on its own questions: the best chunking can differ by kind "
             f"of text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
