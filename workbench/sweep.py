@@ -146,6 +146,15 @@ class SweepResult:
         mean = dict(zip(rows["key"], rows["mean"], strict=True))
         return [self.variant(key) for key in sorted(mean, key=lambda key: sign * mean[key])[:n]]
 
+    def ties(self, metric: str = "recall", k: int | None = None, seed: int = 0) -> pd.DataFrame:
+        """The ranking by mean `metric`@k (default: metrics.default_k of the swept ks) with what its
+        questions cannot order, at the sweep's confidence (stats.ranking_ties): a preview says which
+        neighbours it cannot tell apart, and its `tied_with_top` rows are what a real sweep confirms.
+        Columns: key, variant, then ranking_ties's."""
+        k = metrics.default_k(self.ks) if k is None else k
+        table = stats.ranking_ties(self.per_question, metric, k, self.config.get("confidence", 0.95), seed=seed)
+        return table.assign(variant=table["key"].map(self.label_of))[["key", "variant", *table.columns[1:]]]
+
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
 
