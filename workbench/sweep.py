@@ -447,11 +447,13 @@ def sweep(
     column, one row per (variant, model).
     preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
     chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
-    row is marked preview (which `combine` refuses to mix with real results). Confirm the best
-    with real embeddings in a second call:
+    row is marked preview (which `combine` refuses to mix with real results). Its own bootstrap
+    (SweepResult.ties) says which neighbours of its ranking its questions cannot order; confirm
+    those tied with its best with real embeddings in a second call:
 
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
-        real = sweep(data, rough.top(3, metric="recall", k=5))
+        ties = rough.ties("recall", k=5)
+        real = sweep(data, [rough.variant(key) for key in ties.loc[ties["tied_with_top"], "key"]])
 
     engine: where the default embedder computes uncached texts, the rerankers of `+rerank` their
     uncached pairs and the LLMs of `+context` and of LLM strategies their uncached generations
