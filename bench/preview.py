@@ -1,7 +1,7 @@
 """Does a preview sweep rank chunking variants as a real sweep does, and what does it cost?
 
-For each dataset (data/chroma_small, and four SQuAD v1.1 dev articles with 300 of their
-questions from ../shared), over a grid of 22 variants (fixed and recursive at 128/256/512
+For each dataset (data/chroma_small; from ../shared, the shortest SQuAD v1.1 dev articles and QMSum
+val meetings with all their questions, see DATASETS), over a grid of 22 variants (fixed and recursive at 128/256/512
 cl100k tokens x overlap 0/64, sentence at the same sizes x overlap 0/1 sentences, semantic at
 four percentiles), recall@5 per variant from:
   real      sweep(...)                        real chunk embeddings
@@ -17,13 +17,21 @@ Cost, side by side in one run, each from its own empty cache (model load, questi
 and, for the preview, the token pass included): ONE real variant (fixed, 256 tokens) vs the
 whole preview grid. The machine is shared, so only ratios of things run together are reported.
 
-Run from the repo root: python bench/preview.py  (about 35 minutes on 2 cores shared with other jobs)
+The preview's own uncertainty (stats.ranking_ties, as SweepResult.ties): which neighbours of each
+ranking its paired bootstrap cannot order, the variants tied with its top, and over GRIDS random
+grids of SUBGRID variants how often the real best is in the preview's tied-with-top set (what the
+CLI confirms) and in its top 3.
+
+Run from the repo root: python bench/preview.py  (more than an hour for the three datasets on 2 cores
+shared with other jobs); --datasets picks some, --quick leaves out the ablations, --real-cache keeps
+the real grids for a re-run.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
 import tempfile
 import time
@@ -37,17 +45,19 @@ from scipy.stats import spearmanr
 import workbench.retrieval.preview
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset
+from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.sweep import SweepResult, sweep
 from workbench.variant import Variant, grid
 
 REPO = Path(__file__).resolve().parents[1]
-SQUAD = REPO.parent / "shared" / "datasets" / "squad_v11_dev"
-SQUAD_DOCS = ("squad-dev-00", "squad-dev-07", "squad-dev-08", "squad-dev-09")  # 85k characters
-SQUAD_QUESTIONS = 300
+SHARED = REPO.parent / "shared" / "datasets"
+SQUAD_ARTICLES = 4  # the shortest: 63k characters, every one of their 513 questions (see DATASETS)
+QMSUM_MEETINGS = 4  # the shortest: 77k characters, 21 questions (see DATASETS)
 K = 5
 TOP = 3
+GRIDS, SUBGRID = 40, 20  # the random grids of the tied-set rate: 40 draws of 20 of the 22 variants
 SIZES = [128, 256, 512]
 
 GRID = [
@@ -59,13 +69,25 @@ GRID = [
 ONE = Variant.make("fixed", size=256)  # the "one real variant" of the cost ratio
 
 
-def squad_subset() -> Dataset:
-    """Four SQuAD articles and every len // 300-th of their questions (evidence inside them)."""
-    full = load_dataset(SQUAD)
-    docs = tuple(d for d in full.documents if d.doc_id in SQUAD_DOCS)
-    questions = [q for q in full.questions if all(a.doc_id in SQUAD_DOCS for a in q.answers)]
-    step = max(1, len(questions) // SQUAD_QUESTIONS)
-    return Dataset(f"squad_v11_dev[{len(docs)} articles]", docs, tuple(questions[::step][:SQUAD_QUESTIONS]))
+def shortest(name: str, n: int, unit: str) -> Dataset:
+    """The n shortest documents of a shared dataset with every question whose evidence is inside them."""
+    full = load_dataset(SHARED / name)
+    docs = tuple(sorted(full.documents, key=lambda d: len(d.text))[:n])
+    ids = {d.doc_id for d in docs}
+    questions = tuple(q for q in full.questions if all(a.doc_id in ids for a in q.answers))
+    return Dataset(f"{name}[{n} {unit}]", docs, questions)
+
+
+DATASETS = {  # name -> how to load it
+    "chroma_small": lambda: load_dataset(REPO / "data" / "chroma_small"),
+    # SQuAD: more questions, not longer articles, is what separates variants (a variant's interval
+    # narrows with the square root of the questions): all 513 questions of the 4 shortest articles,
+    # where the earlier run took 300 of 4 longer ones; the real grid's cost grows with the characters
+    "squad": lambda: shortest("squad_v11_dev", SQUAD_ARTICLES, "articles"),
+    # QMSum: 1.7M characters in all, a real grid of 22 variants over it is hours on 2 shared cores:
+    # the 4 shortest meetings, and their 21 questions can order few pairs
+    "qmsum": lambda: shortest("qmsum_val", QMSUM_MEETINGS, "meetings"),
+}
 
 
 def timed(run: Callable[[], SweepResult]) -> tuple[float, SweepResult]:
@@ -85,39 +107,81 @@ def recall(result: SweepResult) -> pd.Series:
     return rows.set_index("key")["mean"]
 
 
-def measure(data: Dataset, tmp: Path) -> tuple[dict, pd.DataFrame]:
+def ranked(result: SweepResult, keys: list[str], seed: int = 0) -> pd.DataFrame:
+    """stats.ranking_ties of the variants `keys` of a result (recall@K, at the sweep's confidence)."""
+    pq = result.per_question[result.per_question["key"].isin(keys)]
+    return stats.ranking_ties(pq, "recall", K, result.config.get("confidence", 0.95), seed=seed)
+
+
+def noise(preview: SweepResult, real: SweepResult) -> dict:
+    """What each ranking's own bootstrap can order on the whole grid, and, over GRIDS random grids
+    of SUBGRID variants (each with its own bootstrap seed), how often the real best is in the
+    preview's tied-with-top set and in its top 3."""
+    keys = [v.key for v in GRID]
+    p_all, r_all = ranked(preview, keys), ranked(real, keys)
+    rng = np.random.default_rng(0)
+    inside, top3, sizes, rhos = [], [], [], []
+    for seed in range(GRIDS):
+        sub = list(rng.choice(keys, SUBGRID, replace=False))
+        p, r = ranked(preview, sub, seed), ranked(real, sub, seed)
+        best = r["key"].iloc[0]
+        inside.append(best in set(p.loc[p["tied_with_top"], "key"]))
+        top3.append(best in set(p["key"].iloc[:TOP]))
+        sizes.append(int(p["tied_with_top"].sum()))
+        means = r.set_index("key")["mean"]
+        rhos.append(spearmanr(p.set_index("key")["mean"][means.index], means).statistic)
+    real_best_inside = r_all["key"].iloc[0] in set(p_all.loc[p_all["tied_with_top"], "key"])
+    return {"preview: adjacent pairs apart": f"{int(p_all['apart_from_next'].sum())} of {len(keys) - 1}",
+            "preview: tied with its top": int(p_all["tied_with_top"].sum()),
+            "real best in preview's tied set": real_best_inside,
+            "real: adjacent pairs apart": f"{int(r_all['apart_from_next'].sum())} of {len(keys) - 1}",
+            "real: tied with its top": int(r_all["tied_with_top"].sum()),
+            f"grids of {SUBGRID}: real best in preview's tied set": float(np.mean(inside)),
+            f"grids of {SUBGRID}: real best in preview's top {TOP}": float(np.mean(top3)),
+            f"grids of {SUBGRID}: preview's tied set, mean size": float(np.mean(sizes)),
+            f"grids of {SUBGRID}: mean rho": float(np.mean(rhos))}
+
+
+def measure(data: Dataset, tmp: Path, real_root: Path, quick: bool) -> tuple[dict, pd.DataFrame]:
+    load = os.getloadavg()[0]
     t_one, _ = timed(lambda: run(data, [ONE], tmp / "one"))
     t_preview, preview = timed(lambda: run(data, GRID, tmp / "preview", preview=True))
-    t_real, real = timed(lambda: run(data, GRID, tmp / "real"))
+    cold = not real_root.exists()
+    t_real, real = timed(lambda: run(data, GRID, real_root))
+    results = {"preview": preview}
+    if not quick:
+        seen = workbench.retrieval.preview.TokenCache.seen
+        workbench.retrieval.preview.TokenCache.seen = lambda self, chunk, window: chunk  # pool the whole chunk
+        results["whole"] = run(data, GRID, tmp / "preview", cache=real_root, preview=True)
+        workbench.retrieval.preview.TokenCache.seen = seen
 
-    seen = workbench.retrieval.preview.TokenCache.seen
-    workbench.retrieval.preview.TokenCache.seen = lambda self, chunk, window: chunk  # no window: pool the whole chunk
-    whole = run(data, GRID, tmp / "preview", cache=tmp / "real", preview=True)
-    workbench.retrieval.preview.TokenCache.seen = seen
+        workbench.retrieval.preview.DTYPE = np.float32
+        results["float32"] = run(data, GRID, tmp / "f32", preview=True)
+        workbench.retrieval.preview.DTYPE = np.float16
 
-    workbench.retrieval.preview.DTYPE = np.float32
-    f32 = run(data, GRID, tmp / "f32", preview=True)
-    workbench.retrieval.preview.DTYPE = np.float16
-
-    pooled_env = workbench.retrieval.preview.TokenCache.env  # semantic cuts from the real (cached) group vectors
-    workbench.retrieval.preview.TokenCache.env = lambda self, doc, emb: ChunkEnv(embed=emb.encode,
-                                                                                 model_tokenizer=emb.tokenizer)
-    sem_real = run(data, GRID, tmp / "preview", cache=tmp / "real", preview=True)  # groups cached by `real`
-    workbench.retrieval.preview.TokenCache.env = pooled_env
+        pooled_env = workbench.retrieval.preview.TokenCache.env  # semantic cuts from the real (cached) group vectors
+        workbench.retrieval.preview.TokenCache.env = lambda self, doc, emb: ChunkEnv(embed=emb.encode,
+                                                                                     model_tokenizer=emb.tokenizer)
+        results["sem-real"] = run(data, GRID, tmp / "preview", cache=real_root, preview=True)  # groups cached by real
+        workbench.retrieval.preview.TokenCache.env = pooled_env
 
     table = pd.DataFrame({"variant": [v.label for v in GRID], "real": recall(real)[[v.key for v in GRID]].to_numpy()})
     row = {"dataset": data.name, "documents": len(data.documents), "questions": len(data.questions),
            "characters": data.n_chars, "variants": len(GRID)}
-    for name, res in (("preview", preview), ("whole", whole), ("float32", f32), ("sem-real", sem_real)):
+    for name, res in results.items():
         table[name] = recall(res)[[v.key for v in GRID]].to_numpy()
         best_real = set(table.nlargest(TOP, "real")["variant"])
         row[f"rho {name}"] = spearmanr(table[name], table["real"]).statistic
         row[f"top-{TOP} {name}"] = len(best_real & set(table.nlargest(TOP, name)["variant"]))
         row[f"mean |diff| {name}"] = float((table[name] - table["real"]).abs().mean())
+    row |= noise(preview, real)
+    ties = preview.ties(k=K)
+    table = table.merge(ties[["variant", "apart_from_next", "tied_with_top"]], on="variant")
     table["rank real"] = table["real"].rank(ascending=False, method="min").astype(int)
     table["rank preview"] = table["preview"].rank(ascending=False, method="min").astype(int)
-    row |= {"s one real": t_one, "s preview grid": t_preview, "s real grid": t_real,
-            "preview grid / one real": t_preview / t_one, "real grid / preview grid": t_real / t_preview}
+    row |= {"s one real": t_one, "s preview grid": t_preview, "s real grid": t_real if cold else float("nan"),
+            "preview grid / one real": t_preview / t_one, "real grid / preview grid": t_real / t_preview if cold
+            else float("nan"), "load average (1 min), start / end": f"{load:.1f} / {os.getloadavg()[0]:.1f}"}
     print(row, flush=True)
     return row, table.sort_values("rank real")
 
@@ -125,14 +189,20 @@ def measure(data: Dataset, tmp: Path) -> tuple[dict, pd.DataFrame]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=REPO / "bench" / "preview.md")
+    p.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
+    p.add_argument("--quick", action="store_true", help="only the default preview (no whole/float32/sem-real)")
+    p.add_argument("--real-cache", type=Path, help="keep the real grids' store here, so a re-run reuses them "
+                   "(its real-grid seconds are then left out); default: a fresh one per run")
     args = p.parse_args()
     rows, tables = [], []
-    for data in (load_dataset(REPO / "data" / "chroma_small"), squad_subset()):
+    for name in args.datasets:
+        data = DATASETS[name]()
         with tempfile.TemporaryDirectory() as tmp:
-            row, table = measure(data, Path(tmp))
+            real_root = (args.real_cache or Path(tmp) / "real") / name
+            row, table = measure(data, Path(tmp), real_root, args.quick)
         rows.append(row)
         tables.append((data.name, table))
-    summary = pd.DataFrame(rows).set_index("dataset").T
+    summary = pd.DataFrame(rows).set_index("dataset").T.map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)
     md = [
         "# Preview mode: rankings and cost (bench/preview.py)",
         "",
@@ -147,7 +217,7 @@ def main() -> None:
         "from pooled group vectors); whole = long chunks pooled whole; float32 = a float32 token cache; "
         "sem-real = semantic cuts from the real sentence-group embeddings."),
         "",
-        summary.to_markdown(floatfmt=".3f"),
+        summary.to_markdown(),
         "",
     ]
     for name, table in tables:

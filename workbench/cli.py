@@ -450,8 +450,7 @@ def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], An
         print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), embedded)}")
         print(_wrote(args.out, paths))
         if args.preview:
-            best = result.top(min(3, len(variants)), k=metrics.default_k(args.ks))
-            print(f"preview: confirm the best with real embeddings:\n  {_confirm_command(args, best)}")
+            print("\n".join(_preview_lines(args, result)))
         print()
     return result, answers, judged
 
@@ -612,6 +611,24 @@ def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
     tokens = (f"a token pass over {passed} documents (computed now)" if passed
               else f"the cached token pass over {c['documents']} documents (no model pass)")
     return f"a preview of {n_variants} variants from {tokens}, {texts}"
+
+
+def _preview_lines(args: argparse.Namespace, result: SweepResult) -> list[str]:
+    """What a preview can order (its own paired bootstrap over questions, SweepResult.ties), and
+    the real sweep of the variants tied with its top: the set that should hold the real best."""
+    from workbench.evaluation import stats
+
+    ties = result.ties(k=metrics.default_k(args.ks))
+    level = f"{result.config.get('confidence', 0.95):.0%}"
+    runs = stats.cannot_order(ties)
+    out = [textwrap.fill(f"preview: cannot tell apart ({level} paired interval holds 0): {', '.join(run)}", WIDTH,
+                         subsequent_indent="  ") for run in runs]
+    if not runs:
+        out.append(f"preview: every neighbour in its ranking is apart at {level}")
+    tied = [result.variant(key) for key in ties.loc[ties["tied_with_top"], "key"]]
+    out.append(f"preview: confirm the {len(tied)} variant{'s' * (len(tied) > 1)} tied with its best with real "
+               f"embeddings:\n  {_confirm_command(args, tied)}")
+    return out
 
 
 def _confirm_command(args: argparse.Namespace, best: list[Variant]) -> str:

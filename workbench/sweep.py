@@ -156,6 +156,15 @@ class SweepResult:
             best.setdefault(variant_key(key), key)
         return [self.variant(key) for key in list(best.values())[:n]]
 
+    def ties(self, metric: str = "recall", k: int | None = None, seed: int = 0) -> pd.DataFrame:
+        """The ranking by mean `metric`@k (default: metrics.default_k of the swept ks) with what its
+        questions cannot order, at the sweep's confidence (stats.ranking_ties): a preview says which
+        neighbours it cannot tell apart, and its `tied_with_top` rows are what a real sweep confirms.
+        Columns: key, variant, then ranking_ties's."""
+        k = metrics.default_k(self.ks) if k is None else k
+        table = stats.ranking_ties(self.per_question, metric, k, self.config.get("confidence", 0.95), seed=seed)
+        return table.assign(variant=table["key"].map(self.label_of))[["key", "variant", *table.columns[1:]]]
+
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
 
@@ -456,11 +465,13 @@ def sweep(
     column, one row per (variant, model).
     preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
     chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
-    row is marked preview (which `combine` refuses to mix with real results). Confirm the best
-    with real embeddings in a second call:
+    row is marked preview (which `combine` refuses to mix with real results). Its own bootstrap
+    (SweepResult.ties) says which neighbours of its ranking its questions cannot order; confirm
+    those tied with its best with real embeddings in a second call:
 
         rough = sweep(data, variants, preview=True)          # about the cost of one real variant
-        real = sweep(data, rough.top(3, metric="recall", k=5))
+        ties = rough.ties("recall", k=5)
+        real = sweep(data, [rough.variant(key) for key in ties.loc[ties["tied_with_top"], "key"]])
 
     engine: where the default embedder computes uncached texts, the rerankers of `+rerank` their
     uncached pairs and the LLMs of `+context` and of LLM strategies their uncached generations

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import REPO
 
 from workbench.chunkers import make_chunk
 from workbench.dataset import Dataset
+from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
@@ -114,3 +116,23 @@ def test_bad_arguments_are_refused(tiny, tmp_path: Path):
         result.top(1, metric="nope")
     with pytest.raises(ValueError, match="'recall' at k=3"):
         result.top(1, k=3)
+
+
+def test_preview_says_which_neighbours_its_questions_cannot_order(general, tmp_path):
+    """Two near-identical chunkings are named as not separable, a clearly worse one is ordered
+    below them, and only the two are tied with the top (what the CLI confirms); the same seed
+    gives the same table, another seed other intervals."""
+    near, same, poor = (Variant.make("fixed", size=256), Variant.make("fixed", size=250), Variant.make("fixed", size=8))
+    result = sweep(general, [poor, near, same], ks=(5,), budgets=(), store=tmp_path, progress=False, preview=True,
+                   embedder=Embedder(cache_dir=tmp_path, progress=False))
+    ties = result.ties()
+    recall = result.summary.query("metric == 'recall' and k == 5").set_index("key")["mean"]
+    assert ties["key"].tolist() == recall.sort_values(ascending=False, kind="stable").index.tolist()
+    assert ties["key"].iloc[-1] == poor.key and recall[poor.key] < recall.drop(poor.key).min() - 0.2
+    assert ties["apart_from_next"].tolist() == [False, True, False]  # the last has no next
+    assert ties["next_low"].iloc[0] <= 0 <= ties["next_high"].iloc[0] and ties["next_low"].iloc[1] > 0
+    assert set(ties.loc[ties["tied_with_top"], "key"]) == {near.key, same.key}
+    assert stats.cannot_order(ties) == [ties["variant"].iloc[:2].tolist()]
+    pd.testing.assert_frame_equal(result.ties(), ties)
+    other = result.ties(seed=1)
+    assert other["key"].tolist() == ties["key"].tolist() and not other["top_high"].equals(ties["top_high"])

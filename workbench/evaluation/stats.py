@@ -9,7 +9,8 @@ groups were summarised with it (every group is resampled with the same seeded in
 
 How sure the winner is: `prob_best` resamples questions jointly for all variants (the chance each
 has the best mean), `against_best` corrects its p-values with Holm's step-down (`holm`) and says
-how many questions would make each observed difference significant (`questions_needed`).
+how many questions would make each observed difference significant (`questions_needed`), and
+`ranking_ties` which neighbours of a ranking the questions cannot order.
 """
 
 from __future__ import annotations
@@ -208,6 +209,54 @@ def _wins(x: np.ndarray, n_resamples: int, seed: int, higher_is_better: bool) ->
     means = resampled_means(x, n_resamples, seed)  # replicates x variants
     best = means >= means.max(axis=1, keepdims=True) - 1e-12  # equal up to the float rounding of the sums
     return (best / best.sum(axis=1, keepdims=True)).sum(axis=0) / n_resamples
+
+
+def ranking_ties(per_question: pd.DataFrame, metric: str, k: int, confidence: float = 0.95, n_resamples: int = 2000,
+                 seed: int = 0, budget: int = 0) -> pd.DataFrame:
+    """The ranking by mean `metric`@k (best first, ties in first-seen order) and what the
+    questions can order in it: for each variant the paired bootstrap interval (`mean_ci`,
+    percentile, questions resampled alike for every variant) of its difference to the next one
+    down (`next_low`, `next_high`; `apart_from_next` when it excludes 0) and to the top
+    (`top_low`, `top_high`; `tied_with_top` when it holds 0, the top itself included).
+
+    Why: a ranking of means orders pairs the questions cannot; a preview names those pairs, and
+    the variants tied with its top are the ones a real sweep must confirm. Only questions every
+    variant answered count (as in `prob_best`). Columns: [key or variant, rank, mean, next_low,
+    next_high, apart_from_next, top_low, top_high, tied_with_top]; the last row has no next."""
+    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    sel = sel[sel["budget"] == budget] if "budget" in sel.columns else sel
+    if sel.empty:
+        raise ValueError(f"ranking_ties: no rows for metric={metric!r}, k={k}, budget={budget}")
+    ident = _keys(sel)[0]
+    wide = sel.pivot(index="qid", columns=ident, values="value").dropna().sort_index()[sel[ident].unique()]
+    if len(wide) < 2:
+        raise ValueError(f"ranking_ties: {len(wide)} question(s) answered by every variant at metric={metric!r}, "
+                         f"k={k}; need >= 2")
+    sign = -1.0 if lower_is_better(metric) else 1.0
+    x = wide.to_numpy(np.float64).T * sign  # variants x questions, higher is better
+    order = np.argsort(-x.mean(axis=1), kind="stable")
+    x = x[order]
+    m = len(x)
+    # one call: the m - 1 adjacent differences, then the m differences to the top (0 for the top itself)
+    low, high = mean_ci(np.concatenate([x[:-1] - x[1:], x[:1] - x]), confidence, n_resamples, seed)
+    next_low, next_high = np.append(low[: m - 1], np.nan), np.append(high[: m - 1], np.nan)
+    top_low, top_high = low[m - 1:], high[m - 1:]
+    return pd.DataFrame({ident: wide.columns[order], "rank": np.arange(1, m + 1), "mean": x.mean(axis=1) * sign,
+                         "next_low": next_low, "next_high": next_high, "apart_from_next": next_low > 0,
+                         "top_low": top_low, "top_high": top_high,
+                         "tied_with_top": (top_low <= 0) & (top_high >= 0)})
+
+
+def cannot_order(ties: pd.DataFrame, column: str = "variant") -> list[list[str]]:
+    """The runs of adjacent variants in a `ranking_ties` table that no interval separates, each
+    of two or more, best first: what "cannot tell apart" lists."""
+    runs, run = [], []
+    for i, (name, apart) in enumerate(zip(ties[column], ties["apart_from_next"], strict=True)):
+        run.append(name)
+        if apart or i == len(ties) - 1:
+            runs += [run] if len(run) > 1 else []
+            run = []
+    return runs
 
 
 def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resamples: int = 2000,

@@ -6,7 +6,7 @@ from token embeddings computed once per corpus and model: the document-context p
 chunking (workbench.models.late), kept on disk. Any number of variants then costs chunking and FAISS
 only. The ranking of such a grid is an estimate (preview vectors are late-chunking vectors, so
 a contextual header changes nothing here); confirm its best variants with a real sweep
-(SweepResult.top, then sweep).
+(SweepResult.ties: those its own bootstrap cannot tell from its top, then sweep).
 
 A real embedding sees only the first tokens of a chunk longer than the model window (it is
 truncated), so a preview chunk vector pools the same first tokens; a late-chunking variant
