@@ -194,7 +194,9 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int 
                    help="search the whole corpus, or only each question's own document (default: corpus)")
     s.add_argument("--model", action="append",
                    help="an embedding model (repeatable: every variant is swept with each, one result with a "
-                   "model column): a local sentence-transformers folder, 'wordllama' (static embeddings), or "
+                   "model column): a local sentence-transformers folder, 'wordllama' (static embeddings), "
+                   "'openai:<model>@<base_url>' (an OpenAI-compatible embeddings endpoint; key from OPENAI_API_KEY), "
+                   "or "
                    "'default' for the bundled all-MiniLM-L6-v2 (the default)")
     s.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="embedding and index cache folder, shared by runs (default: %(default)s)")

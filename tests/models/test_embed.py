@@ -86,9 +86,25 @@ def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
     assert np.allclose(vecs, Embedder(cache_dir=None, progress=False).encode(texts), atol=1e-6)
 
 
-def test_hub_names_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not a local sentence-transformers folder"):
-        Embedder("sentence-transformers/all-MiniLM-L6-v2", cache_dir=tmp_path)
+def test_hub_names_are_refused_unless_downloaded_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub.constants
+
+    hub = tmp_path / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))  # an empty Hugging Face cache
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    with pytest.raises(ValueError, match=r"not a local sentence-transformers folder .* nor a hub name in the "
+                                         r"Hugging Face cache; nothing is downloaded here.*hf download"):
+        Embedder(name, cache_dir=tmp_path)
+    revision = "0" * 40  # what `hf download` leaves: the snapshot of a commit, and refs/main naming it
+    repo = hub / "models--sentence-transformers--all-MiniLM-L6-v2"
+    shutil.copytree(default_model_path(), repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    cached, bundled = Embedder(name, cache_dir=None, progress=False), Embedder(cache_dir=None, progress=False)
+    assert cached.name == name and cached.path == repo / "snapshots" / revision
+    assert cached.model_fingerprint == bundled.model_fingerprint  # fingerprinted as the files it found
+    text = ["a refund takes five days"]
+    np.testing.assert_array_equal(cached.encode(text), bundled.encode(text))
     with pytest.raises(ValueError, match="batch_size"):
         Embedder(cache_dir=tmp_path, batch_size=0)
 

@@ -6,9 +6,11 @@ model never serves stale ones), a resolved `device`, and a `spec()`: plain JSON-
 which `from_spec` rebuilds an equivalent model in another process (a Ray worker), refusing if the
 files there give another fingerprint.
 
-Loading rule: a model is a local folder, loaded with local files only (`local_files_only=True`);
-hub names are refused, since nothing is ever downloaded, and the process environment
-(HF_HUB_OFFLINE and the like) is left as the user set it.
+Loading rule: a model is a local folder, loaded with local files only (`local_files_only=True`), or
+a hub name already in the Hugging Face cache (`hf download NAME` once; it is then fingerprinted as
+the folder it was downloaded to). Nothing is ever downloaded here, so a hub name not in the cache is
+refused at once rather than waiting on a network, and the process environment (HF_HUB_OFFLINE and
+the like) is left as the user set it.
 """
 
 from __future__ import annotations
@@ -27,13 +29,30 @@ _SKIP_FILES = {"README.md", ".gitattributes"}
 
 
 def local_model_path(model: str | Path, markers: tuple[str, ...], kind: str) -> Path:
-    """`model` as a local folder holding one of the `markers` files that make it a `kind` model;
-    anything else (a hub name, a typo) is refused here, before anything loads."""
+    """`model` as a local folder holding one of the `markers` files that make it a `kind` model, or
+    the Hugging Face cache's folder of a hub name "org/name" downloaded before; anything else (a hub
+    name not downloaded, a typo) is refused here, before anything loads."""
     path = Path(model)
     if not any((path / m).exists() for m in markers):
-        raise ValueError(f"model {str(model)!r} is not a local {kind} folder (no {' or '.join(markers)}); "
-                         "hub names cannot be downloaded here, pass a folder path")
+        path = _hub_cached(str(model)) or path
+    if not any((path / m).exists() for m in markers):
+        raise ValueError(f"model {str(model)!r} is not a local {kind} folder (no {' or '.join(markers)}), nor a hub "
+                         "name in the Hugging Face cache; nothing is downloaded here: pass a folder path, or "
+                         f"run `hf download {model}` once")
     return path
+
+
+def _hub_cached(name: str) -> Path | None:
+    """The Hugging Face cache's snapshot of hub name `name` (its newest "main"), None when it is
+    not there or not a hub name; the cache alone is read, never the network."""
+    if name.count("/") != 1 or Path(name).exists():
+        return None
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # noqa: BLE001  (not in the cache, or not a valid repo id: the caller refuses it by name)
+        return None
 
 
 def model_fingerprint(path: Path) -> str:

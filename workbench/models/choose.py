@@ -1,7 +1,8 @@
 """Model specs -> Embedders: what `sweep(models=[...])` and the CLI's `--model` take.
 
 A spec is an Embedder (used as it is), None (the bundled all-MiniLM-L6-v2), "wordllama"
-(workbench.models.static), any other string or path (a local sentence-transformers folder; a hub
+(workbench.models.static), "openai:<model>@<base_url>" (an OpenAI-compatible embeddings endpoint,
+workbench.models.endpoint), any other string or path (a local sentence-transformers folder; a hub
 name is refused, nothing downloads), or an `encode(texts) -> vectors` function.
 """
 
@@ -15,7 +16,8 @@ from typing import Any
 
 from workbench.models.base import model_fingerprint
 from workbench.models.embed import Embedder, default_model_path
-from workbench.models.static import FunctionEmbedder, WordLlamaEmbedder
+from workbench.models.endpoint import OPENAI_PREFIX
+from workbench.models.static import EndpointEmbedder, FunctionEmbedder, WordLlamaEmbedder
 
 ModelSpec = Embedder | str | Path | None | Any  # Any: an encode function
 WORDLLAMA = "wordllama"
@@ -24,20 +26,23 @@ WORDLLAMA = "wordllama"
 def embedder_of(spec: ModelSpec, cache_dir: str | Path | None, **options: Any) -> Embedder:
     """The Embedder a spec names, caching its vectors in `cache_dir`; `options` (threads, progress,
     backend, device, engine) go to a sentence-transformers Embedder, `progress` to the others (a
-    static or function model computes in-process)."""
+    static, function or endpoint model computes in-process)."""
     if isinstance(spec, Embedder):
         return spec
-    plain = spec == WORDLLAMA or not (spec is None or isinstance(spec, str | Path))
+    endpoint = isinstance(spec, str) and spec.startswith(OPENAI_PREFIX)
+    plain = spec == WORDLLAMA or endpoint or not (spec is None or isinstance(spec, str | Path))
     if plain and (options.get("backend", "torch"), options.get("device", "cpu")) != ("torch", "cpu"):
         raise ValueError(f"backend= and device= apply to sentence-transformers models only, not to {spec!r}")
+    if endpoint:
+        return EndpointEmbedder(spec, cache_dir=cache_dir, progress=options.get("progress", True))
     if spec == WORDLLAMA:
         return WordLlamaEmbedder(cache_dir=cache_dir, progress=options.get("progress", True))
     if spec is None or isinstance(spec, str | Path):
         return Embedder(spec, cache_dir=cache_dir, **options)
     if callable(spec):
         return FunctionEmbedder(spec, cache_dir=cache_dir, progress=options.get("progress", True))
-    raise TypeError(f"models: each must be an Embedder, None, 'wordllama', a model folder or an encode function, "
-                    f"got {type(spec).__name__}")
+    raise TypeError("models: each must be an Embedder, None, 'wordllama', 'openai:<model>@<base_url>', a model "
+                    f"folder or an encode function, got {type(spec).__name__}")
 
 
 def embedders_of(models: Sequence[ModelSpec], cache_dir: str | Path | None, **options: Any) -> list[Embedder]:

@@ -131,7 +131,7 @@ class Embedder(Model):
         if backend != "torch":
             onnx_providers(self.device)
         self.path = path
-        self.name = path.name if model is not None else DEFAULT_NAME
+        self.name = DEFAULT_NAME if model is None else path.name if Path(model).exists() else str(model)  # a hub name
         self.batch_size = batch_size
         self.threads = threads
         self.progress = progress

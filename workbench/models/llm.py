@@ -39,12 +39,11 @@ from tqdm.auto import tqdm
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import JSONCache, cache_file, json_key
+from workbench.models.endpoint import OPENAI_PREFIX, parse_endpoint, post
 
 BACKENDS = ("local", "openai")
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
 LLM_SPEC = "llm"  # the bundled LLM, as a `model` parameter (a strategy's, +context's, the rerank stage's) names it
-OPENAI_PREFIX = "openai:"  # a `model` parameter naming an OpenAI-compatible endpoint (llm_of)
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # the variable an endpoint's key is read from unless its spec names another
 # local generations run together, left-padded: 8 short answers took 52 s in one batch against 102 s
 # one by one, the same 88 tokens (SmolLM2 on 2 busy shared cores), since each decoding step reads the
 # weights once for the whole batch
@@ -377,46 +376,18 @@ class LLM(Model):
 
         return httpx.Client(base_url=self.base_url, timeout=self.timeout)
 
-    def _redact(self, message: str) -> str:
-        """`message` with the API key blanked: an error echoing a request must not leak it."""
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return message.replace(key, "***") if key else message
-
     def _generate_remote(self, messages: list[dict[str, str]], max_tokens: int) -> tuple[str, int, int]:
-        """(text, prompt tokens, generated tokens) from the endpoint's chat completion, retried
-        with a growing pause on a timeout, a refused connection, 429 or 5xx."""
-        import httpx
-
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        """(text, prompt tokens, generated tokens) from the endpoint's chat completion
+        (workbench.models.endpoint.post: retried on a timeout, a refused connection, 429 or 5xx)."""
         body = {"model": self.name, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "seed": SEED}
-        problem = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
-            try:
-                r = self._client.post("/chat/completions", json=body, headers=headers)
-            except httpx.TimeoutException:
-                problem = f"no answer within timeout={self.timeout:g} s"
-                continue
-            except httpx.TransportError as e:
-                problem = f"cannot connect ({type(e).__name__}: {e})"
-                continue
-            if r.status_code == 429 or r.status_code >= 500:
-                problem = f"HTTP {r.status_code}: {r.text[:200]!r}"
-                continue
-            if r.status_code >= 400:
-                raise LLMError(self._redact(f"endpoint {self.base_url} answered HTTP {r.status_code}: "
-                                            f"{r.text[:200]!r}"))
-            try:
-                data = r.json()
-                text = data["choices"][0]["message"]["content"] or ""
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise LLMError(f"endpoint {self.base_url} sent no chat completion: {r.text[:200]!r}") from None
-            usage = data.get("usage") or {}
-            return text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        tries = f"{self.retries + 1} {'try' if self.retries == 0 else 'tries'}"
-        raise LLMError(self._redact(f"endpoint {self.base_url}: {problem} ({tries})"))
+        data = post(self._client, "/chat/completions", body, key_env=self.api_key_env, retries=self.retries,
+                    timeout=self.timeout, base_url=self.base_url, error=LLMError)
+        try:
+            text = data["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise LLMError(f"endpoint {self.base_url} sent no chat completion: {str(data)[:200]!r}") from None
+        usage = data.get("usage") or {}
+        return text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
     # -- generation ----------------------------------------------------------------------------------
 
@@ -548,14 +519,7 @@ def llm_of(spec: str, cache_dir: str | Path | None = CACHE_DIR, engine: Engine |
     `options`: more LLM arguments (threads, progress)."""
     options = {"progress": False} | options
     if spec.startswith(OPENAI_PREFIX):
-        model, at, where = spec[len(OPENAI_PREFIX):].partition("@")
-        base_url, _, key_env = where.partition("#")
-        if not (model and at and base_url):
-            raise ValueError(f"model {spec!r}: an endpoint is spelled '{OPENAI_PREFIX}<model>@<base_url>' "
-                             f"(e.g. '{OPENAI_PREFIX}qwen2.5:7b@http://localhost:11434/v1'), optionally '#<KEY_VAR>'")
-        if key_env and not os.environ.get(key_env):
-            raise ValueError(f"model {spec!r}: the environment variable {key_env!r} that holds its key is not set")
-        key_env = key_env or (DEFAULT_KEY_ENV if os.environ.get(DEFAULT_KEY_ENV) else None)
+        model, base_url, key_env = parse_endpoint(spec)
         return LLM(model, backend="openai", base_url=base_url, api_key_env=key_env, cache_dir=cache_dir, **options)
     return LLM(None if spec == LLM_SPEC else spec, cache_dir=cache_dir, engine=engine, **options)
 

@@ -34,7 +34,8 @@ import numpy as np
 
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import RerankCache, cache_file, pair_key
-from workbench.models.llm import LLM, LLM_SPEC, OPENAI_PREFIX, Prompt
+from workbench.models.endpoint import OPENAI_PREFIX
+from workbench.models.llm import LLM, LLM_SPEC, Prompt
 
 DEFAULT_BATCH = 32  # pairs per forward pass
 JUDGE_BATCH = 8  # pairs per forward pass of the LLM judge: a pair is a whole prompt of a passage

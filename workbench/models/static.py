@@ -1,13 +1,15 @@
-"""Embedders without a transformer: any `encode(texts) -> vectors` function, and WordLlama's static
+"""Embedders without a transformer here: any `encode(texts) -> vectors` function, an OpenAI-compatible
+embeddings endpoint ("openai:<model>@<base_url>", workbench.models.endpoint), and WordLlama's static
 token vectors (PyPI `wordllama`, whose package folder holds its weights and tokenizer).
 
 Both are Embedders (same vector cache, `encode`, stats and progress as the sentence-transformers one),
 so the sweep, the index store and the score cache take them as they are. What differs is the
 model's window: neither truncates a text (WordLlama averages the vectors of every token, however
-many; a function reads what it is given), so `window_tokens` is None and no chunk counts as
+many; a function or an endpoint reads what it is given), so `window_tokens` is None and no chunk counts as
 truncated. WordLlama has a tokenizer, so `tokenizer="model"` sizes chunks in its tokens, and its
 token embeddings (a row of its table per token) serve late chunking and the preview; a function
-has neither, and asking for them is refused.
+or an endpoint has neither, and asking for them is refused. An endpoint truncates where its server
+does, which the workbench cannot see: its `truncated` column stays 0.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from workbench.io import CACHE_DIR
 from workbench.models.base import _hash_files
 from workbench.models.cache import VectorCache, cache_file
 from workbench.models.embed import DEFAULT_BATCH, DocTokens, Embedder, EmbedStats
+from workbench.models.endpoint import parse_endpoint, post
 
 Encode = Callable[[list[str]], Any]  # texts -> (len(texts), dim) vectors
 PROBE = ("The quick brown fox jumps over the lazy dog.", "def add(a, b):\n    return a + b", "Ünïcödé, 数字 42")
@@ -106,6 +109,47 @@ class FunctionEmbedder(Embedder):
     def token_embeddings(self, texts: Mapping[str, str]) -> Iterator[tuple[str, DocTokens]]:
         raise ValueError(f"model {self.name!r} is a function with no token embeddings: late chunking and the "
                          "preview need a sentence-transformers folder or 'wordllama'")
+
+
+class EndpointError(RuntimeError):
+    """An embeddings endpoint could not be asked, or its answer is no list of embeddings."""
+
+
+class EndpointEmbedder(FunctionEmbedder):
+    """An Embedder over an OpenAI-compatible embeddings endpoint (`POST <base_url>/embeddings`), named
+    by the spec "openai:<model>@<base_url>[#KEY_VAR]" (workbench.models.endpoint). Made, it asks the
+    endpoint for the three probe texts: their vectors fingerprint it, so another model behind the same
+    name gets a cache of its own, and the same model at another address shares it. The key is read
+    per request."""
+
+    def __init__(self, spec: str, cache_dir: str | Path | None = CACHE_DIR, batch_size: int = DEFAULT_BATCH,
+                 progress: bool = True, timeout: float = 60.0, retries: int = 2):
+        self.spec_text = spec
+        self.model_name, self.base_url, self.api_key_env = parse_endpoint(spec)
+        self.timeout, self.retries = timeout, retries
+        super().__init__(self._embed, name=spec.partition("#")[0], cache_dir=cache_dir, batch_size=batch_size,
+                         progress=progress)
+
+    @cached_property
+    def _client(self) -> Any:
+        import httpx
+
+        return httpx.Client(base_url=self.base_url, timeout=self.timeout)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        data = post(self._client, "/embeddings", {"model": self.model_name, "input": texts},
+                    key_env=self.api_key_env, retries=self.retries, timeout=self.timeout, base_url=self.base_url,
+                    error=EndpointError)
+        try:
+            rows = sorted(data["data"], key=lambda row: row["index"])  # the API may answer out of order
+            return np.array([row["embedding"] for row in rows], dtype=np.float32)
+        except (KeyError, TypeError, ValueError):
+            raise EndpointError(f"endpoint {self.base_url} sent no embeddings: {str(data)[:200]!r}") from None
+
+    def arguments(self) -> dict[str, Any]:
+        return {"spec": self.spec_text, "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
+                "batch_size": self.batch_size, "progress": self.progress, "timeout": self.timeout,
+                "retries": self.retries}
 
 
 class WordLlamaEmbedder(FunctionEmbedder):
