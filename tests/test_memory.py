@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from workbench.dataset import Dataset
@@ -24,8 +25,9 @@ class RecordingStore(IndexStore):
         super().__init__(root)
         self.handed: list[weakref.ref[ChunkIndex]] = []
 
-    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None) -> ChunkIndex:
-        index = super().get(variant, dataset, embedder, ann)
+    def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None,
+            stop: Callable[[], bool] | None = None) -> ChunkIndex:
+        index = super().get(variant, dataset, embedder, ann, stop)
         self.handed.append(weakref.ref(index))
         return index
 
