@@ -326,9 +326,8 @@ def estimate(
     if settings.preview:
         if todo and not (token_cache_path(dataset, embedder, store.root) / "meta.json").exists():
             tally.token_pass(dataset.documents)
-    else:  # an entry is complete once its meta.json is there (IndexStore.get's test)
-        builds = {v.chunking_key: v.chunking for v in todo
-                  if not (store.path(v, dataset, embedder) / "meta.json").exists()}
+    else:
+        builds = _unbuilt(todo, dataset, embedder, store)
     generations, unestimated = _generations(list(builds.values()), dataset, store, tally)
     rate, measured, sample = _measure(tally, dataset)
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
@@ -354,9 +353,16 @@ def generation_estimates(
         return (), 0
     store, embedder = resolve_store(store, embedder)
     scores = Context(dataset, settings, embedder, store).scores
-    builds = {v.chunking_key: v.chunking for v in asking if not (scores and scores.has(v))
-              and not (store.path(v, dataset, embedder) / "meta.json").exists()}
+    builds = _unbuilt([v for v in asking if not (scores and scores.has(v))], dataset, embedder, store)
     return _generations(list(builds.values()), dataset, store, _Tally(embedder), stop)
+
+
+def _unbuilt(variants: Sequence[Variant], dataset: Dataset, embedder: Embedder, store: IndexStore
+             ) -> dict[str, Variant]:
+    """The chunkings of `variants` with no index entry yet, by chunking key: an entry is complete once
+    its meta.json is there (IndexStore.get's test)."""
+    return {v.chunking_key: v.chunking for v in variants
+            if not (store.path(v, dataset, embedder) / "meta.json").exists()}
 
 
 def _generations(builds: Sequence[Variant], dataset: Dataset, store: IndexStore, tally: _Tally,
