@@ -179,13 +179,19 @@ class SweepResult:
             raise ValueError(f"variant {name!r} is not in the result; known: {list(by_key.values())}")
         return keys[0]
 
-    def by_group(self, groups: Dataset | Mapping[str, str]) -> pd.DataFrame:
+    def by_group(self, groups: Dataset | Mapping[str, str], metric: str | None = None,
+                 k: int | None = None) -> pd.DataFrame:
         """The summary split by group of questions: `summary`'s columns after a `group` column
         (stats.summarize_by_group at the sweep's confidence). `groups` is qid -> group, or a
-        Dataset (its Dataset.groups_of_questions(): `group` fields, else doc id prefixes)."""
+        Dataset (its Dataset.groups_of_questions(): `group` fields, else doc id prefixes).
+        `metric` and `k`: only that metric at that cut-off, without a budget (the same rows: each
+        row's interval is its own; the others' bootstraps are not paid for)."""
         if isinstance(groups, Dataset):
             groups = groups.groups_of_questions()
-        return stats.summarize_by_group(self.per_question, groups, self.config.get("confidence", 0.95))
+        pq = self.per_question
+        if metric is not None:
+            pq = pq[(pq["metric"] == metric) & (pq["k"] == k) & (pq.get("budget", 0) == 0)]
+        return stats.summarize_by_group(pq, groups, self.config.get("confidence", 0.95))
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """Write the tables (CSV + Parquet) and config.json, each atomically."""

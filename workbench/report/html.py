@@ -357,9 +357,7 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, ca
     groups = dataset.groups_of_questions()
     if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
         return ""
-    pq = result.per_question  # only metric@k summarised: the same numbers (a row's interval is its own alone)
-    at = pq[(pq["metric"] == metric) & (pq["k"] == k) & (pq.get("budget", 0) == 0)]
-    table = stats.summarize_by_group(at, groups, result.config.get("confidence", 0.95))
+    table = result.by_group(groups, metric, k)
     best = plots.best_by_group(table, metric)
     rows = "".join(f'<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td class="label">{_label(str(r.variant))}'
                    f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
