@@ -359,10 +359,8 @@ def generation_estimates(
 
 def _unbuilt(variants: Sequence[Variant], dataset: Dataset, embedder: Embedder, store: IndexStore
              ) -> dict[str, Variant]:
-    """The chunkings of `variants` with no index entry yet, by chunking key: an entry is complete once
-    its meta.json is there (IndexStore.get's test)."""
-    return {v.chunking_key: v.chunking for v in variants
-            if not (store.path(v, dataset, embedder) / "meta.json").exists()}
+    """The chunkings of `variants` with no complete index entry yet (IndexStore.built), by chunking key."""
+    return {v.chunking_key: v.chunking for v in variants if not store.built(v, dataset, embedder)}
 
 
 def _generations(builds: Sequence[Variant], dataset: Dataset, store: IndexStore, tally: _Tally,

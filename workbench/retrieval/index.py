@@ -198,7 +198,7 @@ class IndexStore:
         for v in variants:
             strategy = v.strategy_entry()
             if (v.context is not None or strategy.models) and not strategy.embeds and \
-                    not (self.path(v, dataset, embedder) / "meta.json").exists():
+                    not self.built(v, dataset, embedder):
                 try:
                     written_chunks(v.chunking, dataset, embedder, self.llm(v), self.root, self.engine, stop)
                 except Exception as e:
@@ -215,6 +215,10 @@ class IndexStore:
         name = f"{variant.chunking_key}-{dataset.corpus_fingerprint}-{embedder.fingerprint}{llms}{context}{build}"
         return self.root / "index" / name
 
+    def built(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> bool:
+        """Whether the variant's entry is complete: its meta.json, written last, is there (`publish`)."""
+        return (self.path(variant, dataset, embedder) / "meta.json").exists()
+
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None,
             stop: Callable[[], bool] | None = None) -> ChunkIndex:
         """The variant's index with what its retrieval stages need, searched approximately when
@@ -222,7 +226,7 @@ class IndexStore:
         cost["built"] says whether anything (the FAISS entry, the approximate or the BM25 index)
         was built rather than loaded. `stop`: asked between the build's generations (build_index)."""
         path = self.path(variant, dataset, embedder)
-        if (path / "meta.json").exists():
+        if self.built(variant, dataset, embedder):
             index = self._load(path, dataset)
         else:
             index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root,
