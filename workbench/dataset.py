@@ -19,10 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:  # the labels layer builds on this one: a type, never an import at run time
-    from workbench.labels.locate import Located
+from typing import Literal
 
 EMPTY_DOCS = ("skip", "error")  # what load_dataset does with empty or whitespace-only documents
 _NAMED_EMPTY = 5  # how many skipped ids a warning lists
@@ -103,6 +100,21 @@ def doc_group(doc: Document, by: Literal["group", "prefix"]) -> str | None:
     document each: state_of_the_union, wikitexts, chatlogs, finance, pubmed; cutting at "_" would
     name the first "state")."""
     return doc.group if by == "group" else doc.doc_id.split("/", 1)[0]
+
+
+Match = Literal["exact", "normalised", "fuzzy"]  # str.find; equal once normalised; rapidfuzz alignment
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where a quote is (found by workbench.labels.locate): an exact span of its document's text, how it
+    was found and how well it matched."""
+
+    doc_id: str
+    start: int
+    end: int
+    how: Match
+    score: float  # 100 when exact or normalised; the rapidfuzz alignment score (0..100) when fuzzy
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from workbench.dataset import Document
+from workbench.dataset import Document, Located
 
 How = Literal["hint", "exact", "whitespace"]  # a given offset confirmed, str.find, any whitespace run matching any
 
@@ -87,7 +87,6 @@ def find_in_order(text: str, pieces: Iterable[tuple[str, int | None]]) -> Iterat
 
 # Quotes people write: exactly, else normalised, else fuzzy; always an exact span of the source.
 
-Match = Literal["exact", "normalised", "fuzzy"]  # str.find; equal once normalised (`normalise`); rapidfuzz alignment
 THRESHOLD = 90.0  # the least rapidfuzz score a fuzzy match must reach
 _QUOTE_MARKS = str.maketrans({**dict.fromkeys("‘’‚‛′‹›", "'"), **dict.fromkeys("“”„‟″«»", '"'),
                               **dict.fromkeys("‐‑‒–—―−", "-")})
@@ -100,17 +99,6 @@ _ANCHOR = re.compile(r"\w{4,}")  # quote words a fuzzy match is sought around
 _ANCHORS_PER_WORD = 5000  # a word this frequent places nothing
 _WINDOWS = 12  # candidate places a fuzzy match is scored at, per quote
 _CONTEXT_SLACK = 10  # characters (spaces, markup) a context may leave between itself and the quote
-
-
-@dataclass(frozen=True, slots=True)
-class Located:
-    """Where a quote is: an exact span of its document's text, how it was found and how well it matched."""
-
-    doc_id: str
-    start: int
-    end: int
-    how: Match
-    score: float  # 100 when exact or normalised; the rapidfuzz alignment score (0..100) when fuzzy
 
 
 class QuoteError(ValueError):
