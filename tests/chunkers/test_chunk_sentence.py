@@ -23,6 +23,7 @@ from workbench.chunkers.sentence import (
     punkt_line_spans,
     sentence_spans,
     sentence_splitter,
+    sentences_of,
 )
 from workbench.dataset import Document
 from workbench.ingest import load_dataset
@@ -210,6 +211,21 @@ def test_sentence_splitter_by_name() -> None:
     assert list(SENTENCE_SPLITTERS) == ["lines+punkt", "llamaindex"]
     with pytest.raises(ValueError, match="'spacy'.*lines\\+punkt"):
         sentence_splitter("spacy")
+
+
+def test_sentences_of_splits_once_per_env() -> None:
+    """A sweep's sentence variants share one env: the first splits the document, later ones reuse
+    its spans and chunk exactly as with a fresh env."""
+    doc = Document("d", "t", "Dr. Smith arrived. He sat down.\nA new line! 中文。End. " * 40)
+    env = ChunkEnv()
+    spans = sentences_of(doc.text, env)
+    assert spans == sentence_spans(doc.text) and sentences_of(doc.text, env) is spans
+    assert sentences_of(doc.text, env, "llamaindex") == llamaindex_sentence_spans(doc.text)
+    assert sentences_of(doc.text, ChunkEnv()) is not spans
+    for size, overlap in [(16, 0), (40, 2), (200, 1)]:
+        params = {"size": size, "overlap": overlap}
+        assert run_strategy("sentence", params, doc, env) == run_strategy("sentence", params, doc, ChunkEnv())
+    assert list(env.sentences) == [("lines+punkt", doc.text), ("llamaindex", doc.text)]
 
 
 def pack(text: str, **params: object) -> list[str]:

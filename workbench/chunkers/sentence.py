@@ -192,6 +192,15 @@ def sentence_splitter(name: str) -> Callable[[str], list[Bounds]]:
     return SENTENCE_SPLITTERS[name]
 
 
+def sentences_of(text: str, env: ChunkEnv, splitter: str = "lines+punkt") -> list[Bounds]:
+    """`splitter`'s sentence spans of `text` (see sentence_splitter), split once per env and kept
+    in `env.sentences`: shared by every chunking made with the env, so never to be mutated."""
+    key = (splitter, text)
+    if key not in env.sentences:
+        env.sentences[key] = sentence_splitter(splitter)(text)
+    return env.sentences[key]
+
+
 def covered(text: str, spans: list[Bounds], start: int, end: int) -> list[Bounds]:
     """The parts of `spans` inside [start, end), whitespace-trimmed (for packing inside a parent)."""
     clipped = (strip_span(text, max(a, start), min(b, end)) for a, b in spans if a < end and b > start)
@@ -279,5 +288,5 @@ def pack(
     },
 )
 def sentence(doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str) -> list[Chunk]:
-    spans = pack(doc.text, sentence_spans(doc.text), size, overlap, unit, tokenizer, env)
+    spans = pack(doc.text, sentences_of(doc.text, env), size, overlap, unit, tokenizer, env)
     return [make_chunk(doc, a, b) for a, b in spans]
