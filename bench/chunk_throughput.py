@@ -4,8 +4,10 @@ LlamaIndex's SentenceSplitter(chunk_size=256, chunk_overlap=0), the splitter use
 Each contender chunks the same documents through its normal public path (the workbench's
 `Variant.chunk`, LlamaIndex's `get_nodes_from_documents`), once to warm up, then best of
 `--repeats` rounds run interleaved, so a burst of load from other jobs on this shared machine
-hits every contender alike. The result is a ratio: LlamaIndex seconds / workbench seconds
-(higher is faster). chunk_overlap=0 (not LlamaIndex's default of 200) because the workbench
+hits every contender alike. Each workbench call gets a fresh ChunkEnv, so nothing carries over
+from the warm-up or an earlier round but process-wide loads (tokenizers, punkt's model): one
+chunking from scratch. The result is a ratio: LlamaIndex seconds / workbench seconds (higher is
+faster). chunk_overlap=0 (not LlamaIndex's default of 200) because the workbench
 variants are measured at overlap 0: like for like.
 
 Corpora: data/chroma_small, and the longest chroma_general document (finance, 738k
@@ -60,9 +62,10 @@ def llamaindex_chunker(dataset: Dataset) -> Callable[[], object]:
 
 
 def workbench_chunker(variant: Variant, dataset: Dataset) -> Callable[[], object]:
-    """`variant` chunking `dataset` through its public path (these variants need no model)."""
-    env = ChunkEnv()
-    return lambda: variant.chunk(dataset, env)
+    """`variant` chunking `dataset` through its public path (these variants need no model), with
+    a fresh ChunkEnv per call: an env keeps what a sweep's chunkings share (a document's sentence
+    spans), so a reused env would time a lookup, not one chunking from scratch."""
+    return lambda: variant.chunk(dataset, ChunkEnv())
 
 
 def best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:

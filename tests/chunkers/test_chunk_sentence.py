@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import itertools
+import re
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SHARED
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textgen import documents, texts
 
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.chunkers.sentence import SENTENCE_SPLITTERS, llamaindex_sentence_spans, sentence_spans, sentence_splitter
+from workbench.chunkers.base import strip_span
+from workbench.chunkers.sentence import (
+    EXTRA_ABBREVIATIONS,
+    SENTENCE_SPLITTERS,
+    llamaindex_sentence_spans,
+    punkt_line_spans,
+    sentence_spans,
+    sentence_splitter,
+    sentences_of,
+)
 from workbench.dataset import Document
+from workbench.ingest import load_dataset
+from workbench.offline import use_bundled_nltk_data
 
 ENV = ChunkEnv()
 
@@ -68,6 +82,92 @@ def test_sentences_tile_non_whitespace(text: str) -> None:
     assert_tiles_non_whitespace(text, spans)
 
 
+@cache
+def plain_punkt() -> Any:
+    """NLTK's own English punkt (guarded regexes, no memo), as sentence_spans used it before issue 21."""
+    from nltk.tokenize.punkt import PunktTokenizer
+
+    use_bundled_nltk_data()
+    tok = PunktTokenizer("english")
+    tok._params.abbrev_types.update(EXTRA_ABBREVIATIONS)
+    return tok
+
+
+CJK_END = re.compile(r"[。！？]+[」』”’）)]*")
+
+
+def oracle_line_spans(text: str) -> list[tuple[int, int]]:
+    """NLTK punkt's plain span_tokenize on each line (a maximal run without "\n"), shifted."""
+    return [(line.start() + a, line.start() + b) for line in re.finditer(r"[^\n]+", text)
+            for a, b in plain_punkt().span_tokenize(line.group())]
+
+
+def oracle_sentence_spans(text: str) -> list[tuple[int, int]]:
+    """sentence_spans as it was before its one-pass punkt: per-line span_tokenize, then CJK stops."""
+    out = []
+    for a, b in oracle_line_spans(text):
+        cuts = [m.end() for m in CJK_END.finditer(text, a, b)]
+        for lo, hi in zip([a, *cuts], [*cuts, b], strict=True):
+            span = strip_span(text, lo, hi)
+            if span is not None:
+                out.append(span)
+    return out
+
+
+# What punkt's candidates, contexts and realignment look at: stops, closing punctuation, "--",
+# every kind of whitespace (ASCII, "\r", and Unicode ones that `regex`, `re` and str.isspace
+# disagree on), abbreviations, initials, numbers, ellipses, CJK.
+HOSTILE_PIECES = st.sampled_from(
+    [
+        ".", "?", "!", "...", ". . .", "..", "!!!", "?!", '"', "'", ")", "(", "]", "}", "\u201d", "\u2019", "\xbb",
+        "--", "-", ",", ";", ":", "*", "@", " ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c",
+        "\x85", "\u2028", "\u3000", "\xa0", "Dr.", "dr.", "e.g.", "i.e.", "U.S.", "J.", "etc.", "vs.", "3.14",
+        "1.", "No.", "the", "The", "word", "Next", "hello", "A", "a", "中文", "。", "！", "？", "」", "）",
+        "x" * 40,
+    ]
+)
+hostile_texts = st.one_of(
+    st.lists(HOSTILE_PIECES, max_size=60).map("".join),
+    st.lists(HOSTILE_PIECES, max_size=60).map(" ".join),
+    texts,
+)
+HOSTILE_CASES = [
+    "", "\n", "\n\n\n", "   ", "no newline at all. Two sentences here! And a third?",
+    "Dr. Smith paid $3.14 for e.g. apples... Then he left.\r\nNext line.\r\n\r\nLast.",
+    'He said "Stop." Then (quietly.) "Go!" -- she ran.\n"Quoted." \u201cCurly.\u201d Done.',
+    "Wait... what?! Really?!? Yes . . . no.\n. . .\n...\n!\n?",
+    "日本語です。你好！真的？「はい。」と言った。\nMixed. 中文。 English.",
+    "a.\x1cB. c.\x85D. e.\u2028F. g.\u3000H. i.\x0bJ. k.\x0cL.",
+    " ".join(["Sentence number %d ends here." % i for i in range(5000)]),  # one very long line
+    "\n".join(["Row %d. value 1.5 | x" % i for i in range(2000)]),
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_CASES)
+def test_sentences_are_per_line_punkts_on_hostile_cases(text: str) -> None:
+    assert punkt_line_spans(text) == oracle_line_spans(text)
+    assert sentence_spans(text) == oracle_sentence_spans(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(hostile_texts)
+def test_sentences_are_per_line_punkts(text: str) -> None:
+    """The one pass over the text gives exactly per-line span_tokenize's spans, and sentence_spans
+    the spans it gave when it called that per line."""
+    assert punkt_line_spans(text) == oracle_line_spans(text)
+    assert sentence_spans(text) == oracle_sentence_spans(text)
+
+
+def corpus_documents() -> list[Document]:
+    folders = [REPO / "data" / "chroma_small", REPO / "data" / "mixed", SHARED / "chroma_general"]
+    return [d for f in folders if (f / "corpus.jsonl").exists() for d in load_dataset(f).documents]
+
+
+@pytest.mark.parametrize("doc", corpus_documents(), ids=lambda d: d.doc_id)
+def test_sentences_are_per_line_punkts_on_corpora(doc: Document) -> None:
+    assert sentence_spans(doc.text) == oracle_sentence_spans(doc.text)
+
+
 def llamaindex_strings(text: str) -> list[str]:
     from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer
 
@@ -111,6 +211,21 @@ def test_sentence_splitter_by_name() -> None:
     assert list(SENTENCE_SPLITTERS) == ["lines+punkt", "llamaindex"]
     with pytest.raises(ValueError, match="'spacy'.*lines\\+punkt"):
         sentence_splitter("spacy")
+
+
+def test_sentences_of_splits_once_per_env() -> None:
+    """A sweep's sentence variants share one env: the first splits the document, later ones reuse
+    its spans and chunk exactly as with a fresh env."""
+    doc = Document("d", "t", "Dr. Smith arrived. He sat down.\nA new line! 中文。End. " * 40)
+    env = ChunkEnv()
+    spans = sentences_of(doc.text, env)
+    assert spans == sentence_spans(doc.text) and sentences_of(doc.text, env) is spans
+    assert sentences_of(doc.text, env, "llamaindex") == llamaindex_sentence_spans(doc.text)
+    assert sentences_of(doc.text, ChunkEnv()) is not spans
+    for size, overlap in [(16, 0), (40, 2), (200, 1)]:
+        params = {"size": size, "overlap": overlap}
+        assert run_strategy("sentence", params, doc, env) == run_strategy("sentence", params, doc, ChunkEnv())
+    assert list(env.sentences) == [("lines+punkt", doc.text), ("llamaindex", doc.text)]
 
 
 def pack(text: str, **params: object) -> list[str]:

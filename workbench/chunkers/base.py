@@ -80,6 +80,9 @@ class ChunkEnv:
     # what LLM strategies spent on the chunks made with this env: "tokens_generated" and "llm_seconds" (a
     # cached generation at what it cost when it was made) and "fallbacks" (model outputs that could not be used)
     llm_cost: Counter[str] = field(default_factory=Counter)
+    # a document's sentence spans by (splitter, text): the chunkings made with one env (a sweep's sentence sizes and
+    # overlaps, semantic's, the hierarchies') split each document once (workbench.chunkers.sentence.sentences_of)
+    sentences: dict[tuple[str, str], list[Bounds]] = field(default_factory=dict)
     _tokenizers: dict[str, Tokenizer] = field(default_factory=dict)
 
     def llm(self, spec: str) -> Any:

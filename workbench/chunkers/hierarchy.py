@@ -18,7 +18,7 @@ from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_s
 from workbench.chunkers.fixed import fixed
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.registry import strategy
-from workbench.chunkers.sentence import covered, cut_windows, pack, sentence_spans
+from workbench.chunkers.sentence import covered, cut_windows, pack, sentences_of
 from workbench.chunkers.units import TOKENIZER, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import Param
@@ -105,7 +105,7 @@ def parent_child(
     tokenizer: str,
 ) -> list[Chunk]:
     text = doc.text
-    sentences = sentence_spans(text)
+    sentences = sentences_of(text, env)
     if parent == "fixed":
         parents = [
             (c.start, c.end, "")
@@ -146,7 +146,7 @@ def parent_child(
 def sentence_window(
     doc: Document, env: ChunkEnv, *, window: int, max_parent_tokens: int, tokenizer: str
 ) -> list[Chunk]:
-    sentences = sentence_spans(doc.text)
+    sentences = sentences_of(doc.text, env)
     ends = [e for _, e in sentences]
     b = unit_boundaries(doc.text, "tokens", tokenizer, env)
     count = env.length_fn("tokens", tokenizer)

@@ -28,7 +28,7 @@ import numpy as np
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.registry import strategy
-from workbench.chunkers.sentence import SENTENCE_SPLITTERS, pack, sentence_splitter
+from workbench.chunkers.sentence import SENTENCE_SPLITTERS, pack, sentences_of
 from workbench.chunkers.units import TOKENIZER
 from workbench.dataset import Document
 from workbench.params import Param
@@ -175,7 +175,7 @@ def semantic(
     if env.embed is None:
         raise ValueError("semantic: needs an embedding function (ChunkEnv.embed)")
     text = doc.text
-    spans = sentence_splitter(sentences)(text)
+    spans = sentences_of(text, env, sentences)
     if not spans:
         return []
     vectors = env.embed(group_texts(text, spans, buffer_size))

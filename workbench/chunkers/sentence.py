@@ -12,9 +12,9 @@ own lines), punkt splits inside a line, and 。！？ split inside punkt's sente
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
@@ -30,46 +30,132 @@ from workbench.params import Param
 # Abbreviations punkt's English model lacks; "etc." is left out on purpose: it often ends a sentence.
 EXTRA_ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", "fig", "al", "approx")
 _LINE = re.compile(r"[^\n]+")
-_CJK_END = re.compile(r"[。！？]+[」』”’）)]*")  # a CJK sentence end, with any closing quotes
+_CJK_STOPS = "。！？"
+_CJK_END = re.compile(rf"[{_CJK_STOPS}]+[」』”’）)]*")  # a CJK sentence end, with any closing quotes
 
+
+def _unguarded(pattern: Any) -> Any:
+    """NLTK's compiled `pattern` without its ReDoS guard (an nltk.redos.TimedPattern: a Python
+    wrapper and a timer around every call), recompiled with the same engine (`regex`) and flags,
+    so it matches the same. Punkt's patterns are NLTK's own, fixed and linear, not a caller's; the
+    guard costs 3-6x a match on punkt's short contexts, and a timeout could only raise."""
+    import regex
+
+    return regex.compile(pattern.pattern, pattern.flags)
+
+
+@dataclass(frozen=True)
+class _Punkt:
+    """Punkt's English model, the break decision, and the two patterns `punkt_line_spans` runs itself."""
+
+    decider: Any  # a PunktSentenceTokenizer: its text_contains_sentbreak decides one candidate's context
+    period_context: Any  # punkt's candidate-break pattern ("." "?" "!" before punctuation or a next word)
+    realignment: Any  # closing punctuation after a break, moved onto the sentence it closes
 
 
 @lru_cache(maxsize=1)
-def _punkt() -> Any:
-    from nltk.tokenize.punkt import PunktTokenizer
+def _punkt() -> _Punkt:
+    from nltk.tokenize.punkt import PunktLanguageVars, PunktSentenceTokenizer, PunktToken, PunktTokenizer
+
+    class LangVars(PunktLanguageVars):  # punkt's documented extension point, here only to unguard a pattern
+        __slots__ = ()
+        _word_tokenizer = _unguarded(PunktLanguageVars()._word_tokenizer_re())
+
+        def _word_tokenizer_re(self) -> Any:
+            return self._word_tokenizer
+
+    class Token(PunktToken):
+        __slots__ = ()
+        _RE_ELLIPSIS = _unguarded(PunktToken._RE_ELLIPSIS)
+        _RE_NUMERIC = _unguarded(PunktToken._RE_NUMERIC)
+        _RE_INITIAL = _unguarded(PunktToken._RE_INITIAL)
+        _RE_ALPHA = _unguarded(PunktToken._RE_ALPHA)
 
     use_bundled_nltk_data()
-    tok = PunktTokenizer("english")
-    tok._params.abbrev_types.update(EXTRA_ABBREVIATIONS)  # the documented way to add abbreviations
-    return tok
+    decider = PunktSentenceTokenizer(lang_vars=LangVars(), token_cls=Token)
+    decider._params = PunktTokenizer("english")._params  # the English model (PunktTokenizer has no lang_vars)
+    decider._params.abbrev_types.update(EXTRA_ABBREVIATIONS)  # the documented way to add abbreviations
+    return _Punkt(decider, _unguarded(PunktLanguageVars().period_context_re()),
+                  _unguarded(PunktLanguageVars.re_boundary_realignment))
 
 
-def _punkt_for_one_text() -> Any:
-    """`_punkt()` deciding each distinct candidate break once: punkt's decision is a function
-    of its context ("word. Next") alone, and contexts repeat within a text (wikitexts has ". The"
-    145 times). A shallow copy, so the memo lives only as long as the one text's splitting."""
-    tok = copy.copy(_punkt())
-    tok.text_contains_sentbreak = cache(tok.text_contains_sentbreak)
-    return tok
+_ASCII_SPACE = " \t\r\x0b\x0c"  # string.whitespace without "\n": what punkt looks back for, within a line
+
+
+def punkt_line_spans(text: str) -> list[Bounds]:
+    """What NLTK punkt's `span_tokenize` gives on each line of `text` (a maximal run without
+    "\n"), shifted to text offsets, in order: the same spans, found in one pass over the text.
+
+    Why not call span_tokenize per line: its generators, slices and guarded regexes cost more per
+    line than the decisions do. This is its algorithm (`_match_potential_end_contexts`,
+    `_slices_from_text`, `_realign_boundaries`, NLTK 3.10) with each line's state reset where
+    the line starts. The one pass finds the same candidates as per-line passes: a candidate is
+    one "." "?" "!" plus a lookahead, which sees past the line end only through a whitespace run
+    holding the "\n" (dropped here). Punkt's decision, a function of the candidate's context
+    alone, is asked once per distinct context. Tests compare with per-line span_tokenize."""
+    punkt = _punkt()
+    decide = cache(punkt.decider.text_contains_sentbreak)
+    candidates = [m for m in punkt.period_context.finditer(text) if "\n" not in m.group("after_tok")]
+    out: list[Bounds] = []
+    k = 0  # next candidate
+    for line in _LINE.finditer(text):
+        start, end = line.span()
+        # _match_potential_end_contexts: each candidate with the word before it, unless that word
+        # overlaps the previous candidate's (as in "acting!!!"), then the decision on its context
+        word, prev = (start, start), None
+        last_break, slices = start, []
+        while k < len(candidates) and candidates[k].start() < end:
+            m = candidates[k]
+            k += 1
+            space = max(text.rfind(c, word[1], m.start()) for c in _ASCII_SPACE)
+            here = (space + 1 if space > word[1] else word[0], m.start())
+            if prev is not None and word[1] <= here[0]:
+                last_break = _slice_at(text, prev, word, decide, last_break, slices)
+            prev, word = m, here
+        if prev is not None:
+            last_break = _slice_at(text, prev, word, decide, last_break, slices)
+        slices.append((last_break, start + len(line.group().rstrip())))
+        # _realign_boundaries: closing punctuation that opens a sentence moves to the one before
+        realign = 0
+        for (a, b), following in zip(slices, [*slices[1:], None], strict=True):
+            a += realign
+            close = None if following is None else punkt.realignment.match(text, *following)
+            if close is not None:
+                out.append((a, following[0] + len(close.group().rstrip())))
+                realign = close.end() - following[0]
+            else:
+                realign = 0
+                if b > a:
+                    out.append((a, b))
+    return out
+
+
+def _slice_at(text: str, m: Any, word: Bounds, decide: Callable[[str], bool], last_break: int,
+              slices: list[Bounds]) -> int:
+    """_slices_from_text's step: if punkt breaks at candidate `m` (after `word`), end a slice
+    there; the next one starts at the next word, or at the punctuation that follows."""
+    if not decide(text[word[0] : word[1]] + m.group() + m.group("after_tok")):
+        return last_break
+    slices.append((last_break, m.end()))
+    return m.start("next_tok") if m.group("next_tok") else m.end()
+
+
+def _has_cjk_stop(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] holds a CJK full stop: str.find, as `re` scans non-ASCII text a
+    character at a time (a 738k-character document: 1 ms instead of 25)."""
+    return any(text.find(c, start, end) >= 0 for c in _CJK_STOPS)
 
 
 def sentence_spans(text: str) -> list[Bounds]:
     """Sorted sentence spans that tile the non-whitespace text: each starts and ends on
     non-whitespace, and every non-whitespace character lies in exactly one span."""
     out: list[Bounds] = []
-    punkt = _punkt_for_one_text()
-    line_spans: dict[str, list[Bounds]] = {}  # punkt is the cost, and lines repeat (table rows, boilerplate)
-    cjk = _CJK_END.search(text) is not None
-    for line in _LINE.finditer(text):
-        if line.group() not in line_spans:
-            line_spans[line.group()] = list(punkt.span_tokenize(line.group()))
-        for a, b in line_spans[line.group()]:
-            a, b = a + line.start(), b + line.start()
-            cuts = [m.end() for m in _CJK_END.finditer(text, a, b)] if cjk else []
-            for lo, hi in zip([a, *cuts], [*cuts, b], strict=True):
-                span = strip_span(text, lo, hi)
-                if span is not None:
-                    out.append(span)
+    for a, b in punkt_line_spans(text):
+        cuts = [m.end() for m in _CJK_END.finditer(text, a, b)] if _has_cjk_stop(text, a, b) else []
+        for lo, hi in zip([a, *cuts], [*cuts, b], strict=True):
+            span = strip_span(text, lo, hi)
+            if span is not None:
+                out.append(span)
     return out
 
 
@@ -104,6 +190,15 @@ def sentence_splitter(name: str) -> Callable[[str], list[Bounds]]:
     if name not in SENTENCE_SPLITTERS:
         raise ValueError(f"unknown sentence splitter {name!r}; choose one of {list(SENTENCE_SPLITTERS)}")
     return SENTENCE_SPLITTERS[name]
+
+
+def sentences_of(text: str, env: ChunkEnv, splitter: str = "lines+punkt") -> list[Bounds]:
+    """`splitter`'s sentence spans of `text` (see sentence_splitter), split once per env and kept
+    in `env.sentences`: shared by every chunking made with the env, so never to be mutated."""
+    key = (splitter, text)
+    if key not in env.sentences:
+        env.sentences[key] = sentence_splitter(splitter)(text)
+    return env.sentences[key]
 
 
 def covered(text: str, spans: list[Bounds], start: int, end: int) -> list[Bounds]:
@@ -193,5 +288,5 @@ def pack(
     },
 )
 def sentence(doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str) -> list[Chunk]:
-    spans = pack(doc.text, sentence_spans(doc.text), size, overlap, unit, tokenizer, env)
+    spans = pack(doc.text, sentences_of(doc.text, env), size, overlap, unit, tokenizer, env)
     return [make_chunk(doc, a, b) for a, b in spans]
