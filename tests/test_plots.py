@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -196,6 +197,18 @@ def test_many_variants_get_colours_far_apart(n: int) -> None:
     assert distance.min() >= 25
     markers = list(plots.variant_markers(keys).values())
     assert all(a != b for a, b in zip(markers, markers[1:], strict=False))
+
+
+def test_the_palette_begins_with_tab10_and_every_colour_is_a_hex_string() -> None:
+    """plotdata spells tab10 out (it must not import matplotlib): the same colours, in order, and
+    over 20 variants (turbo) hex strings too, which the report's legend writes as they are."""
+    from matplotlib.colors import to_hex
+
+    from workbench.plotdata import PALETTE
+
+    assert PALETTE[:10] == tuple(to_hex(c) for c in matplotlib.colormaps["tab10"].colors)
+    for n in (3, 20, 25):
+        assert all(re.fullmatch("#[0-9a-f]{6}", c) for c in plots.variant_colors([f"v{i}" for i in range(n)]).values())
 
 
 def x_texts_overlapping(fig: matplotlib.figure.Figure) -> list[tuple[str, str]]:
