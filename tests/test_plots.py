@@ -211,6 +211,24 @@ def test_the_palette_begins_with_tab10_and_every_colour_is_a_hex_string() -> Non
         assert all(re.fullmatch("#[0-9a-f]{6}", c) for c in plots.variant_colors([f"v{i}" for i in range(n)]).values())
 
 
+def test_a_panel_prints_large_close_numbers_in_full_and_keeps_its_title_above_its_ticks(result: SweepResult) -> None:
+    """Context tokens of 1,000,000 and 1,000,004: no offset or factor text over the axis (which
+    the title, fixed at the top of the panel, could cover), and the title clear of every tick label."""
+    fig = plots.metric_curves(result, "recall", width=4.0)
+    ax = fig.axes[0]
+    ax.set_ylim(1_000_000, 1_000_004)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    labels = [t for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(t.get_text().replace(".", "").replace(",", "").isdigit() for t in labels)
+    assert any(t.get_text().startswith("1000000") for t in labels)
+    title = ax.title.get_window_extent(renderer)
+    assert title.ymin >= ax.get_window_extent(renderer).ymax
+    assert not any(title.overlaps(t.get_window_extent(renderer)) for t in labels)
+
+
 def x_texts_overlapping(fig: matplotlib.figure.Figure) -> list[tuple[str, str]]:
     """Pairs of x-axis texts (tick labels and axis labels of every panel) whose drawn boxes overlap."""
     canvas = FigureCanvasAgg(fig)

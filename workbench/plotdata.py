@@ -101,11 +101,13 @@ def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) ->
     rows = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
     rows = rows[rows[param].notna()] if param in rows else rows.iloc[:0]
     units: dict[str, None] = {}
-    for _, row in rows.iterrows():
-        spec = STRATEGIES.get(row["strategy"])
+    given = rows["unit"] if "unit" in rows else pd.Series(None, index=rows.index)
+    # each (strategy, unit) once, in sweep order: the variants of a grid share a few
+    for strategy, counted in dict.fromkeys(zip(rows["strategy"], given, strict=True)):
+        spec = STRATEGIES.get(strategy)
         unit = spec.params[param].unit if spec is not None and param in spec.params else None
         if unit == UNIT_PARAM:
-            unit = row.get("unit") if isinstance(row.get("unit"), str) else "units"
+            unit = counted if isinstance(counted, str) else "units"
         if unit:
             units[unit] = None
     return " or ".join(units) or None
@@ -175,13 +177,13 @@ def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
     return [c for c in cols if rows[c].dropna().map(str).nunique() > 1]
 
 
-def _group_name(row: pd.Series, cols: Sequence[str], rows: pd.DataFrame) -> str:
+def _group_name(row: pd.Series, cols: Sequence[str], varying: set[str]) -> str:
     """ "fixed, overlap=0, late chunking": the strategy, then the values that set this group apart
-    from others of its strategy, then the modifiers in words (a "+header" would read as a retriever).
-    A value all variants of its strategy share (recursive's custom_separators) is left out."""
-    own = rows[rows["strategy"] == row["strategy"]]
+    from others of its strategy (`varying`: the columns that vary among them), then the modifiers
+    in words (a "+header" would read as a retriever). A value all variants of its strategy share
+    (recursive's custom_separators) is left out."""
     params = [f"{c}={short_value(row[c])}" for c in cols
-              if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and own[c].map(str).nunique() > 1]
+              if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and c in varying]
     mods = [_MODIFIER_NAMES[c] for c in _MODIFIERS if c in cols and row[c]]
     return ", ".join([row["strategy"], *params, *mods, *([row["model"]] if "model" in cols else [])])
 
@@ -195,7 +197,10 @@ def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> 
     cols = _others(result, rows, exclude)
     # str() per cell: pandas' string dtype would keep NaN (a parameter another strategy lacks) as a float
     ids = rows[["strategy", *cols]].apply(lambda row: "|".join(map(str, row)), axis=1)
-    return [(_group_name(part.iloc[0], cols, rows), part) for _, part in rows.groupby(ids, sort=False)]
+    varying = {strategy: {c for c in cols if own[c].map(str).nunique() > 1}  # once per strategy, not per group
+               for strategy, own in rows.groupby("strategy", sort=False)}
+    return [(_group_name(part.iloc[0], cols, varying[part["strategy"].iloc[0]]), part)
+            for _, part in rows.groupby(ids, sort=False)]
 
 
 def _with_param(result: SweepResult, keys: Sequence[str], params: Sequence[str]) -> tuple[pd.DataFrame, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import html.parser
+import io
 import json
 import os
 import pickle
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.image
 
 matplotlib.use("Agg")
 
@@ -326,6 +328,19 @@ def test_a_re_export_from_the_figure_cache_never_imports_matplotlib(result: Swee
     assert pngs and [(tmp_path / "b" / n).read_bytes() for n in pngs] == [first[n].read_bytes() for n in pngs]
     shown = re.compile(r'src="data:image/png;base64,[^"]+"')
     assert shown.findall((tmp_path / "b" / "report.html").read_text()) == shown.findall(first["report"].read_text())
+
+
+def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult) -> None:
+    """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of
+    the figure (a legend, a title or a tick label running off it would colour them)."""
+    swept = plots.swept_parameters(result)
+    for width in (report.FIGURE_WIDTH, report.NARROW_WIDTH):
+        for name, png in report.default_pngs(result, 120, width=width, swept=swept).items():
+            pixels = matplotlib.image.imread(io.BytesIO(png))[..., :3]
+            edges = np.concatenate([pixels[:2].reshape(-1, 3), pixels[-2:].reshape(-1, 3),
+                                    pixels[:, :2].reshape(-1, 3), pixels[:, -2:].reshape(-1, 3)])
+            assert (edges == 1.0).all(), (name, width)
+            assert (pixels < 1.0).any(), (name, width)  # and something is drawn
 
 
 def test_the_overview_caption_describes_every_panel_drawn(result: SweepResult) -> None:
