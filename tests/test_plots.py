@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -196,6 +197,36 @@ def test_many_variants_get_colours_far_apart(n: int) -> None:
     assert distance.min() >= 25
     markers = list(plots.variant_markers(keys).values())
     assert all(a != b for a, b in zip(markers, markers[1:], strict=False))
+
+
+def test_the_palette_begins_with_tab10_and_every_colour_is_a_hex_string() -> None:
+    """plotdata spells tab10 out (it must not import matplotlib): the same colours, in order, and
+    over 20 variants (turbo) hex strings too, which the report's legend writes as they are."""
+    from matplotlib.colors import to_hex
+
+    from workbench.plotdata import PALETTE
+
+    assert PALETTE[:10] == tuple(to_hex(c) for c in matplotlib.colormaps["tab10"].colors)
+    for n in (3, 20, 25):
+        assert all(re.fullmatch("#[0-9a-f]{6}", c) for c in plots.variant_colors([f"v{i}" for i in range(n)]).values())
+
+
+def test_a_panel_prints_large_close_numbers_in_full_and_keeps_its_title_above_its_ticks(result: SweepResult) -> None:
+    """Context tokens of 1,000,000 and 1,000,004: no offset or factor text over the axis (which
+    the title, fixed at the top of the panel, could cover), and the title clear of every tick label."""
+    fig = plots.metric_curves(result, "recall", width=4.0)
+    ax = fig.axes[0]
+    ax.set_ylim(1_000_000, 1_000_004)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    labels = [t for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(t.get_text().replace(".", "").replace(",", "").isdigit() for t in labels)
+    assert any(t.get_text().startswith("1000000") for t in labels)
+    title = ax.title.get_window_extent(renderer)
+    assert title.ymin >= ax.get_window_extent(renderer).ymax
+    assert not any(title.overlaps(t.get_window_extent(renderer)) for t in labels)
 
 
 def x_texts_overlapping(fig: matplotlib.figure.Figure) -> list[tuple[str, str]]:

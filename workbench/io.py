@@ -39,12 +39,13 @@ def write_text(path: str | Path, text: str) -> Path:
 
 
 
-def source_fingerprint(*modules: ModuleType) -> str:
-    """Hash of the modules' source files: part of a cache key, so an edit to the code that made
-    an entry (scores, figures) is never served the old entry."""
+def source_fingerprint(*modules: ModuleType | Path) -> str:
+    """Hash of the modules' source files (a module, or its file when importing it would cost):
+    part of a cache key, so an edit to the code that made an entry (scores, figures) is never
+    served the old entry."""
     h = hashlib.sha256()
     for module in modules:
-        h.update(Path(module.__file__).read_bytes())
+        h.update((module if isinstance(module, Path) else Path(module.__file__)).read_bytes())
     return h.hexdigest()[:16]
 
 

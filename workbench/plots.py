@@ -11,19 +11,20 @@ their labels.
 Every figure also records where each variant is drawn (axes and data coordinates of its points,
 bars and cells), so `mark(fig, key)` can add a highlight on top without rebuilding the figure:
 that is what makes scrubbing through measured variants cheap (see widgets/render.py).
+
+What the figures show (the parameters swept, the groups a line joins, the colours) is computed in
+workbench.plotdata, which the report reads without importing matplotlib.
 """
 
 from __future__ import annotations
 
 import io
-import math
 import textwrap
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
@@ -34,27 +35,35 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import ScalarFormatter
 
-from workbench.chunkers import STRATEGIES
 from workbench.evaluation import stats
-from workbench.evaluation.metrics import default_k
-from workbench.params import UNIT_PARAM
-from workbench.retrievers import STAGES, get_stage
+from workbench.plotdata import (
+    COST,
+    MRR,
+    RECALL,
+    _axis_label,
+    _budget,
+    _check_param,
+    _compared,
+    _groups,
+    _is_size,
+    _pick_k,
+    _values,
+    _with_param,
+    best_by_group,
+    has_budgets,
+    models_of,
+    overview_panels,
+    swept_parameters,
+    variant_colors,
+)
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
     from workbench.dataset import Dataset
     from workbench.sweep import SweepResult
 
-RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 PANEL_WIDTH = 2.9  # inches: the narrowest a panel is drawn in a figure given a width
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
-_MODIFIERS = ("contextual_header", "late")
-_MODIFIER_NAMES = {"contextual_header": "contextual header", "late": "late chunking"}
-RETRIEVER = "retriever"
-# tab10, then ten colours picked greedily in CIELAB, each the farthest from all before it (lightness
-# 30-75, chroma < 70: visible on white, not garish): any two of the 20 differ by a CIE76 delta E of 27 or more
-PALETTE = (*matplotlib.colormaps["tab10"].colors, "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00",
-           "#1e87ff", "#870078", "#b4b4e1", "#0f5a4b")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
@@ -101,14 +110,6 @@ def mark(fig: Figure, key: str) -> list[Artist]:
     return artists
 
 
-def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
-    """One distinct colour per variant: PALETTE up to 20 (tab20 would pair each colour with a pale
-    twin), then an evenly sampled continuous map."""
-    n = len(keys)
-    colors = PALETTE[:n] if n <= len(PALETTE) else matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n))
-    return dict(zip(keys, colors, strict=True))
-
-
 def variant_markers(keys: Sequence[str]) -> dict[str, str]:
     """A marker per variant, cycling, so neighbours in the legend differ in shape as well as colour."""
     return {key: MARKERS[i % len(MARKERS)] for i, key in enumerate(keys)}
@@ -130,15 +131,6 @@ def _key(result: SweepResult, highlight: str | None) -> str | None:
     return None if highlight is None else result.key_of(highlight)
 
 
-def _pick_k(result: SweepResult, k: int | None) -> int:
-    ks = result.ks
-    if k is None:
-        return default_k(ks)
-    if k not in ks:
-        raise ValueError(f"k must be one of the swept ks {ks}, got {k}")
-    return int(k)
-
-
 def _check_metric(result: SweepResult, metric: str) -> None:
     if metric not in set(result.summary["metric"]):
         raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(result.summary['metric']))}")
@@ -151,16 +143,6 @@ def _rows(result: SweepResult, metric: str, keys: Sequence[str], k: int | None =
     if k is not None:
         s = s[(s["k"] == k) & (_budget(s) == 0)]
     return s
-
-
-def _budget(s: pd.DataFrame) -> pd.Series:
-    """The budget column (0 everywhere for a result swept before budgets existed)."""
-    return s["budget"] if "budget" in s.columns else pd.Series(0, index=s.index)
-
-
-def has_budgets(result: SweepResult) -> bool:
-    """Whether the result holds metrics at equal context budgets (budget rows)."""
-    return bool((_budget(result.summary) > 0).any())
 
 
 def _err(rows: pd.DataFrame) -> np.ndarray:
@@ -308,10 +290,17 @@ def _panels(n: int, width: float | None, panel: float, most: int | None = None) 
 
 
 def _axes(fig: Figure, n: int, rows: int, cols: int, **grid: Any) -> list[Axes]:
-    """n panels on a rows x cols grid, the unused cells of the last row removed."""
+    """n panels on a rows x cols grid, the unused cells of the last row removed. Each y axis
+    prints its numbers in full (no "+2.5e3" offset nor "1e6" factor above the axis, one to read
+    as a tick), so its title stays at the top of the panel: matplotlib would otherwise measure
+    every axis again, for each title, at each layout pass and each draw, to lift the title over
+    such a text (a sixth of the time a figure takes to save), and there is none to lift it over."""
     axes = list(np.ravel(fig.subplots(rows, cols, squeeze=False, **grid)))
     for ax in axes[n:]:
         fig.delaxes(ax)
+    for ax in axes[:n]:
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        ax.set_title("", y=1.0)  # a given y: later titles are placed there, not moved
     return axes[:n]
 
 
@@ -321,20 +310,6 @@ def _legend(fig: Figure, result: SweepResult, keys: Sequence[str], colors: dict,
     handles = [Line2D([], [], color=colors[v], marker=markers[v], linewidth=2) for v in keys]
     fig.legend(handles, text, loc="outside lower center", ncol=_ncol(text, fig.get_figwidth()), fontsize=8,
                frameon=False)
-
-
-def overview_panels(result: SweepResult, k: int | None = None) -> list[tuple[str, str]]:
-    """The overview's panels in order, each its title and what to look for in it: `overview` titles
-    its panels from here and the report's caption reads it, so a caption names what is drawn."""
-    k = _pick_k(result, k)
-    panels = [(f"{RECALL}@k", "higher is better, and a curve that rises early needs fewer chunks"),
-              (f"{MRR}@{k} (best on top)", "how near the top the first evidence ranks"),
-              (f"cost vs {RECALL}@{k} (numbers: legend)",
-               "context tokens against recall, up and to the left is better; circled: the Pareto front")]
-    if has_budgets(result):
-        panels.append((f"{RECALL} at equal budgets",
-                       "recall for the same number of tokens handed to the LLM, higher is better"))
-    return panels
 
 
 def overview(
@@ -383,7 +358,7 @@ def metric_curves(
     highlight = _key(result, highlight)
     rows = _rows(result, metric, keys)
     fig = Figure(figsize=(width or 10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
-    ax = fig.subplots()
+    (ax,) = _axes(fig, 1, 1, 1)
     if (rows["k"] > 0).any():
         _curves(ax, result, metric, keys, colors, highlight)
         _legend(fig, result, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
@@ -404,16 +379,9 @@ def budget_curves(
         raise ValueError(f"metric {metric!r} has no budget rows in the result (swept budgets: {result.budgets})")
     keys, colors = _select(result, variants)
     fig = Figure(figsize=(10, max(4.5, 0.3 * len(keys) + 1.5)), layout="constrained")
-    _budget_curves(fig.subplots(), result, metric, keys, colors, _key(result, highlight))
+    _budget_curves(_axes(fig, 1, 1, 1)[0], result, metric, keys, colors, _key(result, highlight))
     _legend(fig, result, keys, colors, _legend_text(result, keys, numbered=False, short_ids=short_ids))
     return fig
-
-
-def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The best row of each group of a `SweepResult.by_group` table already cut to one metric and
-    cut-off (highest mean; lowest for a cost, see stats.lower_is_better), in group order."""
-    order = table["mean"] * (-1 if stats.lower_is_better(metric) else 1)
-    return table.loc[order.groupby(table["group"], sort=False).idxmax()]
 
 
 def by_group(
@@ -455,109 +423,6 @@ def figure_to_png_bytes(fig: Figure, dpi: int = 100) -> bytes:
 # --- metrics against a swept parameter ------------------------------------------------------------
 
 
-def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) -> str | None:
-    """The unit of a parameter (Param.unit; sizes counted in `unit` take the variant's `unit`
-    column). Several units (e.g. overlap of fixed and of sentence) are joined with " or "."""
-    rows = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
-    rows = rows[rows[param].notna()] if param in rows else rows.iloc[:0]
-    units: dict[str, None] = {}
-    for _, row in rows.iterrows():
-        spec = STRATEGIES.get(row["strategy"])
-        unit = spec.params[param].unit if spec is not None and param in spec.params else None
-        if unit == UNIT_PARAM:
-            unit = row.get("unit") if isinstance(row.get("unit"), str) else "units"
-        if unit:
-            units[unit] = None
-    return " or ".join(units) or None
-
-
-def _axis_label(result: SweepResult, param: str, keys: Sequence[str]) -> str:
-    """ "size (tokens)", "overlap (sentences)"; no unit the name already says (breakpoint_percentile)."""
-    unit = _unit(result, param, keys)
-    return f"{param} ({unit})" if unit and unit not in param else param
-
-
-def _is_size(result: SweepResult, param: str) -> bool:
-    """A chunk size (size, max_size, child_size...), measured in tokens or characters; an overlap
-    shares the unit but is not a size, and buffer_size counts sentences."""
-    unit = _unit(result, param)
-    return "size" in param and unit is not None and set(unit.split(" or ")) <= {"tokens", "chars"}
-
-
-def swept_parameters(result: SweepResult) -> list[str]:
-    """The grid parameters that some variants differ in alone (everything else that varies equal,
-    see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
-    overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
-    group in grid order."""
-    swept = [p for p in result.grid_params
-             if _compared(_groups(result, _with_param(result, result.keys, [p])[0], [p]), p)]
-    return sorted(swept, key=lambda p: not _is_size(result, p))
-
-
-def _compared(groups: list[tuple[str, pd.DataFrame]], param: str) -> list[tuple[str, pd.DataFrame]]:
-    """The groups in which `param` takes two values or more: a line to draw, not a lone point."""
-    return [(name, part) for name, part in groups if _values(part, param).map(str).nunique() > 1]
-
-
-def _check_param(result: SweepResult, param: str) -> None:
-    if param not in result.grid_params:
-        raise ValueError(f"parameter {param!r} is not a parameter of this result's variants; "
-                         f"swept: {swept_parameters(result)}, all: {result.grid_params}")
-
-
-def _stage_params() -> set[str]:
-    """The parameters of retrieval stages (rrf_k): part of the retriever, not of the chunking."""
-    return {name for stage in STAGES.values() for name in stage.params}
-
-
-def _values(rows: pd.DataFrame, param: str) -> pd.Series:
-    """What a figure places `param` at: its values; for the retriever, its stages with the stage
-    parameters that are not their default ("hybrid(rrf_k=30)"), so the retriever is the stages alone."""
-    if param != RETRIEVER:
-        return rows[param]
-
-    def name(row: pd.Series) -> str:
-        given = [f"{p}={short_value(row[p])}" for stage in row[RETRIEVER].split("+")
-                 for p, spec in get_stage(stage).params.items()
-                 if p in row and _known(row[p]) and row[p] != spec.default]
-        return row[RETRIEVER] + (f"({', '.join(given)})" if given else "")
-
-    return rows.apply(name, axis=1)
-
-
-def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
-    """The columns besides `exclude` (the retriever takes its stage parameters along) that vary
-    among `rows`: strategy, parameters, modifiers. A parameter some strategies lack varies only
-    if it takes two values where it exists: the strategy tells the others apart already."""
-    left_out = {*exclude, *(_stage_params() if RETRIEVER in exclude else ())}
-    cols = ["strategy", *(p for p in result.grid_params if p not in left_out), *_MODIFIERS,
-            *(["model"] if "model" in rows.columns and "model" not in left_out else [])]
-    return [c for c in cols if rows[c].dropna().map(str).nunique() > 1]
-
-
-def _group_name(row: pd.Series, cols: Sequence[str], rows: pd.DataFrame) -> str:
-    """ "fixed, overlap=0, late chunking": the strategy, then the values that set this group apart
-    from others of its strategy, then the modifiers in words (a "+header" would read as a retriever).
-    A value all variants of its strategy share (recursive's custom_separators) is left out."""
-    own = rows[rows["strategy"] == row["strategy"]]
-    params = [f"{c}={short_value(row[c])}" for c in cols
-              if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and own[c].map(str).nunique() > 1]
-    mods = [_MODIFIER_NAMES[c] for c in _MODIFIERS if c in cols and row[c]]
-    return ", ".join([row["strategy"], *params, *mods, *([row["model"]] if "model" in cols else [])])
-
-
-def _known(value: Any) -> bool:
-    return not (isinstance(value, float) and math.isnan(value))
-
-
-def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
-    """The variants split by everything that varies besides `exclude`, in sweep order, named."""
-    cols = _others(result, rows, exclude)
-    # str() per cell: pandas' string dtype would keep NaN (a parameter another strategy lacks) as a float
-    ids = rows[["strategy", *cols]].apply(lambda row: "|".join(map(str, row)), axis=1)
-    return [(_group_name(part.iloc[0], cols, rows), part) for _, part in rows.groupby(ids, sort=False)]
-
-
 def _metric_k(result: SweepResult, metric: str, k: int | None) -> int:
     """k for a metric measured at each k; 0 for a k-independent one (e.g. precision_omega)."""
     _check_metric(result, metric)
@@ -567,13 +432,6 @@ def _metric_k(result: SweepResult, metric: str, k: int | None) -> int:
 
 def _metric_name(metric: str, k: int) -> str:
     return f"{metric}@{k}" if k else metric
-
-
-def _with_param(result: SweepResult, keys: Sequence[str], params: Sequence[str]) -> tuple[pd.DataFrame, int]:
-    """The variant rows (in sweep order) that have every one of `params`, and how many lack one."""
-    rows = result.variants.set_index("key").loc[list(keys)].reset_index()
-    has = rows[list(params)].notna().all(axis=1)
-    return rows[has], int((~has).sum())
 
 
 def _categories(values: pd.Series) -> list[Any]:
@@ -713,11 +571,6 @@ def heatmap(
     fig.colorbar(image, ax=list(axes), label=f"mean {name}")
     _mark_static(fig, result, highlight)
     return fig
-
-
-def models_of(result: SweepResult) -> list[str]:
-    """The models a result holds, in sweep order (one for a result saved before models were a dimension)."""
-    return list(dict.fromkeys(result.variants["model"])) if "model" in result.variants.columns else []
 
 
 def by_model(

@@ -5,12 +5,18 @@ from __future__ import annotations
 import base64
 import html
 import html.parser
+import io
 import json
+import os
+import pickle
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.image
 
 matplotlib.use("Agg")
 
@@ -299,6 +305,42 @@ def test_a_re_export_reads_its_figures_back_and_redraws_what_changed(result: Swe
                         result.variants[result.variants["key"] == result.keys[0]], result.config)
     pngs = {n for n in report.export(fewer, tmp_path / "c", store=store) if n.endswith(".png")}
     assert len(drawn) == 2 * len(pngs) > 0  # each at the report's width and at a phone's
+
+
+def test_a_re_export_from_the_figure_cache_never_imports_matplotlib(result: SweepResult, tiny: Dataset,
+                                                                   tmp_path: Path) -> None:
+    """Every figure read back from the store: the report is written without importing matplotlib
+    (in a fresh interpreter, so this process's import does not count), the same figures."""
+    store = tmp_path / "store"
+    first = report.export(result, tmp_path / "a", dataset=tiny, store=store)
+    given = tmp_path / "given.pickle"
+    given.write_bytes(pickle.dumps((result, tiny)))
+    code = ("import pickle, sys\nfrom pathlib import Path\nfrom workbench import report\n"
+            "result, dataset = pickle.loads(Path(sys.argv[1]).read_bytes())\n"
+            "report.export(result, sys.argv[2], dataset=dataset, store=sys.argv[3])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
+    root = str(Path(report.__file__).parents[2])
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", code, str(given), str(tmp_path / "b"), str(store)],
+                         capture_output=True, text=True, env=env, check=True)
+    assert run.stdout.strip() == "[]"
+    pngs = sorted(n for n in first if n.endswith(".png"))
+    assert pngs and [(tmp_path / "b" / n).read_bytes() for n in pngs] == [first[n].read_bytes() for n in pngs]
+    shown = re.compile(r'src="data:image/png;base64,[^"]+"')
+    assert shown.findall((tmp_path / "b" / "report.html").read_text()) == shown.findall(first["report"].read_text())
+
+
+def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult) -> None:
+    """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of
+    the figure (a legend, a title or a tick label running off it would colour them)."""
+    swept = plots.swept_parameters(result)
+    for width in (report.FIGURE_WIDTH, report.NARROW_WIDTH):
+        for name, png in report.default_pngs(result, 120, width=width, swept=swept).items():
+            pixels = matplotlib.image.imread(io.BytesIO(png))[..., :3]
+            edges = np.concatenate([pixels[:2].reshape(-1, 3), pixels[-2:].reshape(-1, 3),
+                                    pixels[:, :2].reshape(-1, 3), pixels[:, -2:].reshape(-1, 3)])
+            assert (edges == 1.0).all(), (name, width)
+            assert (pixels < 1.0).any(), (name, width)  # and something is drawn
 
 
 def test_the_overview_caption_describes_every_panel_drawn(result: SweepResult) -> None:

@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
-
-from workbench import plots
+from workbench import plotdata
 from workbench.dataset import Dataset
 from workbench.io import atomic_write
 from workbench.report import cuts
@@ -30,6 +28,8 @@ from workbench.retrieval.index import IndexStore
 from workbench.verdict import Verdict, verdict
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from workbench.answers import Answers
     from workbench.sweep import SweepResult
 
@@ -61,7 +61,7 @@ def write_report(
     computed here. `figure_cache`: the folder of figures drawn before (see `default_pngs`), for the
     by-group figure. Nothing is embedded or searched."""
     if figures is None:
-        swept = plots.swept_parameters(result)  # once for both widths
+        swept = plotdata.swept_parameters(result)  # once for both widths
         figures = default_figures(result, swept=swept)
         narrow = default_figures(result, NARROW_WIDTH, swept) if narrow is None else narrow
     v = judged if judged is not None else verdict(result) if "recall" in set(result.summary["metric"]) else None
@@ -94,10 +94,12 @@ def export(
     narrow: dict[str, bytes] = {}
     root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root
     cache = None if root is None else root / "figures"
-    if figures is not None:
+    if figures is not None:  # Figures: matplotlib is imported already
+        from workbench import plots
+
         images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
     else:  # drawn, or read back from the store's figure cache when drawn before from the same content
-        swept = plots.swept_parameters(result)  # once for both widths
+        swept = plotdata.swept_parameters(result)  # once for both widths
         images, narrow = default_pngs(result, 120, cache, swept=swept), default_pngs(result, 120, cache, NARROW_WIDTH,
                                                                                       swept)
     for name, png in images.items():

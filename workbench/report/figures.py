@@ -5,6 +5,8 @@ content (a hash of the scores, the variants, the config and the drawing code).""
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -12,15 +14,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import matplotlib
 import pandas as pd
-from matplotlib.figure import Figure
 
-from workbench import plots
+from workbench import plotdata
 from workbench.evaluation import metrics
 from workbench.io import atomic_write, source_fingerprint
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from workbench.sweep import SweepResult
 
 EXTRA_FIGURES = ("hit", "ndcg", "iou", "precision_omega")  # drawn by default next to the overview
@@ -44,7 +46,7 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     a figure of another name is titled by its name."""
     k = metrics.default_k(result.ks)
     if name == "overview":  # one sentence per panel drawn, from the list the overview draws
-        panels = " ".join(f"{title}: {hint}." for title, hint in plots.overview_panels(result, k))
+        panels = " ".join(f"{title}: {hint}." for title, hint in plotdata.overview_panels(result, k))
         return "Recall, ranking and cost at a glance", f"{panels} Numbers: the variant table above."
     if name in _CURVES:
         return _CURVES[name]
@@ -67,25 +69,34 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
 def _figure_makers(result: SweepResult, width: float, swept: Sequence[str] | None = None,
                    ) -> dict[str, Callable[[], Figure | None]]:
     """The default figures, by name, each as the call that draws it `width` inches wide; `swept`:
-    plots.swept_parameters(result) when the caller has it (it costs more than the figures' list)."""
+    plotdata.swept_parameters(result) when the caller has it (it costs more than the figures' list)."""
     present = set(result.summary["metric"])
-    makers = {"overview": partial(plots.overview, result, short_ids=True, width=width)} | {
-        m: partial(plots.metric_curves, result, m, short_ids=True, width=width) for m in EXTRA_FIGURES if m in present
+    makers = {"overview": partial(_draw, "overview", result, short_ids=True, width=width)} | {
+        m: partial(_draw, "metric_curves", result, m, short_ids=True, width=width) for m in EXTRA_FIGURES
+        if m in present
     }
-    swept = plots.swept_parameters(result) if swept is None else list(swept)
-    makers |= {f"by_{p}": partial(plots.by_parameter, result, p, width=width) for p in swept}
-    if len(plots.models_of(result)) > 1:
-        makers["by_model"] = partial(_drawable, plots.by_model, result, width=width)
+    swept = plotdata.swept_parameters(result) if swept is None else list(swept)
+    makers |= {f"by_{p}": partial(_draw, "by_parameter", result, p, width=width) for p in swept}
+    if len(plotdata.models_of(result)) > 1:
+        makers["by_model"] = partial(_drawable, "by_model", result, width=width)
     if len(swept) == 2:
-        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_drawable, plots.heatmap, result, swept[0], swept[1],
+        makers[f"heatmap_{swept[0]}_{swept[1]}"] = partial(_drawable, "heatmap", result, swept[0], swept[1],
                                                            width=width)
     return makers
 
 
-def _drawable(draw: Callable[..., Figure], *args: Any, **kwargs: Any) -> Figure | None:
+def _draw(name: str, *args: Any, **kwargs: Any) -> Figure:
+    """plots.<name>(*args, **kwargs), plots (and so matplotlib) imported only when a figure is
+    drawn: a report whose figures are all in the figure cache never imports it."""
+    from workbench import plots
+
+    return getattr(plots, name)(*args, **kwargs)
+
+
+def _drawable(name: str, *args: Any, **kwargs: Any) -> Figure | None:
     """The figure, or None when there is nothing to draw (no variant has both parameters; no size swept)."""
     try:
-        return draw(*args, **kwargs)
+        return _draw(name, *args, **kwargs)
     except ValueError:
         return None
 
@@ -93,7 +104,7 @@ def _drawable(draw: Callable[..., Figure], *args: Any, **kwargs: Any) -> Figure 
 def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Sequence[str] | None = None,
                     ) -> dict[str, Figure]:
     """The overview, the curves of a few other metrics that the result holds, the metrics against
-    each swept parameter (`swept`: plots.swept_parameters, computed when None) and, when two are
+    each swept parameter (`swept`: plotdata.swept_parameters, computed when None) and, when two are
     swept, their heatmap; variants by number, all `width` inches wide."""
     drawn = {name: make() for name, make in _figure_makers(result, width, swept).items()}
     return {name: fig for name, fig in drawn.items() if fig is not None}
@@ -102,7 +113,7 @@ def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Seq
 def _content_key(result: SweepResult) -> str:
     """What the default figures are drawn from: the per-question scores, the variants (this run's
     seconds and cache counts aside), the config (its date and cache counts aside) and the drawing
-    code (plots.py, this module, matplotlib)."""
+    code (plots.py, plotdata.py, this module, matplotlib)."""
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
     # a re-run from the caches differs only in what this run spent: no figure draws it
@@ -111,8 +122,9 @@ def _content_key(result: SweepResult) -> str:
     volatile = ("date", "texts_embedded", "texts_cached", "token_pass_documents")
     h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
                         default=str).encode())
-    h.update(source_fingerprint(plots, sys.modules[__name__]).encode())
-    h.update(matplotlib.__version__.encode())
+    plots = Path(importlib.util.find_spec("workbench.plots").origin)  # its file: importing it imports matplotlib
+    h.update(source_fingerprint(plots, plotdata, sys.modules[__name__]).encode())
+    h.update(importlib.metadata.version("matplotlib").encode())
     return h.hexdigest()
 
 
@@ -139,6 +151,8 @@ def _cached_png(cache: str | Path | None, content: str, make: Callable[[], Figur
     fig = make()
     if fig is None:
         return None
+    from workbench import plots  # imported by make() already
+
     png = plots.figure_to_png_bytes(fig, dpi=dpi)
     if path is not None:
         atomic_write(path, lambda p: Path(p).write_bytes(png))
@@ -153,7 +167,7 @@ def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataF
     content = "" if cache is None else (
         f"{_content_key(result)}by_group{json.dumps(dict(groups), sort_keys=True)}{metric}{k}{dpi}{width}"
         + table.to_csv(index=False))
-    png = _cached_png(cache, content, partial(plots.by_group, result, groups, metric, k, table=table, width=width,
-                                             short_ids=True), dpi)
+    png = _cached_png(cache, content, partial(_draw, "by_group", result, groups, metric, k, table=table,
+                                             width=width, short_ids=True), dpi)
     assert png is not None  # plots.by_group always draws
     return png

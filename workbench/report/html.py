@@ -12,10 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
-from matplotlib.colors import to_hex
-from matplotlib.figure import Figure
 
-from workbench import plots
+from workbench import plotdata
 from workbench.dataset import MIXED, Dataset
 from workbench.evaluation import metrics, stats
 from workbench.models.base import model_fingerprint
@@ -26,6 +24,8 @@ from workbench.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, 
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from matplotlib.figure import Figure
 
     from workbench.answers import Answers
     from workbench.sweep import SweepResult
@@ -153,7 +153,12 @@ def _table(frame: pd.DataFrame) -> str:
 
 
 def _png(fig: Figure | bytes, dpi: int) -> str:
-    png = fig if isinstance(fig, bytes) else plots.figure_to_png_bytes(fig, dpi)
+    if isinstance(fig, bytes):
+        png = fig
+    else:  # a Figure: matplotlib is imported already
+        from workbench import plots
+
+        png = plots.figure_to_png_bytes(fig, dpi)
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
@@ -231,8 +236,8 @@ def _variants(result: SweepResult, k: int) -> str:
 
 def _legend_table(result: SweepResult) -> str:
     """The figures' legend: each variant's number and colour next to its full label."""
-    colors = plots.variant_colors(result.keys)
-    rows = "".join(f'<tr><td>{n}</td><td class="text"><span class="swatch" style="background:{to_hex(colors[key])}">'
+    colors = plotdata.variant_colors(result.keys)
+    rows = "".join(f'<tr><td>{n}</td><td class="text"><span class="swatch" style="background:{colors[key]}">'
                    f"</span>{html.escape(result.label_of(key))}</td></tr>\n" for n, key in enumerate(result.keys, 1))
     return f'<div class="scroll"><table>\n<tr><th>#</th><th>variant</th></tr>\n{rows}</table></div>\n'
 
@@ -358,7 +363,7 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, ca
     if not 2 <= len(set(groups.values())) <= MAX_GROUPS:
         return ""
     table = result.by_group(groups, metric, k)
-    best = plots.best_by_group(table, metric)
+    best = plotdata.best_by_group(table, metric)
     rows = "".join(f'<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td class="label">{_label(str(r.variant))}'
                    f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
     figure = _picture(by_group_png(result, groups, table, metric, k, dpi, cache=cache),

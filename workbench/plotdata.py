@@ -1,0 +1,211 @@
+"""What the figures of a SweepResult show, computed without matplotlib: the parameters swept, the
+groups of variants a line joins, axis labels, the overview's panels, the variants' colours.
+
+workbench.plots draws from these; the report reads them too, for its captions, its legend and the
+names of the figures it reads back from the figure cache, so a report whose figures are all
+cached never imports matplotlib (the costliest import of a warm re-run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.chunkers import STRATEGIES
+from workbench.evaluation import stats
+from workbench.evaluation.metrics import default_k
+from workbench.params import UNIT_PARAM
+from workbench.retrievers import STAGES, get_stage
+from workbench.variant import short_value
+
+if TYPE_CHECKING:
+    from workbench.sweep import SweepResult
+
+RECALL, MRR, COST = "recall", "mrr", "context_tokens"
+_MODIFIERS = ("contextual_header", "late")
+_MODIFIER_NAMES = {"contextual_header": "contextual header", "late": "late chunking"}
+RETRIEVER = "retriever"
+# matplotlib's tab10 (tests/test_plots.py checks it is), then ten colours picked greedily in CIELAB, each
+# the farthest from all before it (lightness 30-75, chroma < 70: visible on white, not garish): any two of
+# the 20 differ by a CIE76 delta E of 27 or more
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00", "#1e87ff", "#870078",
+           "#b4b4e1", "#0f5a4b")
+
+
+def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
+    """One distinct colour per variant, as "#rrggbb": PALETTE up to 20 (tab20 would pair each colour with a pale
+    twin), then an evenly sampled continuous map."""
+    n = len(keys)
+    if n <= len(PALETTE):
+        return dict(zip(keys, PALETTE[:n], strict=True))
+    import matplotlib  # only for a grid of over 20 variants: a report read from the figure cache never needs it
+    from matplotlib.colors import to_hex
+
+    return {key: to_hex(c) for key, c in zip(keys, matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n)),
+                                             strict=True)}
+
+
+def _pick_k(result: SweepResult, k: int | None) -> int:
+    ks = result.ks
+    if k is None:
+        return default_k(ks)
+    if k not in ks:
+        raise ValueError(f"k must be one of the swept ks {ks}, got {k}")
+    return int(k)
+
+
+def _budget(s: pd.DataFrame) -> pd.Series:
+    """The budget column (0 everywhere for a result swept before budgets existed)."""
+    return s["budget"] if "budget" in s.columns else pd.Series(0, index=s.index)
+
+
+def has_budgets(result: SweepResult) -> bool:
+    """Whether the result holds metrics at equal context budgets (budget rows)."""
+    return bool((_budget(result.summary) > 0).any())
+
+
+def overview_panels(result: SweepResult, k: int | None = None) -> list[tuple[str, str]]:
+    """The overview's panels in order, each its title and what to look for in it: `overview` titles
+    its panels from here and the report's caption reads it, so a caption names what is drawn."""
+    k = _pick_k(result, k)
+    panels = [(f"{RECALL}@k", "higher is better, and a curve that rises early needs fewer chunks"),
+              (f"{MRR}@{k} (best on top)", "how near the top the first evidence ranks"),
+              (f"cost vs {RECALL}@{k} (numbers: legend)",
+               "context tokens against recall, up and to the left is better; circled: the Pareto front")]
+    if has_budgets(result):
+        panels.append((f"{RECALL} at equal budgets",
+                       "recall for the same number of tokens handed to the LLM, higher is better"))
+    return panels
+
+
+def models_of(result: SweepResult) -> list[str]:
+    """The models a result holds, in sweep order (one for a result saved before models were a dimension)."""
+    return list(dict.fromkeys(result.variants["model"])) if "model" in result.variants.columns else []
+
+
+def best_by_group(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The best row of each group of a `SweepResult.by_group` table already cut to one metric and
+    cut-off (highest mean; lowest for a cost, see stats.lower_is_better), in group order."""
+    order = table["mean"] * (-1 if stats.lower_is_better(metric) else 1)
+    return table.loc[order.groupby(table["group"], sort=False).idxmax()]
+
+
+def _unit(result: SweepResult, param: str, keys: Sequence[str] | None = None) -> str | None:
+    """The unit of a parameter (Param.unit; sizes counted in `unit` take the variant's `unit`
+    column). Several units (e.g. overlap of fixed and of sentence) are joined with " or "."""
+    rows = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
+    rows = rows[rows[param].notna()] if param in rows else rows.iloc[:0]
+    units: dict[str, None] = {}
+    given = rows["unit"] if "unit" in rows else pd.Series(None, index=rows.index)
+    # each (strategy, unit) once, in sweep order: the variants of a grid share a few
+    for strategy, counted in dict.fromkeys(zip(rows["strategy"], given, strict=True)):
+        spec = STRATEGIES.get(strategy)
+        unit = spec.params[param].unit if spec is not None and param in spec.params else None
+        if unit == UNIT_PARAM:
+            unit = counted if isinstance(counted, str) else "units"
+        if unit:
+            units[unit] = None
+    return " or ".join(units) or None
+
+
+def _axis_label(result: SweepResult, param: str, keys: Sequence[str]) -> str:
+    """ "size (tokens)", "overlap (sentences)"; no unit the name already says (breakpoint_percentile)."""
+    unit = _unit(result, param, keys)
+    return f"{param} ({unit})" if unit and unit not in param else param
+
+
+def _is_size(result: SweepResult, param: str) -> bool:
+    """A chunk size (size, max_size, child_size...), measured in tokens or characters; an overlap
+    shares the unit but is not a size, and buffer_size counts sentences."""
+    unit = _unit(result, param)
+    return "size" in param and unit is not None and set(unit.split(" or ")) <= {"tokens", "chars"}
+
+
+def swept_parameters(result: SweepResult) -> list[str]:
+    """The grid parameters that some variants differ in alone (everything else that varies equal,
+    see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
+    overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
+    group in grid order."""
+    swept = [p for p in result.grid_params
+             if _compared(_groups(result, _with_param(result, result.keys, [p])[0], [p]), p)]
+    return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def _compared(groups: list[tuple[str, pd.DataFrame]], param: str) -> list[tuple[str, pd.DataFrame]]:
+    """The groups in which `param` takes two values or more: a line to draw, not a lone point."""
+    return [(name, part) for name, part in groups if _values(part, param).map(str).nunique() > 1]
+
+
+def _check_param(result: SweepResult, param: str) -> None:
+    if param not in result.grid_params:
+        raise ValueError(f"parameter {param!r} is not a parameter of this result's variants; "
+                         f"swept: {swept_parameters(result)}, all: {result.grid_params}")
+
+
+def _stage_params() -> set[str]:
+    """The parameters of retrieval stages (rrf_k): part of the retriever, not of the chunking."""
+    return {name for stage in STAGES.values() for name in stage.params}
+
+
+def _values(rows: pd.DataFrame, param: str) -> pd.Series:
+    """What a figure places `param` at: its values; for the retriever, its stages with the stage
+    parameters that are not their default ("hybrid(rrf_k=30)"), so the retriever is the stages alone."""
+    if param != RETRIEVER:
+        return rows[param]
+
+    def name(row: pd.Series) -> str:
+        given = [f"{p}={short_value(row[p])}" for stage in row[RETRIEVER].split("+")
+                 for p, spec in get_stage(stage).params.items()
+                 if p in row and _known(row[p]) and row[p] != spec.default]
+        return row[RETRIEVER] + (f"({', '.join(given)})" if given else "")
+
+    return rows.apply(name, axis=1)
+
+
+def _others(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[str]:
+    """The columns besides `exclude` (the retriever takes its stage parameters along) that vary
+    among `rows`: strategy, parameters, modifiers. A parameter some strategies lack varies only
+    if it takes two values where it exists: the strategy tells the others apart already."""
+    left_out = {*exclude, *(_stage_params() if RETRIEVER in exclude else ())}
+    cols = ["strategy", *(p for p in result.grid_params if p not in left_out), *_MODIFIERS,
+            *(["model"] if "model" in rows.columns and "model" not in left_out else [])]
+    return [c for c in cols if rows[c].dropna().map(str).nunique() > 1]
+
+
+def _group_name(row: pd.Series, cols: Sequence[str], varying: set[str]) -> str:
+    """ "fixed, overlap=0, late chunking": the strategy, then the values that set this group apart
+    from others of its strategy (`varying`: the columns that vary among them), then the modifiers
+    in words (a "+header" would read as a retriever). A value all variants of its strategy share
+    (recursive's custom_separators) is left out."""
+    params = [f"{c}={short_value(row[c])}" for c in cols
+              if c not in ("strategy", *_MODIFIERS) and _known(row[c]) and c in varying]
+    mods = [_MODIFIER_NAMES[c] for c in _MODIFIERS if c in cols and row[c]]
+    return ", ".join([row["strategy"], *params, *mods, *([row["model"]] if "model" in cols else [])])
+
+
+def _known(value: Any) -> bool:
+    return not (isinstance(value, float) and math.isnan(value))
+
+
+def _groups(result: SweepResult, rows: pd.DataFrame, exclude: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
+    """The variants split by everything that varies besides `exclude`, in sweep order, named."""
+    cols = _others(result, rows, exclude)
+    # str() per cell: pandas' string dtype would keep NaN (a parameter another strategy lacks) as a float
+    ids = rows[["strategy", *cols]].apply(lambda row: "|".join(map(str, row)), axis=1)
+    varying = {strategy: {c for c in cols if own[c].map(str).nunique() > 1}  # once per strategy, not per group
+               for strategy, own in rows.groupby("strategy", sort=False)}
+    return [(_group_name(part.iloc[0], cols, varying[part["strategy"].iloc[0]]), part)
+            for _, part in rows.groupby(ids, sort=False)]
+
+
+def _with_param(result: SweepResult, keys: Sequence[str], params: Sequence[str]) -> tuple[pd.DataFrame, int]:
+    """The variant rows (in sweep order) that have every one of `params`, and how many lack one."""
+    rows = result.variants.set_index("key").loc[list(keys)].reset_index()
+    has = rows[list(params)].notna().all(axis=1)
+    return rows[has], int((~has).sum())
+
