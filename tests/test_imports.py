@@ -1,4 +1,4 @@
-"""A warm re-run imports only what it uses: no file parser, model stack, Markdown parser or
+"""A warm re-run imports only what it uses: no file parser, model stack, Markdown parser, FAISS or
 scipy.stats when every output comes from the caches (imports were 4 of the 5 seconds of a warm
 CLI sweep). Checked in a fresh interpreter's sys.modules, never by time."""
 
@@ -17,6 +17,7 @@ from workbench.dataset import Dataset
 
 PARSERS = ("bs4", "markdownify", "pypdf", "docx", "pygments", "markdown_it", "tree_sitter", "nltk")
 MODELS = ("torch", "sentence_transformers", "transformers", "onnxruntime")
+COMPUTE = ("scipy.stats", "faiss")  # what intervals and searches need: a re-run reads both back
 
 # runs its arguments as `python -m workbench` does, then prints which of its modules were imported
 SHOW_IMPORTS = """import json, sys
@@ -33,19 +34,19 @@ def imported(args: list[str], modules: tuple[str, ...]) -> list[str]:
     return json.loads(out.splitlines()[-1])
 
 
-def test_importing_the_cli_loads_no_parser_model_or_scipy_stats() -> None:
+def test_importing_the_cli_loads_no_parser_model_faiss_or_scipy_stats() -> None:
     code = "import json, sys, workbench, workbench.cli; print(json.dumps(sorted(sys.modules)))"
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                            cwd=REPO).stdout))
-    assert not loaded & {*PARSERS, *MODELS, "scipy.stats", "matplotlib"}
+    assert not loaded & {*PARSERS, *MODELS, *COMPUTE, "matplotlib"}
 
 
-def test_a_warm_sweep_imports_no_parser_model_or_scipy_stats(tiny: Dataset, tmp_path: Path) -> None:
+def test_a_warm_sweep_imports_no_parser_model_faiss_or_scipy_stats(tiny: Dataset, tmp_path: Path) -> None:
     """The first run parses Markdown, embeds and bootstraps; the re-run reads chunks, vectors,
-    scores and intervals back, so it needs none of those libraries (report or not)."""
+    scores and intervals back, so it needs none of those libraries (report or not) nor FAISS."""
     data = write_dataset(tiny, tmp_path / "data")
     args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
             "--quiet", "--ks", "1", "3", "-v", "markdown:size=64", "-v", "fixed:size=24,overlap=4"]
     main(args)
-    assert imported([*args, "--no-report"], (*PARSERS, *MODELS, "scipy.stats")) == []
-    assert imported(args, (*PARSERS, *MODELS, "scipy.stats")) == []
+    assert imported([*args, "--no-report"], (*PARSERS, *MODELS, *COMPUTE)) == []
+    assert imported(args, (*PARSERS, *MODELS, *COMPUTE)) == []
