@@ -79,7 +79,7 @@ def test_interrupted_build_leaves_no_entry(tiny: Dataset, embedder: Embedder, tm
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("workbench.retrieval.index.faiss.write_index", interrupted)
+    monkeypatch.setattr("faiss.write_index", interrupted)  # what IndexStore._write imports
     with pytest.raises(KeyboardInterrupt):
         store.get(v, tiny, embedder)
     monkeypatch.undo()

@@ -438,7 +438,7 @@ def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], An
         result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
         result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
         answers = then(result, dataset) if then else None
-        judged = _verdict(result)
+        judged = _verdict(result, args.cache)
         if getattr(args, "no_report", True):
             paths = result.save(args.out) | (answers.save(args.out) if answers else {})
         else:
@@ -457,13 +457,13 @@ def _measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], An
     return result, answers, judged
 
 
-def _verdict(result: SweepResult) -> Verdict | None:
-    """The verdict, computed once for the report and the closing lines; None when the result allows
-    none (`answer` then says why)."""
+def _verdict(result: SweepResult, cache: Path) -> Verdict | None:
+    """The verdict, computed once for the report and the closing lines (its paired comparisons read
+    back from `cache` on a re-run); None when the result allows none (`answer` then says why)."""
     from workbench.verdict import verdict
 
     try:
-        return verdict(result)
+        return verdict(result, cache=cache)
     except ValueError:
         return None
 

@@ -88,6 +88,9 @@ class SweepResult:
     variants: pd.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
     hits: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["key", "variant", *HIT_COLUMNS]))
+    # the cache folder of the sweep that made it, where `ties` and `by_group` keep their intervals
+    # (stats._cached: a re-run computes none); None for a loaded result
+    cache: Path | None = field(default=None, repr=False, compare=False)
 
     @property
     def keys(self) -> list[str]:
@@ -162,7 +165,8 @@ class SweepResult:
         neighbours it cannot tell apart, and its `tied_with_top` rows are what a real sweep confirms.
         Columns: key, variant, then ranking_ties's."""
         k = metrics.default_k(self.ks) if k is None else k
-        table = stats.ranking_ties(self.per_question, metric, k, self.config.get("confidence", 0.95), seed=seed)
+        table = stats.ranking_ties(self.per_question, metric, k, self.config.get("confidence", 0.95), seed=seed,
+                                   cache=self.cache)
         return table.assign(variant=table["key"].map(self.label_of))[["key", "variant", *table.columns[1:]]]
 
     def label_of(self, key: str) -> str:
@@ -191,7 +195,7 @@ class SweepResult:
         pq = self.per_question
         if metric is not None:
             pq = pq[(pq["metric"] == metric) & (pq["k"] == k) & (pq.get("budget", 0) == 0)]
-        return stats.summarize_by_group(pq, groups, self.config.get("confidence", 0.95))
+        return stats.summarize_by_group(pq, groups, self.config.get("confidence", 0.95), cache=self.cache)
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """Write the tables (CSV + Parquet) and config.json, each atomically."""
@@ -433,7 +437,7 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False)
                "retriever": v.retriever, **v.stage_params, **v.kwargs, **first, **cost,
                "build_seconds": build_seconds, "seconds": round(time.perf_counter() - t0, 3),  # this run's
                "preview": context.settings.preview}
-        summary = stats.summarize(scores, confidence=context.settings.confidence)
+        summary = stats.summarize(scores, confidence=context.settings.confidence, cache=context.store.root)
         summary.insert(2, "model", embedder.name)
         yield SweepResult(scores, summary, pd.DataFrame([row]), config | {
             "grid": [v.spec()],
@@ -441,7 +445,7 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False)
             "texts_cached": embedder.stats.cached - before[1],
             "token_pass_documents": context.token_pass_documents - before[2],
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        }, hits)
+        }, hits, context.store.root)
 
 
 def sweep(
@@ -564,7 +568,7 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
         "token_pass_documents": sum(r.config.get("token_pass_documents", 0) for r in results),
         "date": max(str(r.config.get("date", "")) for r in results),
     }
-    return SweepResult(per_question, summary, variants, config, hits)
+    return SweepResult(per_question, summary, variants, config, hits, results[0].cache)
 
 
 _SINGLE_MODEL = ("model", "model_fingerprint", "backend", "model_window")  # in a config of one model only

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -187,8 +188,10 @@ def sweep_warnings(variants: pd.DataFrame, config: Mapping[str, Any]) -> list[st
     return [w for w in found if w]
 
 
-def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000) -> Verdict:
-    """The verdict on `metric`@k (k defaults to metrics.default_k of the swept ks)."""
+def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000,
+            cache: str | Path | None = None) -> Verdict:
+    """The verdict on `metric`@k (k defaults to metrics.default_k of the swept ks); `cache`: a cache
+    folder, where the paired comparisons of the same scores are read back (stats.against_best)."""
     pq = result.per_question
     if metric not in set(pq["metric"]):
         raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(pq['metric']))}")
@@ -201,7 +204,7 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     p_best = stats.prob_best(pq, metric, k, n_resamples, higher_is_better=not lower)
     table = table.assign(p_best=table["key"].map(p_best))
     compared = ["key", "diff", "ci_low", "ci_high", "p_value", "p_holm", "questions_needed"]
-    pairs = (stats.against_best(pq, metric, k, n_resamples=n_resamples) if len(table) > 1
+    pairs = (stats.against_best(pq, metric, k, n_resamples=n_resamples, cache=cache) if len(table) > 1
              else pd.DataFrame(columns=compared))
     pairs = pairs[compared].rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})
     cost = result.summary[(result.summary["metric"] == COST) & (result.summary["k"] == k)].set_index("key")["mean"]

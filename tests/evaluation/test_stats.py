@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from workbench.evaluation import stats
 from workbench.evaluation.stats import (
     against_best,
     holm,
@@ -16,8 +17,10 @@ from workbench.evaluation.stats import (
     paired_compare,
     prob_best,
     questions_needed,
+    ranking_ties,
     resampled_means,
     summarize,
+    summarize_by_group,
     with_prob_best,
 )
 
@@ -293,3 +296,37 @@ def test_p_best_at_each_budget_is_its_own_cut_off():
     s = with_prob_best(summarize(pq, n_resamples=200), pq, n_resamples=200).set_index(["variant", "k", "budget"])
     assert s["p_best"].to_dict() == {("A", 0, 256): 1.0, ("B", 0, 256): 0.0, ("A", 0, 512): 0.0,
                                      ("B", 0, 512): 1.0, ("A", 5, 0): 0.5, ("B", 5, 0): 0.5}
+
+
+def test_cached_intervals_equal_computed_ones_and_a_rerun_computes_none(per_question, tmp_path, monkeypatch):
+    """A warm sweep reads its summaries, paired comparisons and ties back (stats._cached): the
+    same table to the last bit, without computing an interval (mean_ci and scipy's test are
+    made to fail on the re-run); a changed value or argument is computed anew."""
+    pq = pd.concat([per_question, frame("C", np.linspace(0, 1, 60))], ignore_index=True)
+    groups = {q: "even" if int(q[1:]) % 2 == 0 else "odd" for q in pq["qid"]}
+    calls = {
+        "summarize": lambda cache: summarize(pq, n_resamples=500, cache=cache),
+        "summarize_by_group": lambda cache: summarize_by_group(pq, groups, n_resamples=500, cache=cache),
+        "against_best": lambda cache: against_best(pq, "recall", 5, n_resamples=500, cache=cache),
+        "ranking_ties": lambda cache: ranking_ties(pq, "recall", 5, n_resamples=500, cache=cache),
+    }
+    fresh = {name: call(None) for name, call in calls.items()}
+    for name, call in calls.items():
+        pd.testing.assert_frame_equal(call(tmp_path), fresh[name], check_exact=True)
+    assert len(list((tmp_path / "stats").glob("*.parquet"))) == 5  # summarize_by_group: one per group (2)
+
+    def computed(*args, **kwargs):
+        raise AssertionError("computed again")
+
+    with monkeypatch.context() as m:
+        m.setattr(stats, "mean_ci", computed)
+        m.setattr(sps, "permutation_test", computed)
+        for name, call in calls.items():
+            pd.testing.assert_frame_equal(call(tmp_path), fresh[name], check_exact=True)
+
+    changed = pq.assign(value=pq["value"].where(pq.index != 0, 0.5))  # A's first recall@5
+    pd.testing.assert_frame_equal(summarize(changed, n_resamples=500, cache=tmp_path),
+                                  summarize(changed, n_resamples=500), check_exact=True)
+    assert not summarize(changed, n_resamples=500).equals(fresh["summarize"])
+    pd.testing.assert_frame_equal(summarize(pq, confidence=0.8, n_resamples=500, cache=tmp_path),
+                                  summarize(pq, confidence=0.8, n_resamples=500), check_exact=True)

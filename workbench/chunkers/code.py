@@ -18,10 +18,9 @@ above the text, which stays the exact source span.
 from __future__ import annotations
 
 from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tree_sitter_language_pack as tslp
-from tree_sitter import Node, Parser
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
 from workbench.chunkers.recursive import Units, recursive_spans
@@ -29,6 +28,9 @@ from workbench.chunkers.registry import strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.dataset import Document
 from workbench.params import Param
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 # The node types whose signature names a chunk's scope, per tree-sitter grammar (the languages offered).
 DEFINITIONS: dict[str, frozenset[str]] = {
@@ -59,6 +61,8 @@ SCOPE_SEP = " > "
 
 @cache
 def _parser(language: str) -> Parser:
+    import tree_sitter_language_pack as tslp  # loads with the first code chunking, not with every sweep
+
     return tslp.get_parser(language)  # type: ignore[arg-type]  # a name of DEFINITIONS
 
 

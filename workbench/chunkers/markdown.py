@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING
 
 from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
@@ -24,6 +22,10 @@ from workbench.dataset import Document
 from workbench.ingest.text import heading_title
 from workbench.params import UNIT_PARAM, Param
 
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # what markdown-it counts as a line break
 _ATOMIC = {"fence", "code_block", "table_open"}  # blocks split only when bigger than `size`
 PATH_SEP = " > "
@@ -31,6 +33,8 @@ PATH_SEP = " > "
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # loads with the first Markdown parse: a warm sweep's chunks are cached
+
     return MarkdownIt("commonmark").enable("table")
 
 

@@ -11,21 +11,31 @@ How sure the winner is: `prob_best` resamples questions jointly for all variants
 has the best mean), `against_best` corrects its p-values with Holm's step-down (`holm`) and says
 how many questions would make each observed difference significant (`questions_needed`), and
 `ranking_ties` which neighbours of a ranking the questions cannot order.
+
+A re-run that scored the same table computes no interval again: `summarize` and `against_best`
+given a cache folder read back what they computed before from the same rows, arguments, code and
+scipy (`_cached`), so a warm sweep never even imports scipy.stats (about a second).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 from threadpoolctl import ThreadpoolController
+
+from workbench.io import atomic_write, source_fingerprint
 
 KEYS = ["variant", "metric", "k"]  # plus "key" first when present: the variant's identity
 
@@ -37,6 +47,24 @@ def _keys(per_question: pd.DataFrame) -> list[str]:
 def lower_is_better(metric: str) -> bool:
     """Cost metrics (context tokens, any tokenizer) are better when lower; scores when higher."""
     return metric.startswith("context_tokens")
+
+
+def _cached(cache: str | Path | None, name: str, rows: pd.DataFrame, args: Mapping[str, Any],
+            compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """compute(), read back from `cache`/stats when computed before from the same `rows` (values,
+    columns and dtypes), arguments, this module's source and scipy version; written there when
+    computed now. Parquet keeps every float64 to the bit, so a read-back table equals a new one."""
+    if cache is None:
+        return compute()
+    h = hashlib.sha256(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes())
+    h.update(json.dumps([name, dict(args), list(rows.columns), [str(t) for t in rows.dtypes],
+                         source_fingerprint(sys.modules[__name__]), metadata.version("scipy")]).encode())
+    path = Path(cache) / "stats" / f"{name}-{h.hexdigest()[:32]}.parquet"
+    if path.exists():
+        return pd.read_parquet(path)
+    table = compute()
+    atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False))
+    return table
 
 
 def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -101,6 +129,8 @@ def mean_ci(
     float rounding of the sums otherwise) at a fraction of its cost. Constant rows (all 0, all 1,
     ...) have no sampling spread: their interval collapses to the value instead of BCa's NaN.
     Rows of fewer than 2 values get NaN: one question says nothing about spread."""
+    from scipy import stats as sps  # about a second to import: only when an interval is computed (see _cached)
+
     _check(confidence, n_resamples)
     x = np.asarray(samples, dtype=np.float64)
     low, high = x.mean(axis=1), x.mean(axis=1)
@@ -131,13 +161,18 @@ def summarize(
     n_resamples: int = 2000,
     seed: int = 0,
     method: str = "percentile",
+    cache: str | Path | None = None,
 ) -> pd.DataFrame:
     """Mean and bootstrap CI per (variant, metric, k): columns [variant, metric, k, mean, ci_low, ci_high, n].
 
     Groups keep the order in which they first appear in `per_question`; within a group values are
     resampled in qid order, so row order never changes a number. Groups of equal size are
     bootstrapped together in one vectorised call. Percentile by default: for means of n ~ 500 its
-    bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without BCa's jackknife."""
+    bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without BCa's jackknife.
+    cache: a cache folder (the IndexStore's), where a table summarised before is read back (`_cached`)."""
+    if cache is not None:
+        args = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed, "method": method}
+        return _cached(cache, "summarize", per_question, args, lambda: summarize(per_question, **args))
     missing = [c for c in (*KEYS, "qid", "value") if c not in per_question.columns]
     if missing:
         raise ValueError(f"per_question: missing column(s) {missing}; need variant, qid, k, metric, value")
@@ -164,17 +199,18 @@ def summarize_by_group(
     n_resamples: int = 2000,
     seed: int = 0,
     method: str = "percentile",
+    cache: str | Path | None = None,
 ) -> pd.DataFrame:
     """`summarize` of each group's questions (groups: qid -> group, e.g.
     Dataset.groups_of_questions), with a `group` column first; groups in first-seen order of
     `groups`. Each group is summarised on its own rows alone, so its numbers equal `summarize` of
     those rows: the best chunking can differ by kind of text, and a group's interval is that of
-    its own (fewer) questions."""
+    its own (fewer) questions. cache: as in `summarize`, each group's own entry."""
     unknown = sorted(set(per_question["qid"]) - set(groups))
     if unknown:
         raise ValueError(f"summarize_by_group: {len(unknown)} qid(s) of per_question have no group, e.g. {unknown[:5]}")
     group = per_question["qid"].map(groups)
-    return pd.concat([summarize(per_question[group == g], confidence, n_resamples, seed, method).assign(group=g)
+    return pd.concat([summarize(per_question[group == g], confidence, n_resamples, seed, method, cache).assign(group=g)
                       [["group", *_keys(per_question), "mean", "ci_low", "ci_high", "n"]]
                       for g in dict.fromkeys(groups.values()) if (group == g).any()], ignore_index=True)
 
@@ -212,7 +248,7 @@ def _wins(x: np.ndarray, n_resamples: int, seed: int, higher_is_better: bool) ->
 
 
 def ranking_ties(per_question: pd.DataFrame, metric: str, k: int, confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0, budget: int = 0) -> pd.DataFrame:
+                 seed: int = 0, budget: int = 0, cache: str | Path | None = None) -> pd.DataFrame:
     """The ranking by mean `metric`@k (best first, ties in first-seen order) and what the
     questions can order in it: for each variant the paired bootstrap interval (`mean_ci`,
     percentile, questions resampled alike for every variant) of its difference to the next one
@@ -222,9 +258,14 @@ def ranking_ties(per_question: pd.DataFrame, metric: str, k: int, confidence: fl
     Why: a ranking of means orders pairs the questions cannot; a preview names those pairs, and
     the variants tied with its top are the ones a real sweep must confirm. Only questions every
     variant answered count (as in `prob_best`). Columns: [key or variant, rank, mean, next_low,
-    next_high, apart_from_next, top_low, top_high, tied_with_top]; the last row has no next."""
+    next_high, apart_from_next, top_low, top_high, tied_with_top]; the last row has no next.
+    cache: as in `summarize`, keyed by the rows at the cut-off, the only ones ranked."""
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     sel = sel[sel["budget"] == budget] if "budget" in sel.columns else sel
+    if cache is not None:
+        args = {"metric": metric, "k": int(k), "confidence": confidence, "n_resamples": n_resamples, "seed": seed,
+                "budget": int(budget)}
+        return _cached(cache, "ranking_ties", sel, args, lambda: ranking_ties(per_question, **args))
     if sel.empty:
         raise ValueError(f"ranking_ties: no rows for metric={metric!r}, k={k}, budget={budget}")
     ident = _keys(sel)[0]
@@ -324,6 +365,8 @@ def questions_needed(diff: float, sd: float, alpha: float = 0.05, power: float =
     deviation `sd`: n = ((z_{1-alpha/2} + z_power) * sd / |diff|)^2, rounded up, at least 2
     (normal approximation; 0.05 and 0.8 give a factor 2.80^2 = 7.85). inf when diff is 0: no
     number of questions separates equal means."""
+    from scipy import stats as sps  # see mean_ci
+
     if diff == 0:
         return math.inf
     z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
@@ -345,6 +388,8 @@ def paired_compare(
     bootstrap CI, the two-sided p-value of a paired sign-flip permutation test
     (scipy.stats.permutation_test, permutation_type='samples'; exact when 2**n <= n_resamples),
     the standard deviation of the per-question differences `sd` and `questions_needed` from it."""
+    from scipy import stats as sps  # see mean_ci
+
     _check(confidence, n_resamples)
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     cols = {}
@@ -388,7 +433,7 @@ def paired_compare(
 
 
 def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5, n_resamples: int = 2000,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, cache: str | Path | None = None) -> pd.DataFrame:
     """Every variant paired against the one with the best mean `metric`@k (the highest; the lowest
     for a cost, see `lower_is_better`), nearest the best first: the difference (variant minus the
     best), its interval and p-value, so a table of means is never read as a ranking the data
@@ -397,8 +442,12 @@ def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5,
     `p_holm` is the p-value corrected by Holm's step-down over the m - 1 comparisons with the best
     (`holm`): a difference is significant at 0.05 over the whole table when p_holm <= 0.05.
     `questions_needed` says how many questions would make each difference significant on its own
-    (`questions_needed`, per comparison at 0.05, not Holm-corrected)."""
+    (`questions_needed`, per comparison at 0.05, not Holm-corrected). cache: as in `summarize`,
+    keyed by the rows at metric@k, the only ones compared."""
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    if cache is not None:
+        args = {"metric": metric, "k": int(k), "n_resamples": n_resamples, "seed": seed}
+        return _cached(cache, "against_best", sel, args, lambda: against_best(per_question, **args))
     if sel.empty:
         raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
     ident = _keys(sel)[0]  # the key when the table has one, else the label

@@ -10,9 +10,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pygments.lexers import get_lexer_for_filename
-from pygments.util import ClassNotFound
-
 from workbench.dataset import Document
 from workbench.ingest.report import Unreadable
 from workbench.ingest.text import read_utf8, text_document
@@ -39,6 +36,9 @@ def code_document(file: Path, doc_id: str, text: str, language: str) -> Document
 
 def read_code(file: Path, doc_id: str) -> Document:
     """A source file verbatim (a syntax error changes nothing: code is not parsed), titled by its file name."""
+    from pygments.lexers import get_lexer_for_filename  # Pygments loads with the first code file
+    from pygments.util import ClassNotFound
+
     text = read_utf8(file)
     try:
         language = get_lexer_for_filename(file.name).aliases[0]

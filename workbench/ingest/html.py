@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-
-from bs4 import BeautifulSoup, Tag
-from markdownify import MarkdownConverter
+from typing import TYPE_CHECKING
 
 from workbench.dataset import Document
 from workbench.ingest.report import Unreadable
 from workbench.ingest.text import read_utf8
+
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
 
 MAX_DEPTH = 200  # deeper nesting is refused by name: no real page needs it, and conversion recurses per level
 DROP = ("script", "style", "noscript", "template", "nav", "aside", "form", "iframe", "svg", "button", "img")
@@ -26,6 +27,7 @@ DROP_CLASSES = ("headerlink",)  # the "¶" permalink Sphinx and MkDocs put in ev
 
 def depth(root: Tag) -> int:
     """How deeply elements nest below `root`, counted without recursion (the point is to refuse before recursing)."""
+    from bs4 import Tag  # not at module level: see read_html
     deepest, todo = 0, [(root, 0)]
     while todo:
         node, d = todo.pop()
@@ -52,6 +54,8 @@ def main_content(soup: BeautifulSoup) -> Tag:
 
 def read_html(file: Path, doc_id: str) -> Document:
     """The page's main content as Markdown-like text, titled by <title> (else its first <h1>, else the file name)."""
+    from bs4 import BeautifulSoup  # bs4 and markdownify (0.3 s) load with the first HTML file, not with every dataset
+    from markdownify import MarkdownConverter
     soup = BeautifulSoup(read_utf8(file), "html.parser")
     if (d := depth(soup)) > MAX_DEPTH:
         raise Unreadable(file, "unreadable", f"HTML nested {d:,} levels deep (at most {MAX_DEPTH})")

@@ -10,14 +10,15 @@ import io
 import re
 import zipfile
 from pathlib import Path
-
-import docx
-from docx.table import Table
-from docx.text.paragraph import Paragraph
+from typing import TYPE_CHECKING
 
 from workbench.dataset import Document
 from workbench.ingest.report import Unreadable
 from workbench.ingest.text import read_bytes
+
+if TYPE_CHECKING:
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
 
 MAX_UNZIPPED_BYTES = 200_000_000  # what a .docx may unpack to, at most
 MAX_RATIO = 100  # and at most this many times its packed size (text compresses ~10x, a bomb ~1000x)
@@ -64,6 +65,9 @@ def table_text(t: Table) -> str:
 
 def read_docx(file: Path, doc_id: str) -> Document:
     """Paragraphs and tables in document order, one block each; titled by its properties, else its first heading."""
+    import docx  # python-docx (0.2 s) loads with the first .docx, not with every dataset
+    from docx.text.paragraph import Paragraph
+
     data = read_bytes(file)
     check_zip(file, data)
     try:

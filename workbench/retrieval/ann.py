@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
-import faiss
 import numpy as np
+
+if TYPE_CHECKING:
+    import faiss
 
 KINDS = ("ivf", "hnsw")
 _INTS = ("above", "nlist", "nprobe", "m", "ef_construction", "ef_search", "seed")
@@ -94,6 +97,8 @@ class Ann:
 
     def build(self, vectors: np.ndarray) -> faiss.Index:
         """The approximate inner-product index over L2-normalised vectors (scores are cosines)."""
+        import faiss  # FAISS loads when an index is searched or built: a warm sweep reads its scores back
+
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = vectors.shape
         if self.kind == "ivf":
@@ -122,6 +127,8 @@ class Ann:
 
     def params(self, selector: faiss.IDSelector) -> faiss.SearchParameters:
         """Search parameters restricted to `selector` (FAISS wants the index's own kind)."""
+        import faiss  # see build
+
         if self.kind == "ivf":
             return faiss.SearchParametersIVF(sel=selector, nprobe=self.nprobe)
         return faiss.SearchParametersHNSW(sel=selector, efSearch=self.ef_search)

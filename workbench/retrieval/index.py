@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import faiss
 import numpy as np
 import pandas as pd
 
@@ -37,6 +36,9 @@ from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrievers import get_stage
 from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
+
+if TYPE_CHECKING:
+    import faiss
 
 _COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "parent_end", "context_text",
             "context"]
@@ -154,6 +156,8 @@ class ChunkIndex:
         limit = self.index.ntotal if rows is None else len(rows)
         if limit == 0:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+        import faiss  # FAISS loads when an index is searched or built: a warm sweep reads its scores back
+
         params = None
         if rows is not None:
             selector = faiss.IDSelectorBatch(rows)
@@ -249,6 +253,8 @@ class IndexStore:
         return index
 
     def _approximate(self, index: ChunkIndex, path: Path, ann: Ann) -> None:
+        import faiss  # see ChunkIndex._dense_one
+
         n = index.exact.ntotal
         index.cost["index"] = ann.name(n)
         if not ann.applies(n):
@@ -261,10 +267,14 @@ class IndexStore:
         index.approximate(ann.prepare(self._read(file)), ann)
 
     def _read(self, file: Path) -> faiss.Index:
+        import faiss  # see ChunkIndex._dense_one
+
         return faiss.read_index(str(file), faiss.IO_FLAG_MMAP_IFC if self.mmap else 0)
 
     @staticmethod
     def _write(tmp: Path, variant: Variant, built: ChunkIndex) -> None:
+        import faiss  # see ChunkIndex._dense_one
+
         table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in built.chunks], columns=_COLUMNS)
         table = pd.concat([table, built.returned_tokens], axis=1)
         table.to_parquet(tmp / "chunks.parquet", index=False)
@@ -394,6 +404,8 @@ def chunk_cost(chunks: Sequence[Chunk]) -> dict[str, Any]:
 
 def flat_index(vectors: np.ndarray) -> faiss.Index:
     """Exact inner-product search; the vectors are L2-normalised, so scores are cosines."""
+    import faiss  # see ChunkIndex._dense_one
+
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
     return index
