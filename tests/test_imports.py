@@ -41,12 +41,13 @@ def test_importing_the_cli_loads_no_parser_model_faiss_or_scipy_stats() -> None:
     assert not loaded & {*PARSERS, *MODELS, *COMPUTE, "matplotlib"}
 
 
-def test_a_warm_sweep_imports_no_parser_model_faiss_or_scipy_stats(tiny: Dataset, tmp_path: Path) -> None:
-    """The first run parses Markdown, embeds and bootstraps; the re-run reads chunks, vectors,
-    scores and intervals back, so it needs none of those libraries (report or not) nor FAISS."""
+def test_a_warm_sweep_imports_no_parser_model_faiss_scipy_stats_or_matplotlib(tiny: Dataset, tmp_path: Path) -> None:
+    """The first run parses Markdown, embeds, bootstraps and draws; the re-run reads chunks, vectors,
+    scores, intervals and figures back, so it needs none of those libraries (report or not), FAISS
+    nor matplotlib."""
     data = write_dataset(tiny, tmp_path / "data")
     args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
             "--quiet", "--ks", "1", "3", "-v", "markdown:size=64", "-v", "fixed:size=24,overlap=4"]
     main(args)
     assert imported([*args, "--no-report"], (*PARSERS, *MODELS, *COMPUTE)) == []
-    assert imported(args, (*PARSERS, *MODELS, *COMPUTE)) == []
+    assert imported(args, (*PARSERS, *MODELS, *COMPUTE, "matplotlib")) == []
