@@ -12,7 +12,7 @@ import types
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,6 +22,7 @@ from workbench.offline import bundled_tiktoken_file
 TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
 MODEL_TOKENIZER = "model"
 SpanCount = Callable[[int, int], int]  # (start, end) -> tokens in text[start:end], for one text
+SPAN_TEXTS = 256  # texts whose span counter TiktokenTokenizer.count_span keeps (each: its boundaries, a few MB)
 
 
 class Tokenizer(Protocol):
@@ -101,6 +102,12 @@ class TiktokenTokenizer:
     def count_many(self, texts: list[str]) -> list[int]:
         return [len(t) for t in tiktoken_encoding(self.name).encode_batch(texts, disallowed_special=())]
 
+    def count_span(self, text: str, start: int, end: int) -> int:
+        """count(text[start:end]), from the text's boundaries, found once per text and kept
+        (SPAN_TEXTS of them): the variants of a sweep or a preview slice the same documents, so
+        each document is encoded once per encoding, not once per variant."""
+        return _span_counter(self.name, text)(start, end)
+
     def span_count(self, text: str, boundaries: np.ndarray) -> SpanCount:
         """Exact, yet encoding only each span's first and last words.
 
@@ -133,6 +140,12 @@ class TiktokenTokenizer:
         char_of_byte = np.concatenate([np.cumsum(lead) - 1, [len(text)]])
         b = char_of_byte[byte_starts]
         return np.maximum.accumulate(b)
+
+
+@lru_cache(maxsize=SPAN_TEXTS)
+def _span_counter(name: str, text: str) -> SpanCount:
+    tok = TiktokenTokenizer(name)
+    return tok.span_count(text, tok.boundaries(text))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
-from workbench.retrieval.preview import token_cache
+from workbench.retrieval.preview import TokenCache, preview_index, token_cache
 from workbench.sweep import combine, sweep
 from workbench.variant import Variant
 
@@ -102,6 +102,26 @@ def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_pa
     assert recall[best[0].key] >= recall[best[1].key] >= recall.drop([v.key for v in best]).max()
     tokens = first.summary.query("metric == 'context_tokens' and k == 5").set_index("key")["mean"]
     assert first.top(1, metric="context_tokens", k=5)[0].key == tokens.idxmin() != tokens.idxmax()  # a cost: lowest
+
+
+def test_one_cache_for_the_grid_builds_what_a_fresh_cache_per_variant_builds(general, embedder, tmp_path):
+    """A TokenCache keeps one chunk environment per document, and pools each list of texts once, across
+    variants: the semantic variants share their sentence groups, so the second gets the first's vectors."""
+    grid = [Variant.make("semantic", breakpoint_percentile=p) for p in (70.0, 95.0)] + [
+        Variant.make("sentence", size=128, overlap=1), Variant.make("fixed", size=64)]
+    shared = token_cache(general, embedder, tmp_path)
+    for v in grid:
+        built = preview_index(v, general, embedder, shared)
+        alone = preview_index(v, general, embedder, TokenCache(shared.path))
+        assert built.chunks == alone.chunks and len(built.chunks) > 10
+        n = built.index.ntotal
+        assert np.array_equal(built.index.reconstruct_n(0, n), alone.index.reconstruct_n(0, n))
+        pd.testing.assert_frame_equal(built.returned_tokens, alone.returned_tokens)
+        assert {k: x for k, x in built.cost.items() if k != "seconds"} == \
+               {k: x for k, x in alone.cost.items() if k != "seconds"}
+    assert len(shared._envs) == len(general.documents)
+    semantic = [preview_index(v, general, embedder, shared).chunks for v in grid[:2]]
+    assert semantic[0] != semantic[1]  # the percentile still moves the cuts
 
 
 def test_bad_arguments_are_refused(tiny, tmp_path: Path):

@@ -328,7 +328,7 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
         vectors = late_vectors(dataset.docs, chunks, embedder)
     else:
         vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
-    cost = chunk_cost(chunks) | {
+    cost = chunk_cost(chunks, dataset) | {
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
         "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
         "texts_embedded": embedder.stats.embedded - before,
@@ -390,14 +390,22 @@ def _no_embedder(strategy: str, texts: list[str]) -> np.ndarray:
                      "register it with embeds=True, so that it chunks in the driver")
 
 
-def chunk_cost(chunks: Sequence[Chunk]) -> dict[str, Any]:
+def token_counts(encoding: str, dataset: Dataset, pieces: Sequence[tuple[str | None, Span]]) -> list[int]:
+    """Tiktoken size of each piece: of its own text when it has one, else of its span of the
+    document (TiktokenTokenizer.count_span: a chunk's text is always its span's slice)."""
+    tok = TiktokenTokenizer(encoding)
+    return [tok.count(text) if text is not None else tok.count_span(dataset.docs[s.doc_id].text, s.start, s.end)
+            for text, s in pieces]
+
+
+def chunk_cost(chunks: Sequence[Chunk], dataset: Dataset) -> dict[str, Any]:
     """What a chunking stores and embeds, whatever computes its vectors (build_index, preview)."""
     return {
         "chunks": len(chunks),
         "chars": sum(c.end - c.start for c in chunks),
         "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
         "min_chunk_chars": min((c.end - c.start for c in chunks), default=None),  # verdict.evidence_warning
-        "tokens_embedded": sum(TiktokenTokenizer("cl100k_base").count_many(embed_texts(chunks))),
+        "tokens_embedded": sum(token_counts("cl100k_base", dataset, [(c.embed_text, c.span) for c in chunks])),
         "overlap_chars": overlap_chars(chunks),
     }
 
@@ -414,6 +422,5 @@ def flat_index(vectors: np.ndarray) -> faiss.Index:
 def returned_token_counts(chunks: Sequence[Chunk], dataset: Dataset) -> pd.DataFrame:
     """Tiktoken sizes of what each chunk sends (its context_text, else its returned span: the parent, if
     any): the unit of context cost."""
-    texts = [c.context_text if c.context_text is not None else dataset.docs[c.doc_id].text[s.start : s.end]
-             for c, s in ((c, c.returned) for c in chunks)]
-    return pd.DataFrame({enc: TiktokenTokenizer(enc).count_many(texts) for enc in TIKTOKEN_ENCODINGS})
+    pieces = [(c.context_text, c.returned) for c in chunks]
+    return pd.DataFrame({enc: token_counts(enc, dataset, pieces) for enc in TIKTOKEN_ENCODINGS})

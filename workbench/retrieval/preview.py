@@ -55,6 +55,7 @@ class TokenCache:
         self.offsets = np.load(path / "offsets.npy")  # (tokens, 2) character start, end
         bounds = meta["rows"]
         self.rows = {d: (bounds[i], bounds[i + 1]) for i, d in enumerate(meta["doc_ids"])}
+        self._envs: dict[str, ChunkEnv] = {}  # doc id -> its chunk environment (see env)
 
     def tokens(self, doc_id: str) -> DocTokens:
         """One document's tokens (offsets and vectors; no ids: pooling needs none)."""
@@ -82,17 +83,32 @@ class TokenCache:
         return replace(chunk, end=end, text=chunk.text[: end - chunk.start])
 
     def env(self, doc: Document, embedder: Embedder) -> ChunkEnv:
-        """A chunk environment for `doc` whose embedding function pools the texts' spans."""
+        """A chunk environment for `doc` whose embedding function pools the texts' spans: one per
+        document for the life of this cache (a preview sweep's), so that what an environment
+        keeps (its tokenizers, any memo of its own) serves every variant of the grid, and its embedding function pools
+        each list of texts once (semantic variants that differ only in their percentile embed the
+        same sentence groups). The arrays it returns are shared: read-only."""
+        if doc.doc_id not in self._envs:
+            self._envs[doc.doc_id] = self._env(doc, embedder)
+        return self._envs[doc.doc_id]
+
+    def _env(self, doc: Document, embedder: Embedder) -> ChunkEnv:
+        pooled: dict[tuple[str, ...], np.ndarray] = {}
 
         def embed(texts: list[str]) -> np.ndarray:
+            key = tuple(texts)
+            if key in pooled:
+                return pooled[key]
             spans, at = [], 0
             for text in texts:  # slices in document order (semantic's sentence groups)
                 start = doc.text.find(text, at) if text else -1
-                if start < 0:
+                if start < 0:  # not slices: real embeddings, which the embedder caches itself
                     return embedder.encode(texts, desc="sentences")
                 spans.append(make_chunk(doc, start, start + len(text)))
                 at = start
-            return self.vectors_of(spans, embedder)
+            pooled[key] = self.vectors_of(spans, embedder)
+            pooled[key].flags.writeable = False
+            return pooled[key]
 
         return ChunkEnv(embed=embed, model_tokenizer=embedder.tokenizer)
 
@@ -138,7 +154,7 @@ def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache:
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     vectors = cache.vectors_of(chunks, embedder, None if variant.late else embedder.window_tokens)
-    cost = chunk_cost(chunks) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
+    cost = chunk_cost(chunks, dataset) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
                                  "seconds": round(time.perf_counter() - t0, 3), "built": True}
     index = ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
     if "bm25" in needs(variant):
