@@ -2,8 +2,10 @@
 (workbench.models.cache), with token embeddings for late chunking and the preview.
 
 Backends: "torch" runs the model as sentence-transformers loads it; "onnx" and "onnx-int8" run its
-transformer through onnxruntime (workbench.models.onnx), from a copy exported once into the
-cache folder. Token embeddings come from the same transformer module, so they follow the backend.
+transformer through onnxruntime (workbench.models.onnx), from a copy exported once per machine into
+the model store; once exported, a model whose stack OnnxEncoder reproduces runs without importing
+torch, transformers or sentence-transformers. Token embeddings come from the same transformer, so
+they follow the backend.
 
 Token embeddings: a text longer than the model window is read in overlapping windows; every
 overlap is split at its middle, so each token's embedding comes from the window where it sits
@@ -27,7 +29,15 @@ from workbench.chunkers.units import windows
 from workbench.io import CACHE_DIR
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
-from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers, onnx_transformer
+from workbench.models.onnx import (
+    ONNX_BACKENDS,
+    OnnxEncoder,
+    export_file,
+    exported_model,
+    onnx_providers,
+    onnx_transformer,
+    reproducible,
+)
 
 DEFAULT_BATCH = 32
 BACKENDS = ("torch", *ONNX_BACKENDS)
@@ -125,8 +135,6 @@ class Embedder(Model):
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if backend != "torch" and cache_dir is None:
-            raise ValueError(f"backend={backend!r} needs a cache_dir to keep its exported model in, got None")
         self.device = resolve_device(device)
         if backend != "torch":
             onnx_providers(self.device)
@@ -161,9 +169,26 @@ class Embedder(Model):
             model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
         if self.backend != "torch":
             transformer = model[0]
-            file = exported_model(transformer, self.cache_dir / "models", self.model_fingerprint, self.backend)
+            file = exported_model(transformer, self.model_fingerprint, self.backend, self._legacy_models)
             transformer.model = onnx_transformer(file, transformer.model.config, self.device, self.threads)
         return model
+
+    @property
+    def _legacy_models(self) -> Path | None:
+        """Where exports were kept before the model store: <cache_dir>/models, still read."""
+        return self.cache_dir / "models" if self.cache_dir else None
+
+    @cached_property
+    def onnx_encoder(self) -> OnnxEncoder | None:
+        """The torch-free runner of an ONNX backend (None: torch, or a model stack it does not
+        reproduce, which runs inside sentence-transformers). Exports first if need be (which
+        loads torch once); an existing export is run without it."""
+        if self.backend == "torch" or not reproducible(self.path):
+            return None
+        file = export_file(self.model_fingerprint, self.backend, self._legacy_models)
+        if not file.exists():
+            file = exported_model(self.model[0], self.model_fingerprint, self.backend, self._legacy_models)
+        return OnnxEncoder(self.path, file, self.max_tokens, self.device, self.threads)
 
     @contextmanager
     def progress_bars(self, on: bool) -> Iterator[None]:
@@ -176,7 +201,10 @@ class Embedder(Model):
 
     @cached_property
     def tokenizer(self) -> Any:
-        """The model's fast tokenizer, loaded without the weights."""
+        """The model's fast tokenizer, loaded without the weights: the `tokenizers` library's reading
+        of the same tokenizer.json when the backend runs without torch (transformers imports it)."""
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.tokenizer
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
@@ -197,10 +225,14 @@ class Embedder(Model):
 
     @cached_property
     def dim(self) -> int:
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.dim
         return int(self.model.get_embedding_dimension())
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """One batch embedded, without the cache: what an engine's worker runs."""
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.encode(list(texts), self.batch_size)
         vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                  show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
@@ -294,11 +326,8 @@ class Embedder(Model):
                 tokens.vecs = None
 
     def _run_windows(self, plan: list[_Window]) -> None:
-        """Fill each text's token embeddings: one pass of the transformer module per window,
-        batched, similar lengths together to limit padding."""
-        import torch
-
-        module = self.model[0]  # the transformer: its output is the token embeddings
+        """Fill each text's token embeddings: one pass of the transformer per window, batched,
+        similar lengths together to limit padding."""
         pad = self.tokenizer.pad_token_id or 0
         prefix, suffix = self._frame
         plan = sorted(plan, key=lambda w: w.end - w.start)
@@ -306,11 +335,21 @@ class Embedder(Model):
             batch = plan[b : b + self.batch_size]
             rows = [prefix + w.doc.ids[w.start : w.end] + suffix for w in batch]
             width = max(map(len, rows))
-            # on the model's device (the ONNX module takes them back to numpy itself)
-            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
-            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=self.device)
-            with torch.inference_mode():
-                out = module({"input_ids": ids, "attention_mask": mask})["token_embeddings"].float().cpu().numpy()
+            ids = np.array([r + [pad] * (width - len(r)) for r in rows], dtype=np.int64)
+            mask = np.array([[1] * len(r) + [0] * (width - len(r)) for r in rows], dtype=np.int64)
+            out = self._hidden(ids, mask)
             for w, emb in zip(batch, out, strict=True):
                 lo = len(prefix) + w.own_start - w.start
                 w.doc.vecs[w.own_start : w.own_end] = emb[lo : lo + w.own_end - w.own_start]
+
+    def _hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """(batch, tokens, dim) float32 token embeddings: onnxruntime's when the backend runs
+        without torch, else the transformer module's, on the model's device."""
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.hidden(ids, mask)
+        import torch
+
+        module = self.model[0]  # the transformer: its output is the token embeddings
+        given = {n: torch.from_numpy(a).to(self.device) for n, a in (("input_ids", ids), ("attention_mask", mask))}
+        with torch.inference_mode():
+            return module(given)["token_embeddings"].float().cpu().numpy()
