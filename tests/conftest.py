@@ -160,7 +160,8 @@ def model_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False)
+    """The bundled model on torch: the reference the ONNX backends are checked against."""
+    return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False, backend="torch")
 
 
 def save_cross_encoder(folder: Path, seed: int) -> Path:

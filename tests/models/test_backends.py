@@ -20,7 +20,7 @@ from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.cli import main
 from workbench.dataset import Dataset
 from workbench.models.base import model_fingerprint
-from workbench.models.embed import Embedder, default_model_path
+from workbench.models.embed import Embedder, default_model_path, resolve_backend
 from workbench.models.late import late_vectors
 from workbench.models.onnx import MODELS_ENV, ONNX_FILE, JsonTokenizer, reproducible
 
@@ -77,10 +77,10 @@ def test_int8_vectors_stay_close_to_torch(texts: list[str], reference: np.ndarra
 
 def test_fingerprint_names_the_backend_not_the_device(cache: Path, embedder: Embedder) -> None:
     plain = model_fingerprint(default_model_path())
-    assert embedder.fingerprint == plain  # the default is unchanged: existing caches stay valid
+    assert embedder.fingerprint == plain  # torch's is unchanged: existing caches stay valid
     prints = {b: Embedder(cache_dir=cache, backend=b, progress=False).fingerprint for b in ("onnx", "onnx-int8")}
     assert prints == {"onnx": f"{plain}-onnx", "onnx-int8": f"{plain}-onnx-int8"}
-    assert Embedder(cache_dir=cache, device="auto", progress=False).fingerprint == plain
+    assert Embedder(cache_dir=cache, backend="torch", device="auto", progress=False).fingerprint == plain
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
     assert onnx.cache.path.name == f"{plain}-onnx.sqlite"
 
@@ -203,6 +203,28 @@ def test_cli_sweeps_with_a_backend(tiny: Dataset, cache: Path, tmp_path: Path) -
     fingerprint = json.loads((out / "config.json").read_text())["model_fingerprint"]
     assert fingerprint == f"{model_fingerprint(default_model_path())}-onnx-int8"
     assert (cache / "embeddings" / f"{fingerprint}.sqlite").exists()
+
+
+def test_auto_keeps_a_torch_cache_and_takes_onnx_for_a_new_one(tmp_path: Path, embedder: Embedder) -> None:
+    new = Embedder(cache_dir=tmp_path / "new", progress=False)
+    assert (new.backend, new.fingerprint) == ("onnx", f"{new.model_fingerprint}-onnx")
+    assert Embedder(cache_dir=None, progress=False).backend == "onnx"
+    old = tmp_path / "old"
+    Embedder(cache_dir=old, backend="torch", progress=False).encode(["Refunds take five days."])
+    kept = Embedder(cache_dir=old, progress=False)
+    assert (kept.backend, kept.fingerprint) == ("torch", embedder.fingerprint)
+    assert kept.encode(["Refunds take five days."]).shape == (1, 384) and kept.stats.cached == 1  # read, not redone
+    assert Embedder(cache_dir=old, backend="onnx", progress=False).backend == "onnx"  # an explicit choice stands
+    assert resolve_backend("auto", tmp_path / "new", new.model_fingerprint, "cuda") == "torch"
+
+
+def test_cli_reports_the_resolved_backend(tiny: Dataset, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    main(["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache",
+          str(tmp_path / "cache"), "-v", "fixed:size=24", "--ks", "1", "--no-report", "--quiet"])
+    config = json.loads((out / "config.json").read_text())
+    plain = model_fingerprint(default_model_path())
+    assert (config["backend"], config["model_fingerprint"]) == ("onnx", f"{plain}-onnx")
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

