@@ -206,7 +206,7 @@ class Embedder(Model):
         """The torch-free runner of an ONNX backend (None: torch, or a model stack it does not
         reproduce, which runs inside sentence-transformers). Exports first if need be (which
         loads torch once); an existing export is run without it."""
-        if self.backend == "torch" or not reproducible(self.path):
+        if self.backend not in ONNX_BACKENDS or not reproducible(self.path):
             return None
         file = export_file(self.model_fingerprint, self.backend, self._legacy_models)
         if not file.exists():
