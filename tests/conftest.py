@@ -16,6 +16,7 @@ from workbench import registries
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder, default_model_path
+from workbench.models.onnx import MODELS_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -144,9 +145,23 @@ def model_stack_files(tiny: Dataset, llm_cache: Callable[[str], Path], tmp_path_
     return write_dataset(tiny, tmp_path_factory.mktemp("model-stack") / "data"), llm_cache("model-stack-cache")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session's own model store (ONNX exports), not the user's: exported once per session."""
+    store = tmp_path_factory.mktemp("model-store")
+    before = os.environ.get(MODELS_ENV)
+    os.environ[MODELS_ENV] = str(store)
+    yield store
+    if before is None:
+        del os.environ[MODELS_ENV]
+    else:
+        os.environ[MODELS_ENV] = before
+
+
 @pytest.fixture(scope="session")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False)
+    """The bundled model on torch: the reference the ONNX backends are checked against."""
+    return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False, backend="torch")
 
 
 def save_cross_encoder(folder: Path, seed: int) -> Path:

@@ -29,7 +29,7 @@ from workbench.io import CACHE_DIR
 from workbench.labels.generate import MAX_TOKENS, SEED
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
-from workbench.models.embed import BACKENDS
+from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
 from workbench.models.llm import LLM_SPEC
 from workbench.params import Param
 from workbench.retrieval.ann import Ann
@@ -213,10 +213,11 @@ def _sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int 
                    help="read indexes memory-mapped: vectors stay on disk, in the page cache, not in the heap")
     s.add_argument("--threads", type=int,
                    help="torch and onnxruntime threads (1 is faster when another process is busy)")
-    s.add_argument("--backend", choices=BACKENDS, default="torch",
+    s.add_argument("--backend", choices=(AUTO, *BACKENDS), default=DEFAULT_BACKEND,
                    help="how the model runs: onnx and onnx-int8 are faster on a CPU, from a copy exported once "
-                   "into --cache; their vectors (and so their cache entries) differ from torch's "
-                   "(default: %(default)s)")
+                   "per machine into the model store ($WORKBENCH_MODELS, else ~/.cache/workbench/models); "
+                   "their vectors (and so their cache entries) differ from torch's. auto: torch when --cache "
+                   "already holds the model's torch vectors or on a GPU, else onnx (default: %(default)s)")
     s.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
     s.add_argument("--engine", choices=ENGINES, default="local",

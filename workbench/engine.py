@@ -93,8 +93,9 @@ def check_address(address: str) -> None:
 class _Worker:
     """A Ray actor's state: one model, rebuilt from its spec on the first batch (so that a refusal
     reaches the driver as that batch's error). Its cache folder is its node's temporary
-    "workbench-worker" (a backend keeps its exported model there, atomically written, shared by the
-    node's workers); no worker touches the driver's caches."""
+    "workbench-worker"; an ONNX backend's exported model is in the node's model store
+    (workbench.models.onnx.model_store, atomically written, shared by the node's workers); no worker
+    touches the driver's caches."""
 
     def __init__(self, spec: dict[str, Any] | None):
         self.spec = spec

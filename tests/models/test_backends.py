@@ -1,9 +1,14 @@
 """ONNX backends of the Embedder: vectors close to PyTorch's, their own fingerprints, one export
-reused, late chunking through the swapped transformer, and refused values that name their parameter."""
+per machine in the model store (an older one in a cache folder still read), the torch-free path
+equal to the sentence-transformers one and importing neither, late chunking through it, and
+refused values that name their parameter."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +20,13 @@ from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.cli import main
 from workbench.dataset import Dataset
 from workbench.models.base import model_fingerprint
-from workbench.models.embed import Embedder, default_model_path
+from workbench.models.embed import Embedder, default_model_path, resolve_backend
 from workbench.models.late import late_vectors
-from workbench.models.onnx import ONNX_FILE
+from workbench.models.onnx import MODELS_ENV, ONNX_FILE, JsonTokenizer, reproducible
+
+# texts of every length and kind: empty, blank, padded with spaces, unicode, beyond the 256-piece window
+EDGE_TEXTS = ["", " ", ".", "  Refunds take five days.  ", "héllo wörld — 東京 ✓ 🙂 ﬁ", "\n\nx\t",
+              "word " * 400, "Ünïcödé " * 150 + "end", "a-b_c/d " * 90]
 
 # Dynamic int8 rounds every weight and activation: on these 50 texts all-MiniLM-L6-v2 keeps a
 # mean cosine of 0.993 to the float vectors and 0.99 on every 256-token chunk, but 0.978 on
@@ -68,25 +77,111 @@ def test_int8_vectors_stay_close_to_torch(texts: list[str], reference: np.ndarra
 
 def test_fingerprint_names_the_backend_not_the_device(cache: Path, embedder: Embedder) -> None:
     plain = model_fingerprint(default_model_path())
-    assert embedder.fingerprint == plain  # the default is unchanged: existing caches stay valid
+    assert embedder.fingerprint == plain  # torch's is unchanged: existing caches stay valid
     prints = {b: Embedder(cache_dir=cache, backend=b, progress=False).fingerprint for b in ("onnx", "onnx-int8")}
     assert prints == {"onnx": f"{plain}-onnx", "onnx-int8": f"{plain}-onnx-int8"}
-    assert Embedder(cache_dir=cache, device="auto", progress=False).fingerprint == plain
+    assert Embedder(cache_dir=cache, backend="torch", device="auto", progress=False).fingerprint == plain
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
     assert onnx.cache.path.name == f"{plain}-onnx.sqlite"
 
 
-def test_exported_model_is_reused(cache: Path) -> None:
+def test_exported_model_is_reused(cache: Path, model_store: Path) -> None:
     first = Embedder(cache_dir=cache, backend="onnx-int8", progress=False)
     first.model  # noqa: B018 (exports and quantizes unless an earlier test did)
-    files = sorted((cache / "models").rglob(ONNX_FILE))
+    files = sorted(model_store.rglob(ONNX_FILE))
     assert [f.parent.name for f in files] == [first.model_fingerprint + "-onnx", first.fingerprint]
+    assert not (cache / "models").exists()  # a model artifact, kept once per machine, not per cache folder
     stamps = [f.stat().st_mtime_ns for f in files]
-    again = Embedder(cache_dir=cache, backend="onnx-int8", progress=False)
+    again = Embedder(cache_dir=tmp_cache(cache, "other"), backend="onnx-int8", progress=False)
     assert np.allclose(again.encode(["Refunds take five days."], desc="x"),
                        first.encode(["Refunds take five days."]), atol=1e-6)
-    assert [f.stat().st_mtime_ns for f in sorted((cache / "models").rglob(ONNX_FILE))] == stamps
-    assert not [p for p in (cache / "models").iterdir() if p.name.startswith(".")]  # no temporary folder left
+    assert [f.stat().st_mtime_ns for f in sorted(model_store.rglob(ONNX_FILE))] == stamps
+    assert not [p for p in model_store.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def tmp_cache(cache: Path, name: str) -> Path:
+    return cache.parent / f"{cache.name}-{name}"
+
+
+def test_an_export_in_the_cache_folder_is_still_read(cache: Path, model_store: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    Embedder(cache_dir=cache, backend="onnx", progress=False).onnx_encoder  # noqa: B018 (exports to the store)
+    name = Path(f"{model_fingerprint(default_model_path())}-onnx") / ONNX_FILE
+    old = tmp_path / "old-cache"
+    (old / "models" / name).parent.mkdir(parents=True)
+    shutil.copy(model_store / name, old / "models" / name)
+    monkeypatch.setenv(MODELS_ENV, str(tmp_path / "empty-store"))
+    legacy = Embedder(cache_dir=old, backend="onnx", progress=False)
+    assert legacy.onnx_encoder.session._model_path == str(old / "models" / name)
+    assert legacy.encode(["Refunds take five days."]).shape == (1, 384)
+    assert not (tmp_path / "empty-store").exists()  # nothing exported again
+
+
+def test_the_torch_free_path_gives_the_sentence_transformers_vectors(texts: list[str], cache: Path) -> None:
+    onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
+    assert onnx.onnx_encoder is not None and onnx.dim == 384
+    every = texts + EDGE_TEXTS
+    assert max(len(onnx.tokenizer(t)["input_ids"]) for t in every) > 400  # truncated to the window
+    ours = onnx.vectors(every)
+    # the same export inside sentence-transformers: its tokenizer, truncation, padding, pooling, normalisation
+    theirs = onnx.model.encode(every, batch_size=onnx.batch_size, normalize_embeddings=True, show_progress_bar=False)
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert np.abs(onnx.vectors(every[::-1])[::-1] - ours).max() < 1e-5  # other batches, other padding: same
+
+
+def test_the_json_tokenizer_equals_transformers(texts: list[str], embedder: Embedder) -> None:
+    ours = JsonTokenizer(embedder.path)
+    every = texts + EDGE_TEXTS
+    for special in (True, False):
+        kwargs = {"add_special_tokens": special, "return_offsets_mapping": True, "return_special_tokens_mask": True}
+        a, b = ours(every, **kwargs), embedder.tokenizer(every, verbose=False, **kwargs)
+        assert a["input_ids"] == b["input_ids"] and a["special_tokens_mask"] == b["special_tokens_mask"]
+        assert a["offset_mapping"] == [[tuple(o) for o in row] for row in b["offset_mapping"]]
+        one = ours(every[4], **kwargs)
+        assert one["input_ids"] == b["input_ids"][4]
+    assert ours.pad_token_id == embedder.tokenizer.pad_token_id
+
+
+def test_token_embeddings_come_through_the_torch_free_path(tiny: Dataset, cache: Path) -> None:
+    onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
+    inside = Embedder(cache_dir=cache, backend="onnx", progress=False)
+    inside.__dict__["onnx_encoder"] = None  # the same export run inside sentence-transformers, as before
+    text = " ".join(d.text for d in tiny.documents) * 3  # several windows
+    _, ours = next(onnx.token_embeddings({"d": text}))
+    _, theirs = next(inside.token_embeddings({"d": text}))
+    assert len(onnx.token_windows(len(ours.ids))) > 1
+    assert ours.ids == theirs.ids and (ours.starts == theirs.starts).all() and (ours.ends == theirs.ends).all()
+    assert np.abs(ours.vecs - theirs.vecs).max() < 1e-5
+
+
+def test_a_stack_it_does_not_reproduce_keeps_sentence_transformers(tmp_path: Path, cache: Path) -> None:
+    folder = shutil.copytree(default_model_path(), tmp_path / "cls-model")
+    config = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
+        config | {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}))
+    assert reproducible(default_model_path()) and not reproducible(folder)
+    cls = Embedder(folder, cache_dir=cache, backend="onnx", progress=False)
+    assert cls.onnx_encoder is None
+    vec = cls.encode(["Refunds take five days."])
+    ids = cls.tokenizer("Refunds take five days.", return_tensors="pt")
+    import torch
+
+    with torch.inference_mode():
+        first = cls.model[0](dict(ids))["token_embeddings"][0, 0]
+    assert np.allclose(vec[0], (first / first.norm()).numpy(), atol=1e-5)  # its CLS pooling, not a mean
+
+
+def test_a_sweep_with_an_exported_model_imports_no_torch(tiny: Dataset, cache: Path, tmp_path: Path) -> None:
+    Embedder(cache_dir=cache, backend="onnx", progress=False).onnx_encoder  # noqa: B018 (exported)
+    data = write_dataset(tiny, tmp_path / "data")
+    code = ("import json, sys\nfrom workbench.cli import main\n"
+            f"main(['sweep', '--data', {str(data)!r}, '--out', {str(tmp_path / 'out')!r}, '--cache', "
+            f"{str(tmp_path / 'fresh')!r}, '-v', 'fixed:size=24', '-v', 'semantic:min_size=20,max_size=80', "
+            "'--backend', 'onnx', '--no-report', '--quiet'])\n"
+            "print(json.dumps([m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == []
+    assert (tmp_path / "fresh" / "embeddings").exists()  # it did embed
 
 
 def test_late_chunking_runs_on_onnx(tiny: Dataset, cache: Path, embedder: Embedder) -> None:
@@ -110,9 +205,30 @@ def test_cli_sweeps_with_a_backend(tiny: Dataset, cache: Path, tmp_path: Path) -
     assert (cache / "embeddings" / f"{fingerprint}.sqlite").exists()
 
 
+def test_auto_keeps_a_torch_cache_and_takes_onnx_for_a_new_one(tmp_path: Path, embedder: Embedder) -> None:
+    new = Embedder(cache_dir=tmp_path / "new", progress=False)
+    assert (new.backend, new.fingerprint) == ("onnx", f"{new.model_fingerprint}-onnx")
+    assert Embedder(cache_dir=None, progress=False).backend == "onnx"
+    old = tmp_path / "old"
+    Embedder(cache_dir=old, backend="torch", progress=False).encode(["Refunds take five days."])
+    kept = Embedder(cache_dir=old, progress=False)
+    assert (kept.backend, kept.fingerprint) == ("torch", embedder.fingerprint)
+    assert kept.encode(["Refunds take five days."]).shape == (1, 384) and kept.stats.cached == 1  # read, not redone
+    assert Embedder(cache_dir=old, backend="onnx", progress=False).backend == "onnx"  # an explicit choice stands
+    assert resolve_backend("auto", tmp_path / "new", new.model_fingerprint, "cuda") == "torch"
+
+
+def test_cli_reports_the_resolved_backend(tiny: Dataset, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    main(["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache",
+          str(tmp_path / "cache"), "-v", "fixed:size=24", "--ks", "1", "--no-report", "--quiet"])
+    config = json.loads((out / "config.json").read_text())
+    plain = model_fingerprint(default_model_path())
+    assert (config["backend"], config["model_fingerprint"]) == ("onnx", f"{plain}-onnx")
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"backend": "tensorrt"}, "backend must be one of"),
-    ({"backend": "onnx", "cache_dir": None}, "backend='onnx' needs a cache_dir"),
     ({"device": "gpu"}, "device must be one of"),
 ])
 def test_bad_values_name_their_parameter(kwargs: dict, message: str, tmp_path: Path) -> None:

@@ -69,8 +69,10 @@ def test_model_fingerprint_tracks_files(tmp_path: Path) -> None:
 
 def test_default_fingerprint_never_moves() -> None:
     """It names every user's vector cache, index and score entries: a refactor that moved it would
-    silently orphan them all."""
-    assert Embedder(cache_dir=None).fingerprint == "aad501698b1a7a90"
+    silently orphan them all. The default backend, "auto", is onnx where no torch vectors are
+    cached (issue 21): torch's fingerprint is the one every existing cache holds."""
+    assert Embedder(cache_dir=None, backend="torch").fingerprint == "aad501698b1a7a90"
+    assert Embedder(cache_dir=None).fingerprint == "aad501698b1a7a90-onnx"
 
 
 def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
@@ -121,14 +123,15 @@ REBUILD = textwrap.dedent(
 
 
 def test_spec_rebuilds_the_embedder_in_another_process(tmp_path: Path) -> None:
-    e = Embedder(cache_dir=tmp_path, batch_size=8, progress=False)
+    e = Embedder(cache_dir=tmp_path, batch_size=8, progress=False, backend="torch")
     spec = e.spec()
+    assert spec["arguments"]["backend"] == "torch"  # the resolved backend: a worker's own cache cannot change it
     assert json.loads(json.dumps(spec)) == spec  # plain JSON: what a Ray task or a CLI argument carries
     assert spec["arguments"]["model"] is None  # the bundled model, wherever that process has it installed
     run = subprocess.run([sys.executable, "-c", REBUILD, json.dumps(spec), str(tmp_path / "v.npy")],
                          check=True, capture_output=True, text=True)
     assert run.stdout.split() == ["Embedder", "aad501698b1a7a90", "8", str(e.cache.path)]
-    fresh = Embedder(cache_dir=None, progress=False).encode(["Refunds take five days."])
+    fresh = Embedder(cache_dir=None, progress=False, backend="torch").encode(["Refunds take five days."])
     assert np.array_equal(np.load(tmp_path / "v.npy"), fresh)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.models.base import model_fingerprint
-from workbench.models.embed import Embedder, default_model_path
+from workbench.models.embed import DEFAULT_BACKEND, Embedder, default_model_path
 from workbench.models.endpoint import OPENAI_PREFIX
 from workbench.models.static import EndpointEmbedder, FunctionEmbedder, WordLlamaEmbedder
 
@@ -31,7 +31,8 @@ def embedder_of(spec: ModelSpec, cache_dir: str | Path | None, **options: Any) -
         return spec
     endpoint = isinstance(spec, str) and spec.startswith(OPENAI_PREFIX)
     plain = spec == WORDLLAMA or endpoint or not (spec is None or isinstance(spec, str | Path))
-    if plain and (options.get("backend", "torch"), options.get("device", "cpu")) != ("torch", "cpu"):
+    if plain and (options.get("backend", DEFAULT_BACKEND) not in (DEFAULT_BACKEND, "torch")
+                  or options.get("device", "cpu") != "cpu"):
         raise ValueError(f"backend= and device= apply to sentence-transformers models only, not to {spec!r}")
     if endpoint:
         return EndpointEmbedder(spec, cache_dir=cache_dir, progress=options.get("progress", True))

