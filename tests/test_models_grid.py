@@ -17,7 +17,7 @@ from workbench import plots
 from workbench.cli import main
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
-from workbench.models.choose import default_fingerprint, embedder_of
+from workbench.models.choose import embedder_of
 from workbench.models.static import FunctionEmbedder, WordLlamaEmbedder
 from workbench.report.figures import default_figures
 from workbench.sweep import SweepResult, combine, sweep
@@ -47,10 +47,8 @@ def test_one_result_holds_every_model(both: tuple[SweepResult, Path]) -> None:
     v = result.variants
     assert list(v["model"]) == ["all-MiniLM-L6-v2"] * 3 + ["wordllama"] * 3
     assert len(set(result.keys)) == 6
-    # plain variant keys are the bundled model on torch; a new cache's default is onnx (issue 21), hashed like any other
-    onnx = f"@{hashlib.sha256(f'{default_fingerprint()}-onnx'.encode()).hexdigest()[:8]}"
-    assert list(v["key"][:3]) == [g.key + onnx for g in GRID]
-    assert all(k.startswith(f"{g.key}@") and not k.endswith(onnx) for k, g in zip(v["key"][3:], GRID, strict=True))
+    assert list(v["key"][:3]) == [g.key for g in GRID]  # the default model keeps the variant keys (torch or onnx)
+    assert all(k.startswith(f"{g.key}@") for k, g in zip(v["key"][3:], GRID, strict=True))
     assert list(v["variant"]) == [f"{g.label} · {m}" for m in ("all-MiniLM-L6-v2", "wordllama") for g in GRID]
     for table in (result.per_question, result.summary, result.hits):
         assert set(table["model"]) == {"all-MiniLM-L6-v2", "wordllama"}

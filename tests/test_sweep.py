@@ -13,7 +13,6 @@ from conftest import span_of
 from workbench.chunkers import ChunkEnv, make_chunk
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Dataset, Document, Question
-from workbench.models.choose import result_key
 from workbench.models.embed import Embedder
 from workbench.params import Param
 from workbench.plots import overview
@@ -29,14 +28,14 @@ GRID = grid("fixed", size=[24, 48], overlap=[0, 12])
 def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     embedder = Embedder(cache_dir=cache, progress=False)
-    assert embedder.backend == "onnx"  # the default for a new cache (issue 21): its result keys name the backend
+    assert embedder.backend == "onnx"  # the default for a new cache (issue 21): its keys stay the variants' own
     first = sweep(tiny, GRID, ks=(1, 3), embedder=embedder, store=IndexStore(cache), progress=False)
     labels = [v.label for v in GRID]
     assert list(first.variants["variant"]) == labels and first.variants["built"].all()
     assert first.config["texts_embedded"] > 0
     pq = first.per_question
     assert list(pq.columns) == ["key", "variant", "model", "qid", "k", "budget", "metric", "value"]
-    assert dict(zip(pq["key"], pq["variant"], strict=True)) == {result_key(v.key, embedder): v.label for v in GRID}
+    assert dict(zip(pq["key"], pq["variant"], strict=True)) == {v.key: v.label for v in GRID}
     assert len(pq[(pq.metric == "recall") & (pq.k == 3)]) == len(GRID) * len(tiny.questions)
     s = first.summary
     assert {"key", "variant", "metric", "k", "mean", "ci_low", "ci_high", "n"} <= set(s.columns)

@@ -20,6 +20,7 @@ from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.cli import main
 from workbench.dataset import Dataset
 from workbench.models.base import model_fingerprint
+from workbench.models.choose import result_key
 from workbench.models.embed import Embedder, default_model_path, resolve_backend
 from workbench.models.late import late_vectors
 from workbench.models.onnx import MODELS_ENV, ONNX_FILE, JsonTokenizer, reproducible
@@ -243,3 +244,12 @@ def test_cuda_is_refused_without_a_gpu(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="device='cuda' but torch sees no CUDA GPU"):
             Embedder(cache_dir=tmp_path, device="cuda")
         assert Embedder(cache_dir=tmp_path, device="auto").device == "cpu"
+
+
+def test_the_bundled_model_keeps_plain_result_keys_on_torch_and_onnx_not_int8(tmp_path: Path) -> None:
+    """torch and onnx give the same vectors to float noise, so a default run's rows keep the variant
+    keys whichever "auto" chose; int8 moves the scores, so its rows are hashed like another model's."""
+    keys = {b: result_key("abc", Embedder(cache_dir=tmp_path, backend=b, progress=False))
+            for b in ("torch", "onnx", "onnx-int8")}
+    assert keys["torch"] == keys["onnx"] == "abc"
+    assert keys["onnx-int8"].startswith("abc@") and len(keys["onnx-int8"]) == len("abc@") + 8

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.models.base import model_fingerprint
-from workbench.models.embed import DEFAULT_BACKEND, Embedder, default_model_path
+from workbench.models.embed import DEFAULT_BACKEND, Embedder, default_model_path, fingerprint_of
 from workbench.models.endpoint import OPENAI_PREFIX
 from workbench.models.static import EndpointEmbedder, FunctionEmbedder, WordLlamaEmbedder
 
@@ -59,17 +59,22 @@ def embedders_of(models: Sequence[ModelSpec], cache_dir: str | Path | None, **op
 
 
 @cache
-def default_fingerprint() -> str:
-    """The bundled model's fingerprint (torch backend): its results keep plain variant keys."""
-    return model_fingerprint(default_model_path())
+def plain_fingerprints() -> frozenset[str]:
+    """The bundled model's fingerprints on torch and on onnx (float32): their results keep plain variant
+    keys. The two give the same vectors to float noise (equal recall@5 and MRR@5 on every dataset of
+    bench/backends.md), so, like the device, the backend is not part of what a result row is about,
+    though each keeps its own vector cache; onnx-int8 moves the scores and is hashed like another model."""
+    fp = model_fingerprint(default_model_path())
+    return frozenset(fingerprint_of(fp, backend) for backend in ("torch", "onnx"))
 
 
 def result_key(variant_key: str, embedder: Embedder) -> str:
     """What a result row is about, a (variant, model): the variant key for the bundled default model
-    (so every existing cache and saved result stays valid), `<variant key>@<8 hex digits>` of the full fingerprint
-    for any other (a hash: one model's backends share the start of their fingerprints)."""
+    (`plain_fingerprints`: every existing cache and saved result stays valid), `<variant key>@<8 hex
+    digits>` of the full fingerprint for any other (a hash: one model's backends share the start of
+    their fingerprints)."""
     fp = embedder.fingerprint
-    if fp == default_fingerprint():
+    if fp in plain_fingerprints():
         return variant_key
     return f"{variant_key}@{hashlib.sha256(fp.encode()).hexdigest()[:8]}"
 
