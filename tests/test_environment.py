@@ -67,7 +67,8 @@ def test_using_the_workbench_leaves_the_environment_alone(embedder: Embedder) ->
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.splitlines()[-1])  # after anything the libraries print
     assert out["changed"] == []
-    assert np.array_equal(np.array(out["vector"], dtype=np.float32), embedder.encode([TEXT])[0])
+    # the default backend (onnx for a new cache) against the torch fixture: equal to float noise
+    np.testing.assert_allclose(np.array(out["vector"], dtype=np.float32), embedder.encode([TEXT])[0], atol=1e-5)
     assert out["tokens"] == {name: TiktokenTokenizer(name).count(TEXT) for name in TIKTOKEN_ENCODINGS}
     # punkt's trained English model (abbreviations, decimals), not the untrained fallback
     assert out["sentences"] == ["Dr. Smith paid 3.14 dollars.", "He left early!", "中文句子。", "Bye."]
