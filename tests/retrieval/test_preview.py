@@ -13,7 +13,6 @@ from workbench.chunkers import make_chunk
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
-from workbench.models.choose import variant_key
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
 from workbench.retrieval.preview import TokenCache, preview_index, token_cache
@@ -99,7 +98,6 @@ def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_pa
 
     best = first.top(2, metric="recall", k=5)
     recall = first.summary.query("metric == 'recall' and k == 5").set_index("key")["mean"]
-    recall.index = recall.index.map(variant_key)  # a result key carries the model when it is not torch's MiniLM
     assert len(best) == 2 and all(isinstance(v, Variant) for v in best)
     assert recall[best[0].key] >= recall[best[1].key] >= recall.drop([v.key for v in best]).max()
     tokens = first.summary.query("metric == 'context_tokens' and k == 5").set_index("key")["mean"]

@@ -162,8 +162,8 @@ class Embedder(Model):
         self.model_fingerprint = model_fingerprint(path)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         backend = resolve_backend(backend, self.cache_dir, self.model_fingerprint, self.device)
-        if backend != "torch" and self.device != "cpu":
-            onnx_providers(self.device)  # refused up front (every onnxruntime build runs on a CPU: no import)
+        if backend != "torch":
+            onnx_providers(self.device)  # a GPU without onnxruntime-gpu is refused up front
         self.path = path
         self.name = DEFAULT_NAME if model is None else path.name if Path(model).exists() else str(model)  # a hub name
         self.batch_size = batch_size

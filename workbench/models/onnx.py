@@ -65,10 +65,13 @@ def exported_model(transformer: Any, model_fingerprint: str, backend: str, legac
     return file
 
 def onnx_providers(device: str) -> list[str]:
-    """onnxruntime execution providers for a resolved device, checked against the installed build."""
+    """onnxruntime execution providers for a resolved device, checked against the installed build
+    (every build runs on a CPU: that needs no check, nor importing onnxruntime, which a warm sweep never runs)."""
+    if device == "cpu":
+        return ["CPUExecutionProvider"]
     import onnxruntime as ort
 
-    wanted = ["CUDAExecutionProvider", "CPUExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
+    wanted = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     if wanted[0] not in ort.get_available_providers():
         raise ValueError(f"device={device!r} needs onnxruntime's {wanted[0]} (the onnxruntime-gpu build for CUDA); "
                          f"this onnxruntime has {ort.get_available_providers()}")
