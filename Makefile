@@ -39,7 +39,7 @@ app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) 
 
 bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 cores)
 	$(BIN)/pip install -q -r requirements-bench.txt  # the LlamaIndex loop's embedding, Chonkie, chunklab (bench only)
-	$(BIN)/python bench/perf.py --rev 7737326 --rev HEAD
+	$(BIN)/python bench/perf.py --rev 557fef0 --rev HEAD
 	$(BIN)/python bench/backends.py
 	$(BIN)/python bench/preview.py
 	$(BIN)/python bench/scale.py

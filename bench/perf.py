@@ -14,7 +14,9 @@ The grid is the one an engineer writes by hand, on data/chroma_small: recursive 
      32, every distinct text the cold sweep embedded (chunks, semantic sentence groups,
      questions), and nothing else. The texts are regenerated with the measured workbench's own
      chunkers and checked against the keys of the cold sweep's vector cache.
-  3. warm re-run (the same command on the cold run's cache) vs LlamaIndex loop.
+  3. warm re-run (the same command on the cold run's cache) vs LlamaIndex loop; 3b the same with
+     plots and report.html, re-run after a first report (what a user re-running a sweep gets: its
+     figures read back), and 3c that first report on the warm cache (every figure drawn once).
   4. 10 semantic percentiles vs 1, each on an empty cache.
   5. chunking throughput vs SentenceSplitter(256): bench/chunk_throughput.py's `measure()`.
   6. widget redraw: copied from bench/widgets.md (not re-run here).
@@ -23,8 +25,10 @@ workbench, variant by variant, shows the two do comparable work.
 
 `--rev REV` (repeatable) measures the workbench of that git revision, checked out with
 `git worktree add` in a temporary folder and run with PYTHONPATH pointing at it (same .venv, same
-data): `--rev 7737326 --rev HEAD` gives before and after columns. Without --rev: the working tree.
-Needs requirements-bench.txt. Run from the repo root: python bench/perf.py --rev 7737326 --rev HEAD
+data): `--rev 557fef0 --rev HEAD` gives before and after columns (557fef0: the last commit before
+issue 21's work). Without --rev: the working tree. The texts, floor and throughput steps run the
+measured revision's own copy of this script, so each side regenerates its texts with its own code.
+Needs requirements-bench.txt. Run from the repo root: python bench/perf.py --rev 557fef0 --rev HEAD
 """
 
 from __future__ import annotations
@@ -54,14 +58,16 @@ OVERLAP_SHARE = 0.2  # the 20% overlap
 PERCENTILES = (80, 90, 95)  # semantic breakpoint percentiles of the grid
 MANY_PERCENTILES = tuple(range(50, 100, 5))  # row 4: ten percentiles, against the last one alone
 FLOOR_BATCH = 32
-# issue 10: (what it said "now", target)
+# issue 21 (issue 10 where 21 names no target): (what it said "now", target)
 ISSUE = {
-    "cold_vs_loop": ("x2.2 faster", ">= x2.5 faster"),
-    "cold_vs_floor": ("1.24x", "<= 1.10x"),
-    "warm_vs_loop": ("x34 faster", ">= x80 faster"),
-    "many_vs_one": ("1.8x", "preview mode (item 6)"),
-    "throughput": ("fixed x4.2, recursive x3.8, sentence x1.0", "fixed, recursive >= x6; sentence >= x2"),
-    "widgets": ("417 ms / 707 ms", "< 150 ms"),
+    "cold_vs_loop": ("x2.3 faster (torch)", ">= x3 faster, default backend"),
+    "cold_vs_floor": ("1.07x", "<= 1.10x (issue 10)"),
+    "warm_vs_loop": ("x134 faster", ">= x80 faster (issue 10)"),
+    "warm_report_vs_loop": ("x39 faster", ">= x80 faster"),
+    "first_report_vs_loop": ("", ""),
+    "many_vs_one": ("1.8x (issue 10)", "preview mode (bench/preview.md)"),
+    "throughput": ("fixed, recursive x7, sentence x1.7", "sentence >= x2"),
+    "widgets": ("417 ms / 707 ms (issue 10)", "< 150 ms (issue 10)"),
 }
 
 
@@ -113,6 +119,11 @@ class Side:
     def texts(self) -> Path:
         """The distinct texts its cold sweep embedded (JSON list)."""
         return self.work / "texts.json"
+
+    @property
+    def script(self) -> str:
+        """This revision's own copy of this script: its texts and throughput steps use its own code."""
+        return str(self.tree / "bench" / "perf.py")
 
     @property
     def env(self) -> dict[str, str]:
@@ -257,19 +268,18 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
                        REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | LOOP_OFFLINE)
         m.loop_recall = loop_recall(data, loop_out)
         save(m)
-        for report in (False, True):
+        for what in ("warm", "first report", "warm + report"):  # the last re-runs the one before it
             for s in measured:
-                s.sweep("warm + report" if report else "warm", data, s.work / "cache", s.work / "warm", wb_specs,
-                        report)
+                s.sweep(what, data, s.work / "cache", s.work / "warm", wb_specs, report=what != "warm")
             save(m)
         floors: dict[str, Timed] = {}  # one floor per distinct set of texts
         for s in measured:
-            s.run("texts", [sys.executable, __file__, "--data", str(data), "--texts", str(s.work / "cache"),
+            s.run("texts", [sys.executable, s.script, "--data", str(data), "--texts", str(s.work / "cache"),
                             str(s.texts), *wb_specs])
             s.distinct_texts = len(json.loads(s.texts.read_text()))
             digest = hashlib.sha256(s.texts.read_bytes()).hexdigest()
             if digest not in floors:
-                floors[digest] = s.run("floor", [sys.executable, __file__, "--floor", str(s.texts), str(model)])
+                floors[digest] = s.run("floor", [sys.executable, s.script, "--floor", str(s.texts), str(model)])
             s.runs["floor"] = floors[digest]
             save(m)
         for n, percentiles in (("1 percentile", MANY_PERCENTILES[-1:]), ("10 percentiles", MANY_PERCENTILES)):
@@ -278,10 +288,10 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
                         [f"semantic:breakpoint_percentile={p}" for p in percentiles])
             save(m)
         for s in measured:
-            if not (BENCH / "chunk_throughput.py").exists():
+            if not (s.tree / "bench" / "chunk_throughput.py").exists():
                 s.throughput = "bench/chunk_throughput.py does not exist yet"
                 continue
-            s.run("throughput", [sys.executable, __file__, "--throughput", str(s.work / "throughput.json")])
+            s.run("throughput", [sys.executable, s.script, "--throughput", str(s.work / "throughput.json")])
             s.throughput = throughput_cell(s.work / "throughput.json")
             save(m)
         m.done = True
@@ -323,8 +333,10 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
          lambda s: both(s.runs.get("cold"), s.runs.get("floor"), False)),
         ("3. warm re-run vs LlamaIndex loop (`--no-report`)", "warm_vs_loop",
          lambda s: both(m.loop, s.runs.get("warm"), True)),
-        ("3b. warm re-run with plots + report.html vs LlamaIndex loop", "warm_vs_loop",
-         lambda s: both(m.loop, s.runs.get("warm + report"), True)),
+        ("3b. warm re-run with plots + report.html vs LlamaIndex loop (after a first report)",
+         "warm_report_vs_loop", lambda s: both(m.loop, s.runs.get("warm + report"), True)),
+        ("3c. first report on the warm cache (every figure drawn) vs LlamaIndex loop", "first_report_vs_loop",
+         lambda s: both(m.loop, s.runs.get("first report"), True)),
         ("4. 10 semantic percentiles vs 1, each from an empty cache", "many_vs_one",
          lambda s: both(s.runs.get("10 percentiles"), s.runs.get("1 percentile"), False)),
         ("5. chunking throughput vs SentenceSplitter(256)", "throughput", lambda s: s.throughput),
@@ -348,7 +360,7 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
         "local model (its default batch of 10), a VectorStoreIndex per variant and a top-5 retriever query per "
         "question. Its recursive stand-in is SentenceSplitter, the splitter LlamaIndex users run.",
         "",
-        "| measure | issue 10 said | target | " + " | ".join(names) + " |",
+        "| measure | issue 21 said | target | " + " | ".join(names) + " |",
         "|---|---|---|" + "---|" * len(m.sides),
     ]
     for label, key, cell in rows:
@@ -363,7 +375,7 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
     out += ["", "Distinct texts the cold sweep embedded (the floor embeds exactly these): "
             + ", ".join(f"{n}: {s.distinct_texts:,}" for n, s in zip(names, m.sides, strict=True)) + ". "
             "A cold sweep with plots and report.html costs about its `--no-report` time plus the difference of the "
-            "two warm rows.", ""]
+            "first report and warm rows.", ""]
     out += ["## recall@5, variant by variant", "",
             ("The loop's retrieved spans scored with the workbench's own recall@5 (share of evidence characters "
              "in the top 5): the two do comparable work. Chunkers differ by design (recursive vs SentenceSplitter; "
@@ -392,7 +404,7 @@ def cpu_name() -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rev", action="append", default=[], help="git revision to measure (repeatable), e.g. 7737326")
+    p.add_argument("--rev", action="append", default=[], help="git revision to measure (repeatable), e.g. 557fef0")
     p.add_argument("--out", type=Path, default=BENCH / "perf.md", help="markdown to write (default: bench/perf.md)")
     p.add_argument("--data", type=Path, default=REPO / "data" / "chroma_small",
                    help="dataset folder (default: %(default)s)")
