@@ -10,10 +10,11 @@ The grid is the one an engineer writes by hand, on data/chroma_small: recursive 
   1. cold sweep vs LlamaIndex loop: `python -m workbench sweep --no-report` on an empty cache vs
      bench/llamaindex_loop.py (SentenceSplitter / SemanticSplitterNodeParser + VectorStoreIndex
      + top-5 retrieval of every question, per variant).
-  2. cold sweep vs its embedding floor: a fresh process that loads the model and embeds, batch
-     32, every distinct text the cold sweep embedded (chunks, semantic sentence groups,
-     questions), and nothing else. The texts are regenerated with the measured workbench's own
-     chunkers and checked against the keys of the cold sweep's vector cache.
+  2. cold sweep vs its embedding floor: a fresh process that loads the model on the revision's
+     default backend and embeds, batch 32 in length order, every distinct text the cold sweep
+     embedded (chunks, semantic sentence groups, questions), and nothing else. The texts are
+     regenerated with the measured workbench's own chunkers and checked against the keys of the
+     cold sweep's vector cache.
   3. warm re-run (the same command on the cold run's cache) vs LlamaIndex loop; 3b the same with
      plots and report.html, re-run after a first report (what a user re-running a sweep gets: its
      figures read back), and 3c that first report on the warm cache (every figure drawn once).
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import platform
@@ -194,11 +194,19 @@ def collect_texts(data: Path, cache: Path, out: Path, specs: list[str]) -> None:
 
 
 def embed_floor(texts: Path, model: Path) -> None:
-    """The floor: load the model, embed every text once in batches of FLOOR_BATCH, nothing else."""
+    """The floor: load the model on the backend a new cache gets and embed every text once, in
+    batches of FLOOR_BATCH in length order, nothing else: onnxruntime on the exported model
+    (OnnxEncoder, what backend="auto" runs) or, where that is torch, sentence-transformers."""
+    from workbench.models.embed import Embedder
+
+    ordered = sorted(json.loads(texts.read_text()), key=len)
+    encoder = Embedder(model, progress=False).onnx_encoder  # no cache folder: the default backend's choice
+    if encoder is not None:
+        encoder.encode(ordered, FLOOR_BATCH)
+        return
     from sentence_transformers import SentenceTransformer
 
-    SentenceTransformer(str(model), device="cpu").encode(
-        json.loads(texts.read_text()), batch_size=FLOOR_BATCH, normalize_embeddings=True)
+    SentenceTransformer(str(model), device="cpu").encode(ordered, batch_size=FLOOR_BATCH, normalize_embeddings=True)
 
 
 def write_throughput(out: Path) -> None:
@@ -272,15 +280,11 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
             for s in measured:
                 s.sweep(what, data, s.work / "cache", s.work / "warm", wb_specs, report=what != "warm")
             save(m)
-        floors: dict[str, Timed] = {}  # one floor per distinct set of texts
-        for s in measured:
+        for s in measured:  # each revision's floor runs on its own default backend
             s.run("texts", [sys.executable, s.script, "--data", str(data), "--texts", str(s.work / "cache"),
                             str(s.texts), *wb_specs])
             s.distinct_texts = len(json.loads(s.texts.read_text()))
-            digest = hashlib.sha256(s.texts.read_bytes()).hexdigest()
-            if digest not in floors:
-                floors[digest] = s.run("floor", [sys.executable, s.script, "--floor", str(s.texts), str(model)])
-            s.runs["floor"] = floors[digest]
+            s.run("floor", [sys.executable, s.script, "--floor", str(s.texts), str(model)])
             save(m)
         for n, percentiles in (("1 percentile", MANY_PERCENTILES[-1:]), ("10 percentiles", MANY_PERCENTILES)):
             for s in measured:
