@@ -1,9 +1,9 @@
 """Does a preview sweep rank chunking variants as a real sweep does, and what does it cost?
 
-For each dataset (data/chroma_small; from ../shared, the shortest SQuAD v1.1 dev articles and QMSum
-val meetings with all their questions, see DATASETS), over a grid of 22 variants (fixed and recursive at 128/256/512
-cl100k tokens x overlap 0/64, sentence at the same sizes x overlap 0/1 sentences, semantic at
-four percentiles), recall@5 per variant from:
+For each dataset (data/chroma_small; from ../shared, the shortest SQuAD v1.1 dev articles and the
+QMSum val meetings with all their questions, see DATASETS), over a grid of 22 variants (fixed and
+recursive at 128/256/512 cl100k tokens x overlap 0/64, sentence at the same sizes x overlap 0/1
+sentences, semantic at four percentiles), recall@5 per variant from:
   real      sweep(...)                        real chunk embeddings
   preview   sweep(..., preview=True)          pooled from the float16 token cache (the default:
                                               a chunk longer than the model window pools its
@@ -22,9 +22,10 @@ ranking its paired bootstrap cannot order, the variants tied with its top, and o
 grids of SUBGRID variants how often the real best is in the preview's tied-with-top set (what the
 CLI confirms) and in its top 3.
 
-Run from the repo root: python bench/preview.py  (more than an hour for the three datasets on 2 cores
-shared with other jobs); --datasets picks some, --quick leaves out the ablations, --real-cache keeps
-the real grids for a re-run.
+Run from the repo root: python bench/preview.py  (about half an hour for the three datasets on 2
+quiet cores, hours on a loaded machine); --datasets picks some, --squad-articles and
+--qmsum-meetings take fewer documents, --quick leaves out the ablations, --real-cache keeps the
+real grids for a re-run.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from workbench.variant import Variant, grid
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
-SQUAD_ARTICLES = 4  # the shortest: 63k characters, every one of their 513 questions (see DATASETS)
-QMSUM_MEETINGS = 4  # the shortest: 77k characters, 21 questions (see DATASETS)
+SQUAD_ARTICLES = 16  # the shortest, with every one of their questions (see DATASETS)
+QMSUM_MEETINGS = 33  # all of qmsum_val: 1.7M characters, 218 questions (see DATASETS)
 K = 5
 TOP = 3
 GRIDS, SUBGRID = 40, 20  # the random grids of the tied-set rate: 40 draws of 20 of the 22 variants
@@ -78,15 +79,15 @@ def shortest(name: str, n: int, unit: str) -> Dataset:
     return Dataset(f"{name}[{n} {unit}]", docs, questions)
 
 
-DATASETS = {  # name -> how to load it
-    "chroma_small": lambda: load_dataset(REPO / "data" / "chroma_small"),
+DATASETS = {  # name -> how to load it, given (SQuAD articles, QMSum meetings)
+    "chroma_small": lambda sizes: load_dataset(REPO / "data" / "chroma_small"),
     # SQuAD: more questions, not longer articles, is what separates variants (a variant's interval
-    # narrows with the square root of the questions): all 513 questions of the 4 shortest articles,
-    # where the earlier run took 300 of 4 longer ones; the real grid's cost grows with the characters
-    "squad": lambda: shortest("squad_v11_dev", SQUAD_ARTICLES, "articles"),
-    # QMSum: 1.7M characters in all, a real grid of 22 variants over it is hours on 2 shared cores:
-    # the 4 shortest meetings, and their 21 questions can order few pairs
-    "qmsum": lambda: shortest("qmsum_val", QMSUM_MEETINGS, "meetings"),
+    # narrows with the square root of the questions): every question of the shortest articles, whose
+    # real grid's cost grows with the characters
+    "squad": lambda sizes: shortest("squad_v11_dev", sizes[0], "articles"),
+    # QMSum: meetings of long evidence and few questions; all 33 of them take a real grid of 22
+    # variants about 15 minutes on 2 quiet cores
+    "qmsum": lambda sizes: shortest("qmsum_val", sizes[1], "meetings"),
 }
 
 
@@ -190,13 +191,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=REPO / "bench" / "preview.md")
     p.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
+    p.add_argument("--squad-articles", type=int, default=SQUAD_ARTICLES, help="the shortest SQuAD articles taken "
+                   "(default: %(default)s)")
+    p.add_argument("--qmsum-meetings", type=int, default=QMSUM_MEETINGS, help="the shortest QMSum meetings taken "
+                   "(default: %(default)s, all)")
     p.add_argument("--quick", action="store_true", help="only the default preview (no whole/float32/sem-real)")
     p.add_argument("--real-cache", type=Path, help="keep the real grids' store here, so a re-run reuses them "
                    "(its real-grid seconds are then left out); default: a fresh one per run")
     args = p.parse_args()
     rows, tables = [], []
     for name in args.datasets:
-        data = DATASETS[name]()
+        data = DATASETS[name]((args.squad_articles, args.qmsum_meetings))
         with tempfile.TemporaryDirectory() as tmp:
             real_root = (args.real_cache or Path(tmp) / "real") / name
             row, table = measure(data, Path(tmp), real_root, args.quick)
