@@ -122,7 +122,7 @@ class Side:
 
     @property
     def script(self) -> str:
-        """This revision's own copy of this script: its texts and throughput steps use its own code."""
+        """This revision's own copy of this script: its texts, floor and throughput steps use its own code."""
         return str(self.tree / "bench" / "perf.py")
 
     @property
