@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+import scipy.sparse
 
 from workbench.chunkers.base import Chunk
 from workbench.dataset import Document
@@ -21,17 +22,18 @@ from workbench.models.embed import DocTokens, Embedder
 def _pool(doc: DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean embedding and count of the tokens overlapping each [start, end) span.
 
-    By running sums taken only at the spans' ends: the tokens between consecutive ends are summed
-    in one pass (np.add.reduceat), so a document is read once per call and no (tokens x dim)
-    cumulative sum is built; a preview pools many variants from one cached document."""
+    As one sparse product: a (spans x tokens) 0/1 matrix whose row i marks span i's tokens, times
+    the token embeddings (float32, whatever the cache stores), so a document is read once per call
+    and only each span's own tokens are summed; a preview pools many variants from one cached
+    document (numpy's reduceat over float16 rows took 10x longer, bench/preview.md)."""
     first = np.searchsorted(doc.ends, spans[:, 0], side="right")  # first token ending after start
     stop = np.maximum(np.searchsorted(doc.starts, spans[:, 1], side="left"), first)  # first starting at/after end
     count = stop - first
     n, dim = doc.vecs.shape
-    points = np.unique(np.concatenate([first, stop, [0, n]]))  # strictly increasing, from 0 to n
-    between = np.add.reduceat(doc.vecs, points[:-1], axis=0, dtype=np.float64) if n else np.zeros((0, dim))
-    csum = np.concatenate([np.zeros((1, dim)), np.cumsum(between, axis=0)])  # sum of the tokens before each point
-    sums = csum[np.searchsorted(points, stop)] - csum[np.searchsorted(points, first)]
+    indptr = np.concatenate([[0], np.cumsum(count)])
+    columns = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - first, count)  # first..stop-1 of each row in turn
+    marks = scipy.sparse.csr_matrix((np.ones(len(columns), np.float32), columns, indptr), shape=(len(spans), n))
+    sums = marks @ np.asarray(doc.vecs, dtype=np.float32)
     return sums / np.maximum(count, 1)[:, None], count
 
 
