@@ -51,6 +51,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python bench/sweeper_overhead.py
 	$(BIN)/python bench/context.py
 	nice -n 10 $(BIN)/python bench/model_stack.py
+	$(BIN)/python bench/rerank.py
 	$(BIN)/python bench/peers.py
 	$(BIN)/python bench/overhead.py
 

@@ -155,7 +155,7 @@ def test_batched_scores_equal_one_pair_at_a_time(judge: LLMJudgeReranker) -> Non
 
 def test_the_pairs_of_one_passage_run_together_on_its_prompt_read_once(judge: LLMJudgeReranker) -> None:
     shared = [JUDGED[0], JUDGED[-1]]
-    assert sorted(judge.batches(JUDGED)[0][:2]) == [0, len(JUDGED) - 1]  # the shared passage first, then the others
+    assert sorted(judge.batches(JUDGED)[0]) == [0, len(JUDGED) - 1]  # the shared passage's unit first, then the others
     chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in shared]
     ids, _ = judge.llm.shared_prefix(chats)
     passage = judge.llm.tokenizer.encode(REFUNDS, add_special_tokens=False)

@@ -38,15 +38,16 @@ from workbench.models.endpoint import OPENAI_PREFIX
 from workbench.models.llm import LLM, LLM_SPEC, Prompt
 
 DEFAULT_BATCH = 32  # pairs per forward pass
-JUDGE_BATCH = 8  # whole prompts per forward pass of an LLM judge that shares no prefix (the answers' judge)
+JUDGE_BATCH = 8  # prompts per forward pass of an LLM judge (more were no faster per pair here)
 # The judge's rubric: its name and version enter the judge's fingerprint, so bump the version
 # whenever the wording or the answer words change (the scores would mean something else). The
-# passage comes first, so that the pairs of one passage (a chunk in the top n of many questions)
-# share a prompt prefix, which the judge reads once (LLMJudgeReranker). The order costs the bundled
-# 135M judge nothing measurable: on the top 8 chunks of 30 chroma_small questions its ROC AUC for
-# "the chunk holds evidence" was 0.525 passage first and 0.527 question first (version 1), near chance either way.
-JUDGE = Prompt("rerank-judge", 2, "Passage: {passage}\n\nQuestion: {question}\n\n"
-               "Does the passage answer the question? Answer yes or no.")
+# passage and the rubric come first, so that the pairs of one passage (a chunk in the top n of
+# many questions) share all of their prompt but the question, which the judge reads once
+# (LLMJudgeReranker). The order costs the bundled 135M judge nothing measurable: on the top 8
+# chunks of 30 chroma_small questions its ROC AUC for "the chunk holds evidence" was 0.58 this
+# way, 0.53 with the question first (version 1) and 0.49 to 0.53 in three other orders: near chance.
+JUDGE = Prompt("rerank-judge", 2, "Passage: {passage}\n\nDoes the passage answer this question? Answer yes or no."
+               "\n\nQuestion: {question}")
 ANSWERS = {"yes": ("yes", "Yes", "YES", " yes", " Yes", " YES"), "no": ("no", "No", "NO", " no", " No", " NO")}
 
 
@@ -150,12 +151,13 @@ class LLMJudgeReranker(Reranker):
 
     Why the pairs are grouped by passage: a first stage's top n of many questions holds the same
     chunks again and again, and the rubric puts the passage first, so the pairs of one passage
-    share all of their prompt but the question. A batch (`batch_size` pairs) reads each such
-    prefix once into the KV cache and then only each pair's question (a tenth of a prompt or
-    less); passages judged once are batched together, shortest prompts first (least padding)."""
+    share all of their prompt but the question. Each such passage is one unit of work, which
+    reads that prefix once into the KV cache and then only each pair's question (a tenth of a
+    prompt or less), `batch_size` pairs a forward pass; passages judged once are batched
+    together, shortest prompts first (least padding)."""
 
     def __init__(self, model: str | Path | None = None, cache_dir: str | Path | None = None,
-                 batch_size: int = DEFAULT_BATCH, device: str = "cpu", threads: int | None = None,
+                 batch_size: int = JUDGE_BATCH, device: str = "cpu", threads: int | None = None,
                  engine: Engine | None = None):
         super().__init__(engine)
         if batch_size < 1:
@@ -178,8 +180,8 @@ class LLMJudgeReranker(Reranker):
         return answer_ids(self.llm, f"reranker {self.name!r}")
 
     def batches(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
-        """The pairs of each passage together, the most shared passages first, each passage's
-        shortest questions first; then the passages judged once, shortest prompts first."""
+        """Units of work: all the pairs of each shared passage, the most shared first, its shortest
+        questions first; then the passages judged once, `batch_size` at a time, shortest prompts first."""
         shared, alone = [], []
         for rows in by_passage(pairs):
             if len(rows) > 1:
@@ -188,12 +190,11 @@ class LLMJudgeReranker(Reranker):
                 alone += rows
         shared.sort(key=len, reverse=True)
         alone.sort(key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        order = [i for rows in shared for i in rows] + alone
-        return [order[b : b + self.batch_size] for b in range(0, len(order), self.batch_size)]
+        return shared + [alone[b : b + self.batch_size] for b in range(0, len(alone), self.batch_size)]
 
     def batch_scores(self, batch: Sequence[tuple[str, str]]) -> np.ndarray:
-        """One forward pass for each passage that several pairs of the batch share, from its prompt
-        prefix read once; one more over the batch's other pairs (see the class docstring)."""
+        """Each passage that several pairs of the unit share from its prompt prefix read once,
+        `batch_size` pairs a forward pass; the unit's other pairs as whole prompts (see the class docstring)."""
         chats = [JUDGE.messages({"question": q, "passage": p}) for q, p in batch]
         yes, no = self.answer_ids
         out = np.zeros(len(batch), dtype=np.float64)
@@ -202,10 +203,12 @@ class LLMJudgeReranker(Reranker):
             prefix = self.llm.shared_prefix([chats[i] for i in rows]) if len(rows) > 1 else None
             if prefix is None:
                 alone += rows
-            else:
-                out[rows] = yes_share(self.llm.next_token_logits([chats[i] for i in rows], yes + no, prefix), len(yes))
+                continue
+            for b in range(0, len(rows), self.batch_size):
+                part = rows[b : b + self.batch_size]
+                out[part] = yes_share(self.llm.next_token_logits([chats[i] for i in part], yes + no, prefix), len(yes))
         if alone:
-            out[alone] = p_yes(self.llm, [chats[i] for i in alone], len(alone), self.answer_ids)
+            out[alone] = p_yes(self.llm, [chats[i] for i in alone], self.batch_size, self.answer_ids)
         return out
 
 
