@@ -1,5 +1,5 @@
 """What a reranker costs, and what its batching buys: the `rerank` stage's scoring of the top 50
-chunks of every question (of a sample), as the stage does it against one pair at a time, for both
+chunks of every question (or of --questions N), as the stage does it against one pair at a time, for both
 rerankers, and a re-run from the pair cache.
 
 - The LLM judge (the default, the bundled SmolLM2-135M): the stage groups the pairs by passage

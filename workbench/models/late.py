@@ -29,7 +29,7 @@ def _pool(doc: DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.searchsorted(doc.ends, spans[:, 0], side="right")  # first token ending after start
     stop = np.maximum(np.searchsorted(doc.starts, spans[:, 1], side="left"), first)  # first starting at/after end
     count = stop - first
-    n, dim = doc.vecs.shape
+    n = len(doc.vecs)
     indptr = np.concatenate([[0], np.cumsum(count)])
     columns = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - first, count)  # first..stop-1 of each row in turn
     marks = scipy.sparse.csr_matrix((np.ones(len(columns), np.float32), columns, indptr), shape=(len(spans), n))
