@@ -35,6 +35,7 @@ OMEGA = "precision_omega"  # k-independent: reported with k = OMEGA_K
 OMEGA_K = 0
 DEFAULT_KS = (1, 3, 5, 10)  # the cut-offs a sweep scores when none are given
 DEFAULT_K = 5  # the cut-off a figure, a table or a verdict uses when none is chosen
+FRAC_THRESHOLD = 0.5  # hit_frac: the share of the evidence characters a ranking must cover
 DEFAULT_BUDGETS = (256, 512, 1024, 2048, 4096)  # context budgets (tokens) a sweep scores when none are given
 BUDGET_ENCODINGS = ("cl100k_base", "o200k_base")  # the tokenizers a budget can be counted in (Hit.tokens)
 # Metrics scored at each budget, in output order ("recall_tokens" only with token boundaries);
@@ -158,19 +159,100 @@ class _EvidenceTokens:
         return hit / self.n if self.n else 0.0
 
 
+class _Evidence:
+    """One question's evidence prepared for scoring: its spans, their union per document, its
+    length in characters and, given token boundaries, its evidence tokens."""
+
+    def __init__(self, evidence: Sequence[Span], bounds: Mapping[str, np.ndarray] | None):
+        self.spans = tuple(evidence)
+        self.by_doc = _evidence(self.spans)
+        self.length = sum(total(v) for v in self.by_doc.values())
+        self.tokens = None if bounds is None else _EvidenceTokens(self.by_doc, bounds)
+
+    def recall_tokens(self, covered: Mapping[str, Intervals], covered_len: int) -> float:
+        """_EvidenceTokens.recall, answered without it when nothing or everything is covered."""
+        if not covered_len:
+            return 0.0
+        if covered_len == self.length and self.tokens.n:
+            return 1.0
+        return self.tokens.recall(covered)
+
+
 class TokenBounds(dict[str, np.ndarray]):
     """doc_id -> token boundaries (the `token_bounds` of score_question), which also keeps each
-    question's evidence tokens once found: a sweep scores the same questions for every variant."""
+    question's prepared evidence once found: a sweep scores the same questions for every variant."""
 
     def __init__(self, bounds: Mapping[str, np.ndarray]):
         super().__init__(bounds)
-        self._evidence: dict[tuple, _EvidenceTokens] = {}
+        self._evidence: dict[tuple[Span, ...], _Evidence] = {}
 
-    def evidence_tokens(self, ev: Mapping[str, Intervals]) -> _EvidenceTokens:
-        key = tuple((doc, tuple(ivs)) for doc, ivs in ev.items())
+    def evidence(self, evidence: Sequence[Span]) -> _Evidence:
+        key = tuple(evidence)
         if key not in self._evidence:
-            self._evidence[key] = _EvidenceTokens(ev, self)
+            self._evidence[key] = _Evidence(key, self)
         return self._evidence[key]
+
+
+def _prepared(evidence: Sequence[Span], token_bounds: Mapping[str, np.ndarray] | None) -> _Evidence:
+    if isinstance(token_bounds, TokenBounds):
+        return token_bounds.evidence(evidence)
+    return _Evidence(evidence, token_bounds)
+
+
+def _names(tokens: bool) -> tuple[str, ...]:
+    """The metrics of one cut-off, in the order score_question emits them."""
+    head = ("hit", "hit_strict", "hit_frac", "recall")
+    tail = ("mrr", "ndcg", "precision", "iou", "context_tokens", "context_tokens_o200k")
+    return (*head, "recall_tokens", *tail) if tokens else (*head, *tail)
+
+
+def _values(ev: _Evidence, ranked: Sequence[Hit], ks: list[int], frac_threshold: float) -> list[float]:
+    """The values of score_question, flat: for each k (ascending), one per `_names` metric."""
+    spans, by_doc, ev_len = ev.spans, ev.by_doc, ev.length
+    tokens = ev.tokens is not None
+    contained = [False] * len(spans)
+    n_contained = 0
+    covered: dict[str, Intervals] = {}
+    covered_len = first_touch = retrieved_len = tok = tok_o200k = 0
+    dcg = 0.0
+    out: list[float] = []
+
+    def emit() -> None:
+        recall = covered_len / ev_len
+        out.extend((float(first_touch > 0), float(n_contained == len(spans)), float(recall >= frac_threshold),
+                    recall))
+        if tokens:
+            out.append(ev.recall_tokens(covered, covered_len))
+        out.extend((1.0 / first_touch if first_touch else 0.0, dcg,
+                    covered_len / retrieved_len if retrieved_len else 0.0,
+                    covered_len / (retrieved_len + ev_len - covered_len), float(tok), float(tok_o200k)))
+
+    pending = iter(ks)
+    k = next(pending, None)
+    for rank, hit in enumerate(ranked[: ks[-1]], 1):
+        span = hit.span
+        doc, start, end = span.doc_id, span.start, span.end
+        retrieved_len += end - start
+        tok += hit.tokens["cl100k_base"]
+        tok_o200k += hit.tokens["o200k_base"]
+        piece = clip(by_doc[doc], start, end) if doc in by_doc else None
+        if piece:
+            first_touch = first_touch or rank
+            covered[doc] = merge(covered.get(doc, []) + piece)
+            newly = sum(total(v) for v in covered.values()) - covered_len
+            covered_len += newly
+            dcg += newly / ev_len / log2(rank + 1)
+            for i, e in enumerate(spans):
+                if not contained[i] and e.doc_id == doc and start <= e.start and e.end <= end:
+                    contained[i] = True
+                    n_contained += 1
+        while k is not None and k == rank:
+            emit()
+            k = next(pending, None)
+    while k is not None:  # k beyond the end of the ranking: nothing more is retrieved
+        emit()
+        k = next(pending, None)
+    return out
 
 
 def score_question(
@@ -178,7 +260,7 @@ def score_question(
     ranked: Sequence[Hit],
     ks: Sequence[int],
     *,
-    frac_threshold: float = 0.5,
+    frac_threshold: float = FRAC_THRESHOLD,
     token_bounds: Mapping[str, np.ndarray] | None = None,
 ) -> list[tuple[str, int, float]]:
     """(metric, k, value) for every k in ascending order and every metric in METRICS order.
@@ -188,62 +270,10 @@ def score_question(
     given, "recall_tokens" is added."""
     ks = _check_ks(ks)
     _check_threshold(frac_threshold)
-    ev = _evidence(evidence)
-    ev_len = sum(total(v) for v in ev.values())
-    if isinstance(token_bounds, TokenBounds):
-        ev_tokens = token_bounds.evidence_tokens(ev)
-    else:
-        ev_tokens = _EvidenceTokens(ev, token_bounds) if token_bounds is not None else None
-    contained: list[bool] = [False] * len(evidence)
-    covered: dict[str, Intervals] = {}
-    covered_len = first_touch = retrieved_len = tok = tok_o200k = 0
-    dcg = 0.0
-    out: list[tuple[str, int, float]] = []
-
-    def emit(k: int) -> None:
-        recall = covered_len / ev_len
-        values = [
-            ("hit", float(first_touch > 0)),
-            ("hit_strict", float(all(contained))),
-            ("hit_frac", float(recall >= frac_threshold)),
-            ("recall", recall),
-        ]
-        if ev_tokens is not None:
-            values.append(("recall_tokens", ev_tokens.recall(covered)))
-        values += [
-            ("mrr", 1.0 / first_touch if first_touch else 0.0),
-            ("ndcg", dcg),
-            ("precision", covered_len / retrieved_len if retrieved_len else 0.0),
-            ("iou", covered_len / (retrieved_len + ev_len - covered_len)),
-            ("context_tokens", float(tok)),
-            ("context_tokens_o200k", float(tok_o200k)),
-        ]
-        out.extend((m, k, v) for m, v in values)
-
-    pending = iter(ks)
-    k = next(pending, None)
-    for rank, hit in enumerate(ranked[: ks[-1]], 1):
-        span = hit.span
-        retrieved_len += len(span)
-        tok += hit.tokens["cl100k_base"]
-        tok_o200k += hit.tokens["o200k_base"]
-        piece = clip(ev.get(span.doc_id, []), span.start, span.end)
-        if piece:
-            first_touch = first_touch or rank
-            covered[span.doc_id] = merge(covered.get(span.doc_id, []) + piece)
-            newly = sum(total(v) for v in covered.values()) - covered_len
-            covered_len += newly
-            dcg += newly / ev_len / log2(rank + 1)
-        for i, e in enumerate(evidence):
-            if not contained[i] and e.doc_id == span.doc_id and span.start <= e.start and e.end <= span.end:
-                contained[i] = True
-        while k is not None and k == rank:
-            emit(k)
-            k = next(pending, None)
-    while k is not None:  # k beyond the end of the ranking: nothing more is retrieved
-        emit(k)
-        k = next(pending, None)
-    return out
+    ev = _prepared(evidence, token_bounds)
+    names = _names(ev.tokens is not None)
+    values = _values(ev, ranked, ks, frac_threshold)
+    return [(m, k, values[i * len(names) + j]) for i, k in enumerate(ks) for j, m in enumerate(names)]
 
 
 def score_rankings(
@@ -251,23 +281,24 @@ def score_rankings(
     rankings: Sequence[Sequence[Hit]],
     ks: Sequence[int],
     *,
-    frac_threshold: float = 0.5,
+    frac_threshold: float = FRAC_THRESHOLD,
     token_bounds: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Tidy scores [qid, k, metric, value]: questions in input order, then k, then METRICS order."""
     if len(questions) != len(rankings):
         raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
-    rows = [
-        (q.qid, k, m, v)
-        for q, ranked in zip(questions, rankings, strict=True)
-        for m, k, v in score_question(q.answers, ranked, ks, frac_threshold=frac_threshold, token_bounds=token_bounds)
-    ]
-    qids, kk, names, values = zip(*rows, strict=True) if rows else ((), (), (), ())
+    ks = _check_ks(ks)
+    _check_threshold(frac_threshold)
+    names = _names(token_bounds is not None)
+    values: list[float] = []
+    for q, ranked in zip(questions, rankings, strict=True):
+        values += _values(_prepared(q.answers, token_bounds), ranked, ks, frac_threshold)
+    per_question = len(ks) * len(names)
     return pd.DataFrame(
         {
-            "qid": list(qids),
-            "k": np.array(kk, dtype=np.int64),
-            "metric": list(names),
+            "qid": np.repeat(np.array([q.qid for q in questions], dtype=object), per_question),
+            "k": np.tile(np.repeat(np.array(ks, dtype=np.int64), len(names)), len(questions)),
+            "metric": np.tile(np.array(names, dtype=object), len(ks) * len(questions)),
             "value": np.array(values, dtype=np.float64),
         }
     )
@@ -311,26 +342,30 @@ def score_budgets(
     if len(questions) != len(rankings):
         raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
     sent = "context_tokens" if encoding == "cl100k_base" else "context_tokens_o200k"
-    wanted = (*BUDGET_METRICS, sent)
-    rows = []
+    names = _names(token_bounds is not None)
+    wanted = [names.index(m) for m in (*BUDGET_METRICS, sent) if m in names]
+    qids, bb, values = [], [], []
     for q, ranked in zip(questions, rankings, strict=True):
+        ev = _prepared(q.answers, token_bounds)
         # every packed context is a prefix of the ranking: one pass scores them all at k = its length
         lengths = [len(pack(ranked, b, encoding)) for b in budgets]
-        at = {k: {} for k in lengths}
-        if lengths[-1]:
-            nonempty = sorted({n for n in lengths if n})
-            for m, k, v in score_question(q.answers, ranked, nonempty, token_bounds=token_bounds):
-                at[k][m] = v
-        if 0 in at:  # nothing fits: scored as an empty ranking
-            at[0] = {m: v for m, _, v in score_question(q.answers, [], [1], token_bounds=token_bounds)}
-        rows += [(q.qid, b, m, at[n][m]) for b, n in zip(budgets, lengths, strict=True) for m in wanted if m in at[n]]
-    qids, bb, names, values = zip(*rows, strict=True) if rows else ((), (), (), ())
+        at: dict[int, list[float]] = {}
+        nonempty = sorted({n for n in lengths if n})
+        if nonempty:
+            flat = _values(ev, ranked, nonempty, FRAC_THRESHOLD)
+            at = {n: flat[i * len(names) : (i + 1) * len(names)] for i, n in enumerate(nonempty)}
+        if 0 in lengths:  # nothing fits: scored as an empty ranking
+            at[0] = _values(ev, [], [1], FRAC_THRESHOLD)
+        for b, n in zip(budgets, lengths, strict=True):
+            values += [at[n][i] for i in wanted]
+            bb += [b] * len(wanted)
+        qids += [q.qid] * (len(budgets) * len(wanted))
     return pd.DataFrame(
         {
-            "qid": list(qids),
-            "k": np.zeros(len(rows), dtype=np.int64),
+            "qid": np.array(qids, dtype=object),
+            "k": np.zeros(len(values), dtype=np.int64),
             "budget": np.array(bb, dtype=np.int64),
-            "metric": list(names),
+            "metric": np.tile(np.array([names[i] for i in wanted], dtype=object), len(budgets) * len(questions)),
             "value": np.array(values, dtype=np.float64),
         }
     )
@@ -352,19 +387,26 @@ def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span]) -> p
     """Precision-Ω of every question as tidy rows [qid, k=OMEGA_K, metric=OMEGA, value].
 
     `chunk_spans` are all the spans the variant can return (Chunk.returned). They are indexed per
-    document once, so each question only looks at the chunks overlapping its evidence."""
-    index: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    document once, sorted by start, so each answer looks only at the chunks that start less than
+    the longest chunk before it (the only ones that can reach it)."""
+    index: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
     for doc, group in pd.DataFrame(
         [(c.doc_id, c.start, c.end) for c in chunk_spans], columns=["doc", "start", "end"]
     ).groupby("doc", sort=False):
-        index[str(doc)] = (group["start"].to_numpy(), group["end"].to_numpy())
+        group = group.sort_values("start", kind="stable")
+        starts, ends = group["start"].to_numpy(), group["end"].to_numpy()
+        index[str(doc)] = (starts, ends, int((ends - starts).max()))
     values = []
     for q in questions:
         near: list[Span] = []
         for a in q.answers:
-            starts, ends = index.get(a.doc_id, (np.empty(0, np.int64), np.empty(0, np.int64)))
-            for i in np.flatnonzero((starts < a.end) & (ends > a.start)):
-                near.append(Span(a.doc_id, int(starts[i]), int(ends[i])))
+            if a.doc_id not in index:
+                continue
+            starts, ends, longest = index[a.doc_id]
+            lo, hi = np.searchsorted(starts, [a.start - longest, a.end], side="right")
+            for s, e in zip(starts[lo:hi].tolist(), ends[lo:hi].tolist(), strict=True):
+                if s < a.end and e > a.start:
+                    near.append(Span(a.doc_id, s, e))
         values.append(precision_omega(q.answers, near))
     return pd.DataFrame(
         {"qid": [q.qid for q in questions], "k": OMEGA_K, "metric": OMEGA, "value": np.array(values, dtype=np.float64)}

@@ -99,6 +99,9 @@ class ChunkIndex:
                         for row in returned[list(TIKTOKEN_ENCODINGS)].itertuples(index=False)]
         self.cost = cost
         self._returned = [c.returned for c in chunks]
+        units: dict[Span, int] = {}
+        self._unit = [units.setdefault(span, len(units)) for span in self._returned]  # row -> its distinct unit
+        self._distinct = len(units) == len(chunks)  # every row returns its own span: nothing to collapse
         self._doc_rows: dict[str, np.ndarray] = {}
         for i, c in enumerate(chunks):
             self._doc_rows.setdefault(c.doc_id, []).append(i)  # type: ignore[arg-type]
@@ -128,14 +131,17 @@ class ChunkIndex:
     def hits(self, ranking: tuple[np.ndarray, np.ndarray], k: int) -> list[Hit]:
         """The first k distinct returned units of a ranking (several children of one parent
         return the parent once, at the rank of the best of them)."""
+        scores, rows = ranking
+        if self._distinct:  # nothing collapses: the first k rows are the hits
+            scores, rows = scores[:k], rows[:k]
         hits: list[Hit] = []
-        seen: set[Span] = set()
-        for s, i in zip(*ranking, strict=True):
-            span = self._returned[i]
-            if span in seen:
-                continue
-            seen.add(span)
-            hits.append(Hit(span, float(s), int(i), self._tokens[i]))
+        seen: set[int] = set()
+        for s, i in zip(scores.tolist(), rows.tolist(), strict=True):  # Python floats and ints
+            if not self._distinct:
+                if self._unit[i] in seen:
+                    continue
+                seen.add(self._unit[i])
+            hits.append(Hit(self._returned[i], s, i, self._tokens[i]))
             if len(hits) == k:
                 break
         return hits
