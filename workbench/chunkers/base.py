@@ -83,6 +83,8 @@ class ChunkEnv:
     # a document's sentence spans by (splitter, text): the chunkings made with one env (a sweep's sentence sizes and
     # overlaps, semantic's, the hierarchies') split each document once (workbench.chunkers.sentence.sentences_of)
     sentences: dict[tuple[str, str], list[Bounds]] = field(default_factory=dict)
+    # a text's token boundaries by (tokenizer, text), read-only: likewise tokenized once (units.unit_boundaries)
+    boundaries: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     _tokenizers: dict[str, Tokenizer] = field(default_factory=dict)
 
     def llm(self, spec: str) -> Any:
