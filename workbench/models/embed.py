@@ -181,18 +181,22 @@ class Embedder(Model):
                 "cache_dir": None if self.cache_dir is None else str(self.cache_dir), "batch_size": self.batch_size,
                 "threads": self.threads, "progress": self.progress, "backend": self.backend, "device": self.device}
 
-    @cached_property
-    def model(self) -> Any:
+    def _torch_model(self) -> Any:
+        """The model as sentence-transformers loads it, on torch (what an ONNX export is made from)."""
         import torch
         from sentence_transformers import SentenceTransformer
 
         if self.threads:
             torch.set_num_threads(self.threads)
         with quiet_loading():
-            model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+            return SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+
+    @cached_property
+    def model(self) -> Any:
+        model = self._torch_model()
         if self.backend != "torch":
             transformer = model[0]
-            file = exported_model(transformer, self.model_fingerprint, self.backend, self._legacy_models)
+            file = exported_model(lambda: transformer, self.model_fingerprint, self.backend, self._legacy_models)
             transformer.model = onnx_transformer(file, transformer.model.config, self.device, self.threads)
         return model
 
@@ -210,7 +214,8 @@ class Embedder(Model):
             return None
         file = export_file(self.model_fingerprint, self.backend, self._legacy_models)
         if not file.exists():
-            file = exported_model(self.model[0], self.model_fingerprint, self.backend, self._legacy_models)
+            file = exported_model(lambda: self._torch_model()[0], self.model_fingerprint, self.backend,
+                                  self._legacy_models)
         return OnnxEncoder(self.path, file, self.max_tokens, self.device, self.threads)
 
     @contextmanager

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +50,19 @@ def export_file(model_fingerprint: str, backend: str, legacy_dir: Path | None = 
     return model_store() / name
 
 
-def exported_model(transformer: Any, model_fingerprint: str, backend: str, legacy_dir: Path | None = None) -> Path:
+def exported_model(transformer: Callable[[], Any], model_fingerprint: str, backend: str,
+                   legacy_dir: Path | None = None) -> Path:
     """The `backend` model file of the model `model_fingerprint` (`export_file`), exported (and
     quantized) on first use into <model store>/<model fingerprint>-<backend>/, atomically, and
-    reused ever after; int8 is quantized from the float export, which is kept too."""
+    reused ever after; int8 is quantized from the float export, which is kept too. `transformer()`
+    gives the sentence-transformers Transformer module, asked for only when the float export is
+    missing (loading it imports torch: quantizing needs only onnxruntime)."""
     file = export_file(model_fingerprint, backend, legacy_dir)
     if file.exists():
         return file
     fp32 = export_file(model_fingerprint, "onnx", legacy_dir)
     if not fp32.exists():
-        publish(fp32.parent, lambda tmp: export_onnx(transformer, tmp / ONNX_FILE))
+        publish(fp32.parent, lambda tmp: export_onnx(transformer(), tmp / ONNX_FILE))
     if backend != "onnx":
         publish(file.parent, lambda tmp: quantize_onnx(fp32, tmp / ONNX_FILE))
     return file
