@@ -6,8 +6,10 @@ recursive at 128/256/512 cl100k tokens x overlap 0/64, sentence at the same size
 sentences, semantic at four percentiles), recall@5 per variant from:
   real      sweep(...)                        real chunk embeddings
   preview   sweep(..., preview=True)          pooled from the float16 token cache (the default:
-                                              a chunk longer than the model window pools its
-                                              first tokens, as its real embedding is truncated)
+                                              the token pass on the int8 export, a chunk longer
+                                              than the model window pools its first tokens, as
+                                              its real embedding is truncated)
+  float     the same, the token pass on the float model (the default before 2 Dec 2026), timed
   whole     the same, pooling every token of a long chunk
   float32   the same with a float32 token cache: does float16 move anything?
   sem-real  preview, but semantic cuts from real sentence-group embeddings (not pooled)
@@ -15,7 +17,7 @@ Spearman's rho (scipy.stats.spearmanr) and top-3 agreement of each ranking again
 
 Cost, side by side in one run, each from its own empty cache (model load, question embedding
 and, for the preview, the token pass included): ONE real variant (fixed, 256 tokens) vs the
-whole preview grid. The machine is shared, so only ratios of things run together are reported.
+whole preview grid, with either token pass. The machine is shared, so only ratios of things run together are reported.
 
 The preview's own uncertainty (stats.ranking_ties, as SweepResult.ties): which neighbours of each
 ranking its paired bootstrap cannot order, the variants tied with its top, and over GRIDS random
@@ -147,9 +149,12 @@ def measure(data: Dataset, tmp: Path, real_root: Path, quick: bool) -> tuple[dic
     load = os.getloadavg()[0]
     t_one, _ = timed(lambda: run(data, [ONE], tmp / "one"))
     t_preview, preview = timed(lambda: run(data, GRID, tmp / "preview", preview=True))
+    workbench.retrieval.preview.TOKEN_PASS_BACKEND = "onnx"
+    t_float, results_float = timed(lambda: run(data, GRID, tmp / "float", preview=True))
+    workbench.retrieval.preview.TOKEN_PASS_BACKEND = "onnx-int8"
     cold = not real_root.exists()
     t_real, real = timed(lambda: run(data, GRID, real_root))
-    results = {"preview": preview}
+    results = {"preview": preview, "float": results_float}
     if not quick:
         seen = workbench.retrieval.preview.TokenCache.seen
         workbench.retrieval.preview.TokenCache.seen = lambda self, chunk, window: chunk  # pool the whole chunk
@@ -181,8 +186,10 @@ def measure(data: Dataset, tmp: Path, real_root: Path, quick: bool) -> tuple[dic
     table["rank real"] = table["real"].rank(ascending=False, method="min").astype(int)
     table["rank preview"] = table["preview"].rank(ascending=False, method="min").astype(int)
     row |= {"s one real": t_one, "s preview grid": t_preview, "s real grid": t_real if cold else float("nan"),
-            "preview grid / one real": t_preview / t_one, "real grid / preview grid": t_real / t_preview if cold
-            else float("nan"), "load average (1 min), start / end": f"{load:.1f} / {os.getloadavg()[0]:.1f}"}
+            "s preview grid, float pass": t_float, "preview grid / one real": t_preview / t_one,
+            "preview grid, float pass / one real": t_float / t_one,
+            "real grid / preview grid": t_real / t_preview if cold else float("nan"),
+            "load average (1 min), start / end": f"{load:.1f} / {os.getloadavg()[0]:.1f}"}
     print(row, flush=True)
     return row, table.sort_values("rank real")
 
@@ -218,8 +225,9 @@ def main() -> None:
         "",
         (f"recall@{K} of each of {len(GRID)} variants, real sweep vs preview. rho = Spearman's rho against the "
         f"real ranking; top-{TOP} = how many of the real top {TOP} the other ranking also puts in its top {TOP}. "
-        "preview = the default (float16 token cache, long chunks pooled over the model window, semantic cuts "
-        "from pooled group vectors); whole = long chunks pooled whole; float32 = a float32 token cache; "
+        "preview = the default (float16 token cache from the int8 model's token pass, long chunks pooled over "
+        "the model window, semantic cuts from pooled group vectors); float = the token pass on the float model; "
+        "whole = long chunks pooled whole; float32 = a float32 token cache; "
         "sem-real = semantic cuts from the real sentence-group embeddings."),
         "",
         summary.to_markdown(),

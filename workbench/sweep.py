@@ -35,7 +35,7 @@ from workbench.models.choose import ModelSpec, embedders_of, result_key, variant
 from workbench.models.context import context_fingerprint
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore, needs
-from workbench.retrieval.preview import TokenCache, preview_index, token_cache
+from workbench.retrieval.preview import TokenCache, preview_index, token_cache, token_embedder
 from workbench.retrieval.search import queries, ranked_for, search
 from workbench.variant import Variant
 
@@ -338,6 +338,7 @@ class Context:
                 "evidence_chars": d.evidence_chars, "main_document": list(d.main_document),  # verdict.sweep_warnings
                 "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
                 "model_window": e.window_tokens,  # the word pieces of a text the model reads (specials aside)
+                **({"token_pass_model": token_embedder(e).fingerprint} if self.settings.preview else {}),
                 "models": [model_entry(e)], **self.settings.config(), "versions": versions()}
 
 

@@ -15,7 +15,7 @@ from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
-from workbench.retrieval.preview import TokenCache, preview_index, token_cache
+from workbench.retrieval.preview import TokenCache, preview_index, token_cache, token_embedder
 from workbench.sweep import combine, sweep
 from workbench.variant import Variant
 
@@ -73,6 +73,31 @@ def test_pooled_vector_is_the_mean_of_the_cached_tokens_overlapping_the_chunk(ge
     assert seen[-1] - seen[0] == 199 and enc["offset_mapping"][seen[-1]][1] < long.end
     assert np.abs(unit(tokens[seen].mean(axis=0)) - cache.vectors_of([long], embedder, window=200)[0]).max() < 1e-5
     assert np.abs(cache.vectors_of([long], embedder) - cache.vectors_of([long], embedder, window=200)).max() > 0.01
+
+
+def test_the_token_pass_of_a_model_on_onnxruntime_runs_on_its_int8_export(general, tmp_path):
+    """The cached token rows are the int8 model's (to float16 rounding), not the float model's, and
+    the cache is named by the int8 model; pooled vectors keep the float model's direction. A torch
+    embedder keeps its own pass. (int8 scales activations per batch, so the reference pass runs
+    the same batches: the whole corpus.)"""
+    onnx = Embedder(cache_dir=tmp_path, progress=False, backend="onnx")
+    twin = token_embedder(onnx)
+    assert (twin.backend, twin.model_fingerprint, twin.cache_dir) == ("onnx-int8", onnx.model_fingerprint, tmp_path)
+    cache = token_cache(general, onnx, tmp_path)
+    assert cache.path.name.endswith(twin.fingerprint) and twin.fingerprint != onnx.fingerprint
+    texts = {d: doc.text for d, doc in general.docs.items()}
+    int8 = {d: tokens.vecs.copy() for d, tokens in twin.token_embeddings(texts)}
+    float_ = {d: tokens.vecs.copy() for d, tokens in onnx.token_embeddings(texts)}
+    for d in texts:
+        rows = np.asarray(cache.tokens(d).vecs)
+        assert np.allclose(rows, int8[d], rtol=2e-3, atol=2e-3)
+        assert np.abs(rows - float_[d]).max() > 0.05
+    doc = max(general.documents, key=lambda d: len(d.text))
+    chunks = [make_chunk(doc, 1000, 1700), make_chunk(doc, 2500, 2800)]
+    cosines = (late_vectors(general.docs, chunks, onnx) * cache.vectors_of(chunks, onnx)).sum(axis=1)
+    assert (cosines > 0.98).all()  # quantized, yet the same direction
+    torch = Embedder(cache_dir=tmp_path, progress=False, backend="torch")
+    assert token_embedder(torch) is torch
 
 
 def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_path, token_passes):

@@ -17,7 +17,13 @@ is pooled from the same cached tokens too (the groups are slices of the document
 semantic grid costs no model pass either; a strategy embedding texts that are not slices of
 its document gets real (cached) embeddings.
 
-Cache: `<root>/tokens/<corpus fingerprint>-<model fingerprint>/`, float16 token vectors in
+For a model on onnxruntime (the default backend) the token pass runs on the model's int8 export
+(`token_embedder`); the questions keep the float model's (cached) vectors, shared with real
+sweeps. On the bundled model int8 reads the corpus about 1.6x faster, so the pass costs less than
+embedding one real variant's chunks, and the rankings stay as close to the real ones as the float
+pass's (bench/preview.md: both, side by side).
+
+Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>/`, float16 token vectors in
 one raw file (memory-mapped when read), int64 character offsets and meta.json, published
 atomically. Preview indexes live in memory only: never in the IndexStore, never served as real.
 """
@@ -41,6 +47,16 @@ from workbench.retrieval.index import ChunkIndex, chunk_cost, embed_texts, flat_
 from workbench.variant import Variant
 
 DTYPE = np.float16  # halves the cache; bench/preview.md measures that rankings do not move
+KEPT_BYTES = 1 << 30  # float32 copies of documents' token rows a TokenCache keeps for pooling (see `tokens`)
+TOKEN_PASS_BACKEND = "onnx-int8"  # what a model on onnxruntime runs the token pass on (see the module docstring)
+
+
+def token_embedder(embedder: Embedder) -> Embedder:
+    """The model of a preview's token pass: an "onnx" embedder's int8 twin (the same model, folder
+    and settings), else the embedder itself."""
+    if embedder.backend != "onnx":
+        return embedder
+    return Embedder(**(embedder.arguments() | {"backend": TOKEN_PASS_BACKEND}))
 
 
 class TokenCache:
@@ -56,13 +72,24 @@ class TokenCache:
         bounds = meta["rows"]
         self.rows = {d: (bounds[i], bounds[i + 1]) for i, d in enumerate(meta["doc_ids"])}
         self._envs: dict[str, ChunkEnv] = {}  # doc id -> its chunk environment (see env)
+        self._float32: dict[str, np.ndarray] = {}  # doc id -> its token rows as float32 (see tokens)
+        self._kept = 0  # their bytes
 
     def tokens(self, doc_id: str) -> DocTokens:
-        """One document's tokens (offsets and vectors; no ids: pooling needs none)."""
+        """One document's tokens (offsets and float32 vectors; no ids: pooling needs none). The
+        float32 rows are kept, up to KEPT_BYTES in all, since every variant of a grid pools the same
+        documents: converting them from the float16 cache each time was most of the pooling (1.5 of
+        1.8 s over chroma_small's 22 variants, profiled)."""
         if doc_id not in self.rows:
             raise KeyError(f"document {doc_id!r} is not in the token cache {self.path}")
         a, b = self.rows[doc_id]
-        return DocTokens([], self.offsets[a:b, 0], self.offsets[a:b, 1], self.vectors[a:b])
+        vecs = self._float32.get(doc_id)
+        if vecs is None:
+            vecs = np.asarray(self.vectors[a:b], dtype=np.float32)
+            if self._kept + vecs.nbytes <= KEPT_BYTES:
+                vecs.flags.writeable = False
+                self._float32[doc_id], self._kept = vecs, self._kept + vecs.nbytes
+        return DocTokens([], self.offsets[a:b, 0], self.offsets[a:b, 1], vecs)
 
     def vectors_of(self, chunks: list[Chunk], embedder: Embedder, window: int | None = None) -> np.ndarray:
         """Each chunk's pooled vector (workbench.models.late.pooled_vectors over the cached tokens); with
@@ -114,16 +141,18 @@ class TokenCache:
 
 
 def token_cache_path(dataset: Dataset, embedder: Embedder, root: str | Path) -> Path:
-    """Where the corpus's token cache lives (it is complete when its meta.json is there)."""
-    return Path(root) / "tokens" / f"{dataset.corpus_fingerprint}-{embedder.fingerprint}"
+    """Where the corpus's token cache for `embedder` lives, named by its token pass's model (it is
+    complete when its meta.json is there)."""
+    return Path(root) / "tokens" / f"{dataset.corpus_fingerprint}-{token_embedder(embedder).fingerprint}"
 
 
 def token_cache(dataset: Dataset, embedder: Embedder, root: str | Path) -> TokenCache:
-    """The corpus's token cache under `root`, computed (one model pass per window) if missing."""
+    """The corpus's token cache under `root`, computed if missing: one pass of `token_embedder`
+    per window."""
     path = token_cache_path(dataset, embedder, root)
     computed = not (path / "meta.json").exists()
     if computed:
-        publish(path, lambda tmp: _write(tmp, dataset, embedder))
+        publish(path, lambda tmp: _write(tmp, dataset, token_embedder(embedder)))
     return TokenCache(path, computed)
 
 
