@@ -17,7 +17,15 @@ Spearman's rho (scipy.stats.spearmanr) and top-3 agreement of each ranking again
 
 Cost, side by side in one run, each from its own empty cache (model load, question embedding
 and, for the preview, the token pass included): ONE real variant (fixed, 256 tokens) vs the
-whole preview grid, with either token pass. The machine is shared, so only ratios of things run together are reported.
+whole preview grid, with either token pass, measured two ways:
+  in process    after a warm-up (every strategy of the grid, real and preview, on the dataset's
+                first document, in a throwaway cache: the ONNX exports exist, modules and punkt
+                are loaded), with the process's memos of earlier runs cleared, so that neither
+                side profits from the other (until 3 Dec the one real variant ran first and paid
+                the process's imports, and on a fresh machine the model's export, for both)
+  fresh process each side as its own `python` process, timed from its start to its sweep's end:
+                what a command-line user waits, imports and model loads included
+The machine is shared, so only ratios of things run together are reported.
 
 The preview's own uncertainty (stats.ranking_ties, as SweepResult.ties): which neighbours of each
 ranking its paired bootstrap cannot order, the variants tied with its top, and over GRIDS random
@@ -36,6 +44,8 @@ import argparse
 import datetime
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -46,6 +56,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 import workbench.retrieval.preview
+from workbench import tokens
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
@@ -105,6 +116,65 @@ def run(data: Dataset, variants: list[Variant], root: Path, cache: Path | None =
     return sweep(data, variants, ks=(K,), budgets=(), embedder=embedder, store=root, progress=False, **kw)
 
 
+def first_document(data: Dataset) -> Dataset:
+    """The dataset's first document with the questions inside it: what the warm-up sweeps."""
+    doc = data.documents[0]
+    return Dataset(f"{data.name}[warm-up]", (doc,), tuple(q for q in data.questions
+                                                         if all(a.doc_id == doc.doc_id for a in q.answers)))
+
+
+def warm_up(data: Dataset, root: Path) -> None:
+    """Load what a process loads once (modules, punkt, the ONNX exports, made here if missing)
+    by sweeping the grid, real and with both token passes, on the first document."""
+    small = first_document(data)
+    run(small, GRID, root / "real")
+    for backend in ("onnx", "onnx-int8"):
+        workbench.retrieval.preview.TOKEN_PASS_BACKEND = backend
+        run(small, GRID, root / backend, preview=True)
+
+
+def forget() -> None:
+    """Clear the process's memos that one timed run would leave to the next (bootstrap draws per
+    question count, each document's tiktoken boundaries)."""
+    stats._counts.cache_clear()
+    tokens._span_counter.cache_clear()
+
+
+def in_process(data: Dataset, variants: list[Variant], root: Path, backend: str = "onnx-int8",
+               **kw) -> tuple[float, SweepResult]:
+    """A sweep's seconds and result in this process, after `forget`."""
+    forget()
+    workbench.retrieval.preview.TOKEN_PASS_BACKEND = backend
+    try:
+        return timed(lambda: run(data, variants, root, **kw))
+    finally:
+        workbench.retrieval.preview.TOKEN_PASS_BACKEND = "onnx-int8"
+
+
+SIDES = {  # a fresh process's side: (variants, preview, token pass backend)
+    "one": ([ONE], False, "onnx-int8"),
+    "preview": (GRID, True, "onnx-int8"),
+    "float": (GRID, True, "onnx"),
+}
+
+
+def fresh_process(side: str, name: str, sizes: tuple[int, int], root: Path) -> float:
+    """Seconds from starting `python bench/preview.py --side ...` to the end of its sweep (it
+    prints that moment; saving nothing after it)."""
+    start = time.time()
+    out = subprocess.run([sys.executable, __file__, "--side", side, name, str(sizes[0]), str(sizes[1]), str(root)],
+                         check=True, capture_output=True, text=True)
+    return float(out.stdout.split()[-1]) - start
+
+
+def side_main(side: str, name: str, squad: str, qmsum: str, root: str) -> None:
+    """The body of a fresh process: one side's sweep, then the moment it ended."""
+    variants, preview, backend = SIDES[side]
+    workbench.retrieval.preview.TOKEN_PASS_BACKEND = backend
+    run(DATASETS[name]((int(squad), int(qmsum))), variants, Path(root), preview=preview)
+    print(time.time(), flush=True)
+
+
 def recall(result: SweepResult) -> pd.Series:
     rows = result.summary.query("metric == 'recall' and k == @K")
     return rows.set_index("key")["mean"]
@@ -145,13 +215,14 @@ def noise(preview: SweepResult, real: SweepResult) -> dict:
             f"grids of {SUBGRID}: mean rho": float(np.mean(rhos))}
 
 
-def measure(data: Dataset, tmp: Path, real_root: Path, quick: bool) -> tuple[dict, pd.DataFrame]:
+def measure(data: Dataset, name: str, sizes: tuple[int, int], tmp: Path, real_root: Path,
+            quick: bool) -> tuple[dict, pd.DataFrame]:
     load = os.getloadavg()[0]
-    t_one, _ = timed(lambda: run(data, [ONE], tmp / "one"))
-    t_preview, preview = timed(lambda: run(data, GRID, tmp / "preview", preview=True))
-    workbench.retrieval.preview.TOKEN_PASS_BACKEND = "onnx"
-    t_float, results_float = timed(lambda: run(data, GRID, tmp / "float", preview=True))
-    workbench.retrieval.preview.TOKEN_PASS_BACKEND = "onnx-int8"
+    warm_up(data, tmp / "warm-up")  # first: a fresh machine exports the models here, not in a timed run
+    fresh = {side: fresh_process(side, name, sizes, tmp / f"fresh-{side}") for side in SIDES}
+    t_one, _ = in_process(data, [ONE], tmp / "one")
+    t_preview, preview = in_process(data, GRID, tmp / "preview", preview=True)
+    t_float, results_float = in_process(data, GRID, tmp / "float", backend="onnx", preview=True)
     cold = not real_root.exists()
     t_real, real = timed(lambda: run(data, GRID, real_root))
     results = {"preview": preview, "float": results_float}
@@ -188,6 +259,9 @@ def measure(data: Dataset, tmp: Path, real_root: Path, quick: bool) -> tuple[dic
     row |= {"s one real": t_one, "s preview grid": t_preview, "s real grid": t_real if cold else float("nan"),
             "s preview grid, float pass": t_float, "preview grid / one real": t_preview / t_one,
             "preview grid, float pass / one real": t_float / t_one,
+            "fresh process: s one real": fresh["one"], "fresh process: s preview grid": fresh["preview"],
+            "fresh process: preview grid / one real": fresh["preview"] / fresh["one"],
+            "fresh process: preview grid, float pass / one real": fresh["float"] / fresh["one"],
             "real grid / preview grid": t_real / t_preview if cold else float("nan"),
             "load average (1 min), start / end": f"{load:.1f} / {os.getloadavg()[0]:.1f}"}
     print(row, flush=True)
@@ -205,23 +279,32 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="only the default preview (no whole/float32/sem-real)")
     p.add_argument("--real-cache", type=Path, help="keep the real grids' store here, so a re-run reuses them "
                    "(its real-grid seconds are then left out); default: a fresh one per run")
+    p.add_argument("--side", nargs=5, metavar=("SIDE", "DATASET", "SQUAD", "QMSUM", "ROOT"),
+                   help="internal: one side of the fresh-process cost (see fresh_process)")
     args = p.parse_args()
+    if args.side:
+        side_main(*args.side)
+        return
+    started = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
     rows, tables = [], []
     for name in args.datasets:
-        data = DATASETS[name]((args.squad_articles, args.qmsum_meetings))
+        sizes = (args.squad_articles, args.qmsum_meetings)
+        data = DATASETS[name](sizes)
         with tempfile.TemporaryDirectory() as tmp:
             real_root = (args.real_cache or Path(tmp) / "real") / name
-            row, table = measure(data, Path(tmp), real_root, args.quick)
+            row, table = measure(data, name, sizes, Path(tmp), real_root, args.quick)
         rows.append(row)
         tables.append((data.name, table))
     summary = pd.DataFrame(rows).set_index("dataset").T.map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)
     md = [
         "# Preview mode: rankings and cost (bench/preview.py)",
         "",
-        (f"Run {datetime.date.today()}, Python {platform.python_version()}, on a machine of 2 cores shared with "
-        "other engineers' jobs: seconds drift between runs, so the cost is given as ratios of runs made side by "
-        "side; each run starts from its own empty cache (model load, question embedding and, for the preview, "
-        "the token pass included)."),
+        (f"`python bench/preview.py {' '.join(sys.argv[1:])}`, run {started} UTC, Python "
+         f"{platform.python_version()}, on 2 cores: seconds drift between runs, so the cost "
+         "is given as ratios of runs made side by side; each run starts from its own empty cache (model load, "
+         "question embedding and, for the preview, the token pass included). In process: after a warm-up that "
+         "loads what a process loads once, each side with the process's memos cleared; fresh process: each "
+         "side its own `python` process, from its start to its sweep's end (bench/preview.py's docstring)."),
         "",
         (f"recall@{K} of each of {len(GRID)} variants, real sweep vs preview. rho = Spearman's rho against the "
         f"real ranking; top-{TOP} = how many of the real top {TOP} the other ranking also puts in its top {TOP}. "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import span_of
 
-from workbench.chunkers import ChunkEnv, make_chunk
+from workbench.chunkers import ChunkEnv, make_chunk, register_function, unregister
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Dataset, Document, Question
 from workbench.models.embed import Embedder
@@ -245,3 +246,33 @@ def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embe
     assert sized.config["model_window"] == embedder.window_tokens == 254
     assert sized.variants["truncated_chunks"].tolist()[0] == 0 < sized.variants["truncated_chunks"].tolist()[1]
     assert (again["seconds"] < 0.5 * first["build_seconds"].max()).all()  # this run's: read from the caches
+
+
+def test_the_collector_is_off_while_a_variant_is_measured_and_as_it_was_after(tiny: Dataset, embedder: Embedder,
+                                                                              tmp_path: Path) -> None:
+    """sweep.paused_gc: a variant's chunking, retrieval and scoring run without Python's cyclic
+    collector (bench/preview.md: its full collections were a third of a preview's retrieval), and
+    it is on again after each variant, even one that raised; a caller who had it off keeps it off."""
+    seen: list[bool] = []
+
+    def whole(text: str) -> list[str]:
+        seen.append(gc.isenabled())
+        return [text]
+
+    register_function("gc_probe", whole)
+    register_function("gc_fails", lambda text: [])
+    try:
+        sweep(tiny, [Variant.make("gc_probe")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
+        assert seen and not any(seen) and gc.isenabled()
+        with pytest.raises(ValueError, match="produced no chunks"):
+            sweep(tiny, [Variant.make("gc_fails")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            sweep(tiny, [Variant.make("gc_probe")], ks=(3,), embedder=embedder, store=tmp_path, progress=False)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        unregister("gc_probe")
+        unregister("gc_fails")
