@@ -116,21 +116,13 @@ def run(data: Dataset, variants: list[Variant], root: Path, cache: Path | None =
     return sweep(data, variants, ks=(K,), budgets=(), embedder=embedder, store=root, progress=False, **kw)
 
 
-def first_document(data: Dataset) -> Dataset:
-    """The dataset's first document with the questions inside it: what the warm-up sweeps."""
-    doc = data.documents[0]
-    return Dataset(f"{data.name}[warm-up]", (doc,), tuple(q for q in data.questions
-                                                         if all(a.doc_id == doc.doc_id for a in q.answers)))
-
-
 def warm_up(data: Dataset, root: Path) -> None:
     """Load what a process loads once (modules, punkt, the ONNX exports, made here if missing)
     by sweeping the grid, real and with both token passes, on the first document."""
-    small = first_document(data)
-    run(small, GRID, root / "real")
+    small = data.select([data.documents[0].doc_id])
+    in_process(small, GRID, root / "real")
     for backend in ("onnx", "onnx-int8"):
-        workbench.retrieval.preview.TOKEN_PASS_BACKEND = backend
-        run(small, GRID, root / backend, preview=True)
+        in_process(small, GRID, root / backend, backend=backend, preview=True)
 
 
 def forget() -> None:

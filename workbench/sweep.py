@@ -359,6 +359,24 @@ class Measured:
     hits: pd.DataFrame
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, as it was after. Why: a variant's
+    retrieval and scoring allocate hundreds of thousands of short-lived objects (a Hit per rank,
+    intervals per question), which set off full collections that walk every long-lived object of
+    the process (the dataset, its questions' prepared evidence) for nothing: they die by reference
+    count. On SQuAD's 16 shortest articles that walking was a third of a preview grid's retrieval
+    (bench/preview.md)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@paused_gc()
 def measure_variant(variant: Variant, context: Context) -> Measured:
     """The unit of work of a sweep (what an engine maps): a variant's scores from the score cache,
     else its index loaded or built, its rankings and their scores, which are then kept."""
@@ -383,23 +401,6 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
     if context.scores:
         context.scores.put(variant, measured.scores, measured.cost, measured.hits)
     return measured
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, as it was after. Why: a variant's
-    retrieval and scoring allocate hundreds of thousands of short-lived objects (a Hit per rank,
-    intervals per question), which set off full collections that walk every long-lived object of
-    the process (the dataset, its questions' prepared evidence) for nothing: they die by reference
-    count. On SQuAD's 16 shortest articles that walking was a third of a preview grid's retrieval
-    (bench/preview.md)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def sweep_steps(
@@ -442,8 +443,7 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False)
         before = (embedder.stats.embedded, embedder.stats.cached, context.token_pass_documents)
         t0 = time.perf_counter()
         try:
-            with paused_gc():
-                measured = measure_variant(v, context)
+            measured = measure_variant(v, context)
         except Exception as e:
             e.add_note(f"while sweeping variant {labels[v.key]}")  # what failed, for the CLI and widgets
             raise
