@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from workbench.dataset import Dataset, Document, Hit, Question, Span
 from workbench.drilldown import drilldown, miss_reason
-from workbench.evaluation.metrics import METRICS, OMEGA, precision_omega, score_omega, score_question, score_rankings
+from workbench.evaluation.metrics import (
+    METRICS,
+    OMEGA,
+    TokenBounds,
+    precision_omega,
+    score_omega,
+    score_question,
+    score_rankings,
+)
 
 
 def hit(doc: str, start: int, end: int, tokens: int = 0) -> Hit:
@@ -165,6 +173,23 @@ def test_score_omega_matches_precision_omega_per_question():
     assert set(df["k"]) == {0} and set(df["metric"]) == {OMEGA}
     assert df["value"].tolist() == [precision_omega(q.answers, chunks) for q in qs] == [20 / 180, 6 / 260, 0.0]
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.builds(lambda d, s, n: Span(d, s, s + n), st.sampled_from("abc"), st.integers(0, 80),
+                                   st.integers(1, 40)), min_size=1, max_size=4), min_size=1, max_size=8),
+       st.lists(st.builds(lambda d, s, n: Span(d, s, s + n), st.sampled_from("abd"), st.integers(0, 100),
+                          st.integers(1, 60)), max_size=12))
+def test_score_omega_for_all_questions_at_once_is_precision_omega_of_each(evidences, chunks):
+    """All questions scored at once (documents laid end to end, chunks inside others dropped, the
+    chunks' union read by cumulative length) against the per-question definition, to the last bit:
+    chunks nested, duplicated, touching, overlapping, in documents no evidence is in and back."""
+    qs = [Question(f"q{i}", "?", tuple(ev)) for i, ev in enumerate(evidences)]
+    want = [precision_omega(q.answers, chunks) for q in qs]
+    assert score_omega(qs, chunks)["value"].tolist() == want
+    bounds = TokenBounds({d: np.arange(0, 200) for d in "abcd"})  # its evidence memo: the same values
+    assert score_omega(qs, chunks, bounds)["value"].tolist() == want
+    assert score_omega(qs, chunks[::-1], bounds)["value"].tolist() == want  # chunk order is no input
 
 # ---- brute force: the same definitions on explicit character sets --------------------------------
 

@@ -185,6 +185,9 @@ class TokenBounds(dict[str, np.ndarray]):
     def __init__(self, bounds: Mapping[str, np.ndarray]):
         super().__init__(bounds)
         self._evidence: dict[tuple[Span, ...], _Evidence] = {}
+        self._questions: Sequence[Question] | None = None  # the last questions `prepared` was asked for
+        self._prepared: list[_Evidence] = []
+        self._table: _EvidenceTable | None = None
 
     def evidence(self, evidence: Sequence[Span]) -> _Evidence:
         key = tuple(evidence)
@@ -192,11 +195,45 @@ class TokenBounds(dict[str, np.ndarray]):
             self._evidence[key] = _Evidence(key, self)
         return self._evidence[key]
 
+    def prepared(self, questions: Sequence[Question]) -> list[_Evidence]:
+        """Each question's prepared evidence, kept for the same questions (the same sequence, as a
+        sweep scores its dataset's questions for every variant)."""
+        if questions is not self._questions:
+            self._questions, self._table = questions, None
+            self._prepared = [self.evidence(q.answers) for q in questions]
+        return self._prepared
+
+    def evidence_table(self, questions: Sequence[Question]) -> _EvidenceTable:
+        """The questions' evidence as flat arrays, kept as `prepared` is."""
+        prepared = self.prepared(questions)
+        if self._table is None:
+            self._table = _EvidenceTable(prepared)
+        return self._table
+
+
+class _EvidenceTable:
+    """The merged evidence intervals of many questions as flat arrays, one row per interval: what
+    score_omega reads to score every question at once."""
+
+    def __init__(self, prepared: Sequence[_Evidence]):
+        rows = [(i, doc, s, e) for i, ev in enumerate(prepared) for doc, ivs in ev.by_doc.items() for s, e in ivs]
+        question, doc, start, end = zip(*rows, strict=True) if rows else ((), (), (), ())
+        self.question = np.array(question, dtype=np.int64)
+        self.doc = np.array(doc, dtype=object)
+        self.start, self.end = np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
+        self.length = np.array([ev.length for ev in prepared], dtype=np.int64)  # |E| per question
+
 
 def _prepared(evidence: Sequence[Span], token_bounds: Mapping[str, np.ndarray] | None) -> _Evidence:
     if isinstance(token_bounds, TokenBounds):
         return token_bounds.evidence(evidence)
     return _Evidence(evidence, token_bounds)
+
+
+def _prepared_all(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> list[_Evidence]:
+    if isinstance(token_bounds, TokenBounds):
+        return token_bounds.prepared(questions)
+    return [_Evidence(q.answers, token_bounds) for q in questions]
 
 
 def _names(tokens: bool) -> tuple[str, ...]:
@@ -291,8 +328,8 @@ def score_rankings(
     _check_threshold(frac_threshold)
     names = _names(token_bounds is not None)
     values: list[float] = []
-    for q, ranked in zip(questions, rankings, strict=True):
-        values += _values(_prepared(q.answers, token_bounds), ranked, ks, frac_threshold)
+    for ev, ranked in zip(_prepared_all(questions, token_bounds), rankings, strict=True):
+        values += _values(ev, ranked, ks, frac_threshold)
     per_question = len(ks) * len(names)
     return pd.DataFrame(
         {
@@ -345,8 +382,7 @@ def score_budgets(
     names = _names(token_bounds is not None)
     wanted = [names.index(m) for m in (*BUDGET_METRICS, sent) if m in names]
     qids, bb, values = [], [], []
-    for q, ranked in zip(questions, rankings, strict=True):
-        ev = _prepared(q.answers, token_bounds)
+    for q, ev, ranked in zip(questions, _prepared_all(questions, token_bounds), rankings, strict=True):
         # every packed context is a prefix of the ranking: one pass scores them all at k = its length
         lengths = [len(pack(ranked, b, encoding)) for b in budgets]
         at: dict[int, list[float]] = {}
@@ -383,34 +419,68 @@ def precision_omega(evidence: Sequence[Span], chunk_spans: Sequence[Span]) -> fl
     return inter / union
 
 
-def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span]) -> pd.DataFrame:
-    """Precision-Ω of every question as tidy rows [qid, k=OMEGA_K, metric=OMEGA, value].
+def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span],
+                token_bounds: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """Precision-Ω of every question as tidy rows [qid, k=OMEGA_K, metric=OMEGA, value]: the value of
+    precision_omega to the last bit, for all questions at once (`_omega_all`).
 
-    `chunk_spans` are all the spans the variant can return (Chunk.returned). They are indexed per
-    document once, sorted by start, so each answer looks only at the chunks that start less than
-    the longest chunk before it (the only ones that can reach it)."""
-    index: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
-    for doc, group in pd.DataFrame(
-        [(c.doc_id, c.start, c.end) for c in chunk_spans], columns=["doc", "start", "end"]
-    ).groupby("doc", sort=False):
-        group = group.sort_values("start", kind="stable")
-        starts, ends = group["start"].to_numpy(), group["end"].to_numpy()
-        index[str(doc)] = (starts, ends, int((ends - starts).max()))
-    values = []
-    for q in questions:
-        near: list[Span] = []
-        for a in q.answers:
-            if a.doc_id not in index:
-                continue
-            starts, ends, longest = index[a.doc_id]
-            lo, hi = np.searchsorted(starts, [a.start - longest, a.end], side="right")
-            for s, e in zip(starts[lo:hi].tolist(), ends[lo:hi].tolist(), strict=True):
-                if s < a.end and e > a.start:
-                    near.append(Span(a.doc_id, s, e))
-        values.append(precision_omega(q.answers, near))
-    return pd.DataFrame(
-        {"qid": [q.qid for q in questions], "k": OMEGA_K, "metric": OMEGA, "value": np.array(values, dtype=np.float64)}
-    )
+    `chunk_spans` are all the spans the variant can return (Chunk.returned); a TokenBounds as
+    `token_bounds` keeps the questions' prepared evidence between calls (as in score_rankings)."""
+    table = (token_bounds.evidence_table(questions) if isinstance(token_bounds, TokenBounds)
+             else _EvidenceTable(_prepared_all(questions, None)))
+    return pd.DataFrame({"qid": [q.qid for q in questions], "k": OMEGA_K, "metric": OMEGA,
+                         "value": _omega_all(table, chunk_spans)})
+
+
+def _omega_all(table: _EvidenceTable, chunk_spans: Sequence[Span]) -> np.ndarray:
+    """Precision-Ω of every question of `table`, in numpy over all of them.
+
+    Why it holds: documents are laid end to end on one line, so a chunk or an interval is a pair of
+    integers. A chunk inside another changes no C (the outer one overlaps the evidence whenever
+    the inner one does), so only the others are kept; their ends then rise with their starts.
+    |E ∩ C| is |E ∩ U|, U the union of all chunks (a chunk covering an evidence character overlaps
+    the evidence). The chunks overlapping [s, e) are one run lo..hi-1 of the sorted chunks, and the
+    characters of [start_lo, end_hi-1) that any chunk covers are exactly those the run covers, so |C|
+    is U's length over the union of those ranges: differences of U's cumulative length (`covered`)."""
+    n_questions = len(table.length)
+    if not len(chunk_spans) or not len(table.start):
+        return np.zeros(n_questions)
+    m = len(chunk_spans)
+    starts = np.fromiter((c.start for c in chunk_spans), dtype=np.int64, count=m)
+    ends = np.fromiter((c.end for c in chunk_spans), dtype=np.int64, count=m)
+    codes, _ = pd.factorize(np.concatenate([np.array([c.doc_id for c in chunk_spans], dtype=object), table.doc]))
+    extent = np.zeros(codes.max() + 1, dtype=np.int64)
+    np.maximum.at(extent, codes, np.concatenate([ends, table.end]))
+    at = np.concatenate([[0], np.cumsum(extent + 1)[:-1]])[codes]  # each document's place on the line
+    starts, ends = starts + at[:m], ends + at[:m]
+    order = np.lexsort((-ends, starts))  # by start, the longest first
+    s_, e_ = starts[order], ends[order]
+    outside = e_ > np.concatenate([[-1], np.maximum.accumulate(e_)[:-1]])  # inside no earlier chunk
+    s_, e_ = s_[outside], e_[outside]
+    n = len(s_)
+    first = np.concatenate([[True], s_[1:] > e_[:-1]])  # a chunk that starts a piece of U
+    u_start, u_end = s_[first], e_[np.concatenate([first[1:], [True]])]
+    u_before = np.concatenate([[0], np.cumsum(u_end - u_start)])
+
+    def covered(x: np.ndarray) -> np.ndarray:
+        """|U ∩ [0, x)| on the line."""
+        j = np.searchsorted(u_start, x, side="right") - 1
+        jj = np.maximum(j, 0)
+        return np.where(j < 0, 0, u_before[jj] + np.clip(x - u_start[jj], 0, u_end[jj] - u_start[jj]))
+
+    s, e = table.start + at[m:], table.end + at[m:]
+    inter = np.bincount(table.question, weights=covered(e) - covered(s), minlength=n_questions)
+    lo, hi = np.searchsorted(e_, s, side="right"), np.searchsorted(s_, e, side="left")  # the run lo..hi-1
+    run = hi > lo
+    a, b = s_[np.minimum(lo, n - 1)], e_[np.maximum(hi - 1, 0)]
+    ranges = np.bincount(table.question[run], minlength=n_questions)
+    single = run & (ranges[table.question] == 1)
+    needed = np.bincount(table.question[single], weights=(covered(b) - covered(a))[single], minlength=n_questions)
+    several = np.flatnonzero(run & (ranges[table.question] > 1))  # rows of questions whose ranges may overlap
+    for rows in np.split(several, np.flatnonzero(np.diff(table.question[several])) + 1) if len(several) else ():
+        merged = np.array(merge(zip(a[rows].tolist(), b[rows].tolist(), strict=True)), dtype=np.int64)
+        needed[table.question[rows[0]]] = (covered(merged[:, 1]) - covered(merged[:, 0])).sum()
+    return inter / (table.length + needed - inter)
 
 
 def token_bounds(dataset: Dataset, tokenizer: str = "cl100k_base") -> TokenBounds:

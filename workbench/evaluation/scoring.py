@@ -24,7 +24,7 @@ def score(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], spans:
     """Every metric at every k and budget (rows of one kind of cut-off each, see SweepResult), and
     precision-Ω over the variant's distinct returned `spans`."""
     parts = [metrics.score_rankings(questions, ranked, settings.ks, token_bounds=bounds).assign(budget=0),
-             metrics.score_omega(questions, spans).assign(budget=0)]
+             metrics.score_omega(questions, spans, bounds).assign(budget=0)]
     if settings.budgets:
         parts.append(metrics.score_budgets(questions, ranked, settings.budgets, settings.budget_encoding, bounds))
     return pd.concat(parts, ignore_index=True)[SCORE_COLUMNS]
