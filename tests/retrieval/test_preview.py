@@ -78,15 +78,16 @@ def test_pooled_vector_is_the_mean_of_the_cached_tokens_overlapping_the_chunk(ge
 def test_the_token_pass_of_a_model_on_onnxruntime_runs_on_its_int8_export(general, tmp_path):
     """The cached token rows are the int8 model's (to float16 rounding), not the float model's, and
     the cache is named by the int8 model; pooled vectors keep the float model's direction. A torch
-    embedder keeps its own pass. (int8 scales activations per batch, so the reference pass runs
-    the same batches: the whole corpus.)"""
+    embedder keeps its own pass. int8 scales activations per batch, and the pass runs one window
+    per batch, so each document's rows are those of a pass over that document alone."""
     onnx = Embedder(cache_dir=tmp_path, progress=False, backend="onnx")
     twin = token_embedder(onnx)
-    assert (twin.backend, twin.model_fingerprint, twin.cache_dir) == ("onnx-int8", onnx.model_fingerprint, tmp_path)
+    assert (twin.backend, twin.model_fingerprint, twin.cache_dir, twin.batch_size) == (
+        "onnx-int8", onnx.model_fingerprint, tmp_path, 1)
     cache = token_cache(general, onnx, tmp_path)
-    assert cache.path.name.endswith(twin.fingerprint) and twin.fingerprint != onnx.fingerprint
+    assert cache.path.name.endswith(f"{twin.fingerprint}-t2") and twin.fingerprint != onnx.fingerprint
     texts = {d: doc.text for d, doc in general.docs.items()}
-    int8 = {d: tokens.vecs.copy() for d, tokens in twin.token_embeddings(texts)}
+    int8 = {d: tokens.vecs.copy() for d in texts for _, tokens in twin.token_embeddings({d: texts[d]})}
     float_ = {d: tokens.vecs.copy() for d, tokens in onnx.token_embeddings(texts)}
     for d in texts:
         rows = np.asarray(cache.tokens(d).vecs)

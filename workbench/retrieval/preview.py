@@ -50,14 +50,21 @@ from workbench.variant import Variant
 DTYPE = np.float16  # halves the cache; bench/preview.md measures that rankings do not move
 KEPT_BYTES = 1 << 30  # float32 copies of documents' token rows a TokenCache keeps for pooling (see `tokens`)
 TOKEN_PASS_BACKEND = "onnx-int8"  # what a model on onnxruntime runs the token pass on (see the module docstring)
+# Windows per batch of that int8 pass. One: int8 scales activations per batch, so a window's vectors then
+# depend on it alone (not on which windows shared its batch), and with no padding and small matrices
+# the pass is about 25% faster than at 32 (4.2 s against 3.3 s over SQuAD's 16 shortest articles).
+TOKEN_PASS_BATCH = 1
+# Bump when what the token cache holds changes for the same corpus and token pass model; it names the cache.
+# 2: the int8 pass runs TOKEN_PASS_BATCH windows per batch (it ran the embedder's 32).
+TOKEN_PASS_VERSION = 2
 
 
 def token_embedder(embedder: Embedder) -> Embedder:
     """The model of a preview's token pass: an "onnx" embedder's int8 twin (the same model, folder
-    and settings), else the embedder itself."""
+    and settings but TOKEN_PASS_BATCH), else the embedder itself."""
     if embedder.backend != "onnx":
         return embedder
-    return Embedder(**(embedder.arguments() | {"backend": TOKEN_PASS_BACKEND}))
+    return Embedder(**(embedder.arguments() | {"backend": TOKEN_PASS_BACKEND, "batch_size": TOKEN_PASS_BATCH}))
 
 
 class TokenCache:
@@ -142,9 +149,10 @@ class TokenCache:
 
 
 def token_cache_path(dataset: Dataset, embedder: Embedder, root: str | Path) -> Path:
-    """Where the corpus's token cache for `embedder` lives, named by its token pass's model (it is
-    complete when its meta.json is there)."""
-    return Path(root) / "tokens" / f"{dataset.corpus_fingerprint}-{token_embedder(embedder).fingerprint}"
+    """Where the corpus's token cache for `embedder` lives, named by its token pass's model and
+    TOKEN_PASS_VERSION (it is complete when its meta.json is there)."""
+    name = f"{dataset.corpus_fingerprint}-{token_embedder(embedder).fingerprint}-t{TOKEN_PASS_VERSION}"
+    return Path(root) / "tokens" / name
 
 
 def token_cache(dataset: Dataset, embedder: Embedder, root: str | Path) -> TokenCache:
