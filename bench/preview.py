@@ -25,6 +25,8 @@ whole preview grid, with either token pass, measured two ways:
                 the process's imports, and on a fresh machine the model's export, for both)
   fresh process each side as its own `python` process, timed from its start to its sweep's end:
                 what a command-line user waits, imports and model loads included
+Each way runs REPEATS rounds, the sides interleaved within a round, and a side's seconds are the
+median of its rounds (each round from empty caches again); the ratio of each round is shown too.
 The machine is shared, so only ratios of things run together are reported.
 
 The preview's own uncertainty (stats.ranking_ties, as SweepResult.ties): which neighbours of each
@@ -32,7 +34,7 @@ ranking its paired bootstrap cannot order, the variants tied with its top, and o
 grids of SUBGRID variants how often the real best is in the preview's tied-with-top set (what the
 CLI confirms) and in its top 3.
 
-Run from the repo root: python bench/preview.py  (about half an hour for the three datasets on 2
+Run from the repo root: python bench/preview.py  (about an hour for the three datasets on 2
 quiet cores, hours on a loaded machine); --datasets picks some, --squad-articles and
 --qmsum-meetings take fewer documents, --quick leaves out the ablations, --real-cache keeps the
 real grids for a re-run.
@@ -72,6 +74,7 @@ QMSUM_MEETINGS = 33  # all of qmsum_val: 1.7M characters, 218 questions (see DAT
 K = 5
 TOP = 3
 GRIDS, SUBGRID = 40, 20  # the random grids of the tied-set rate: 40 draws of 20 of the 22 variants
+REPEATS = 3  # rounds of the cost, sides interleaved; a side's seconds are the median of its rounds
 SIZES = [128, 256, 512]
 
 GRID = [
@@ -207,14 +210,26 @@ def noise(preview: SweepResult, real: SweepResult) -> dict:
             f"grids of {SUBGRID}: mean rho": float(np.mean(rhos))}
 
 
+def rounds(side: list[float], one: list[float]) -> str:
+    """Each round's ratio of a side to the one real variant."""
+    return " / ".join(f"{a / b:.2f}" for a, b in zip(side, one, strict=True))
+
+
 def measure(data: Dataset, name: str, sizes: tuple[int, int], tmp: Path, real_root: Path,
             quick: bool) -> tuple[dict, pd.DataFrame]:
     load = os.getloadavg()[0]
     warm_up(data, tmp / "warm-up")  # first: a fresh machine exports the models here, not in a timed run
-    fresh = {side: fresh_process(side, name, sizes, tmp / f"fresh-{side}") for side in SIDES}
-    t_one, _ = in_process(data, [ONE], tmp / "one")
-    t_preview, preview = in_process(data, GRID, tmp / "preview", preview=True)
-    t_float, results_float = in_process(data, GRID, tmp / "float", backend="onnx", preview=True)
+    fresh: dict[str, list[float]] = {side: [] for side in SIDES}
+    inside: dict[str, list[float]] = {side: [] for side in SIDES}
+    last: dict[str, SweepResult] = {}
+    for i in range(REPEATS):
+        for side in SIDES:
+            fresh[side].append(fresh_process(side, name, sizes, tmp / f"fresh-{side}-{i}"))
+        for side, (variants, preview_, backend) in SIDES.items():
+            t, last[side] = in_process(data, variants, tmp / f"{side}-{i}", backend=backend, preview=preview_)
+            inside[side].append(t)
+    t_one, t_preview, t_float = (float(np.median(inside[side])) for side in ("one", "preview", "float"))
+    preview, results_float = last["preview"], last["float"]
     cold = not real_root.exists()
     t_real, real = timed(lambda: run(data, GRID, real_root))
     results = {"preview": preview, "float": results_float}
@@ -251,9 +266,13 @@ def measure(data: Dataset, name: str, sizes: tuple[int, int], tmp: Path, real_ro
     row |= {"s one real": t_one, "s preview grid": t_preview, "s real grid": t_real if cold else float("nan"),
             "s preview grid, float pass": t_float, "preview grid / one real": t_preview / t_one,
             "preview grid, float pass / one real": t_float / t_one,
-            "fresh process: s one real": fresh["one"], "fresh process: s preview grid": fresh["preview"],
-            "fresh process: preview grid / one real": fresh["preview"] / fresh["one"],
-            "fresh process: preview grid, float pass / one real": fresh["float"] / fresh["one"],
+            "preview grid / one real, per round": rounds(inside["preview"], inside["one"]),
+            "fresh process: s one real": float(np.median(fresh["one"])),
+            "fresh process: s preview grid": float(np.median(fresh["preview"])),
+            "fresh process: preview grid / one real": float(np.median(fresh["preview"]) / np.median(fresh["one"])),
+            "fresh process: preview grid / one real, per round": rounds(fresh["preview"], fresh["one"]),
+            "fresh process: preview grid, float pass / one real": float(np.median(fresh["float"])
+                                                                         / np.median(fresh["one"])),
             "real grid / preview grid": t_real / t_preview if cold else float("nan"),
             "load average (1 min), start / end": f"{load:.1f} / {os.getloadavg()[0]:.1f}"}
     print(row, flush=True)
