@@ -19,12 +19,12 @@ its document gets real (cached) embeddings.
 
 For a model on onnxruntime (the default backend) the token pass runs on the model's int8 export
 (`token_embedder`); the questions keep the float model's (cached) vectors, shared with real
-sweeps. On the bundled model int8 reads the corpus about 2x faster per word piece, so the pass costs
-0.75x to 0.8x of embedding one real variant's chunks, and the preview's recall means stay as close
-to the real ones as the float pass's (bench/preview.md: both, side by side; its rho on chroma_small
-is 0.88 against the float pass's 0.91, among nine variants tied at the top).
+sweeps. On the bundled model int8, one window per batch, reads the corpus about 2.5x faster per
+word piece, so the pass costs about half of embedding one real variant's chunks, and the preview's
+recall means stay as close to the real ones as the float pass's (bench/preview.md: both, side by
+side; rho 0.91 / 0.86 / 0.95 on chroma_small / SQuAD / QMSum against the float pass's 0.91 / 0.88 / 0.95).
 
-Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>/`, float16 token vectors in
+Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>-t<TOKEN_PASS_VERSION>/`, float16 token vectors in
 one raw file (memory-mapped when read), int64 character offsets and meta.json, published
 atomically. Preview indexes live in memory only: never in the IndexStore, never served as real.
 """
