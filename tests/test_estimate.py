@@ -11,8 +11,9 @@ import pytest
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.chunkers.llm import MODEL, LLMChunkWarning
 from workbench.dataset import Dataset, Document
-from workbench.estimate import estimate, generation_estimates, padded_word_pieces
+from workbench.estimate import _Tally, estimate, generation_estimates, padded_word_pieces
 from workbench.models.embed import Embedder
+from workbench.retrieval.preview import token_embedder
 from workbench.sweep import sweep
 from workbench.variant import Variant, parse_variant
 
@@ -55,6 +56,23 @@ def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_p
     assert result.config["token_pass_documents"] == len(tiny.documents)
     assert estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path).cached
 
+
+
+def test_a_preview_times_its_token_pass_on_the_model_that_runs_it(tiny: Dataset, tmp_path: Path) -> None:
+    """A cold preview embeds the questions on the model and runs its token pass on the int8 export:
+    two rates, each measured on its own model, and the pass's word pieces at the pass's batch (one
+    window each: no padding)."""
+    embedder = Embedder(cache_dir=tmp_path, progress=False)
+    grid = [parse_variant("fixed:size=24"), parse_variant("recursive:size=32")]
+    est = estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
+    assert est.texts > 0 and est.token_passes == 1 and est.rate > 0 and est.pass_rate > 0
+    twin = token_embedder(embedder)
+    windows = [n for d in tiny.documents for n in _Tally(twin).window_lengths([d.text])]
+    assert est.pass_word_pieces == sum(windows) < est.word_pieces
+    assert est.seconds == pytest.approx((est.word_pieces - sum(windows)) / est.rate + sum(windows) / est.pass_rate)
+    assert "for the token pass" in est.line() and "the token pass's over the start of" in est.measured
+    real = estimate(tiny, [parse_variant("fixed:size=24+late")], embedder=embedder, store=tmp_path)
+    assert real.token_passes == 1 and real.pass_rate is None  # +late's pass runs on the model itself
 
 def test_a_bad_grid_is_refused_before_any_work(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)

@@ -16,7 +16,11 @@ length and padded to the longest of its batch (`padded_word_pieces`). The rate i
 embedding a random sample of the counted texts (a batch at most, half of them at most), which then
 sit in the vector cache, so nothing is wasted; when no text is left to sample (a token pass alone),
 by a token pass over the start of a document, which is not kept. Either way a first pass, untimed,
-warms the model up. One measurement, on a machine that may be busy: an estimate.
+warms the model up. A preview's token pass runs on another model than its texts (the int8 export,
+workbench.retrieval.preview.token_embedder), so with texts to embed too it gets a rate of its own,
+measured on that model the same way. One measurement, on a machine that may be busy: an estimate
+(a probe of a few windows reads slower than a whole pass: about 15k word pieces/s against 25k on
+SQuAD's 16 shortest articles, 3 Dec).
 
 Generation (`estimate_generation`, for whatever asks an LLM over many items): the items missing
 from the generation cache, the tokens they will generate, and the time at a rate measured the same
@@ -67,7 +71,7 @@ from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM, Prompt
 from workbench.retrieval.index import IndexStore, embed_texts
-from workbench.retrieval.preview import token_cache_path
+from workbench.retrieval.preview import token_cache_path, token_embedder
 from workbench.sweep import Context, check_grid, resolve_store
 from workbench.variant import Variant
 
@@ -90,6 +94,10 @@ class Estimate:
     approximate: bool  # some chunker's cuts wait on vectors not computed yet, so `texts` is approximate
     generations: tuple[GenerationEstimate, ...] = ()  # per build: its contexts (+context), its chunker's generations
     unestimated: int = 0  # builds whose generations cannot be counted before generating (module docstring)
+    pass_word_pieces: int = 0  # of word_pieces, those of the token passes
+    # the token passes' own rate, when they run on another model than the texts (a preview's on the int8
+    # export, which reads about twice as fast) and there are texts too; None: they run at `rate`
+    pass_rate: float | None = None
 
     @property
     def cached(self) -> bool:
@@ -98,8 +106,12 @@ class Estimate:
 
     @property
     def seconds(self) -> float:
-        """The embedding time of what is left, at the measured rate (not the chunking, FAISS or scoring)."""
-        return self.word_pieces / self.rate if self.rate else 0.0
+        """The embedding time of what is left, at the measured rates (not the chunking, FAISS or scoring)."""
+        if not self.rate:
+            return 0.0
+        if self.pass_rate:
+            return (self.word_pieces - self.pass_word_pieces) / self.rate + self.pass_word_pieces / self.pass_rate
+        return self.word_pieces / self.rate
 
     def line(self) -> str:
         if self.cached:
@@ -116,8 +128,8 @@ class Estimate:
                         f"{self.token_passes} token passes over {self.token_pass_documents:,} documents in all")
         builds = f" ({self.builds} indexes to build)" if self.builds else ""
         return (f"estimate: {' and '.join(work)} ({self.word_pieces:,} word pieces) for {self.variants} variants"
-                f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s, "
-                f"measured {self.measured}")
+                f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s"
+                f"{f' ({self.pass_rate:,.0f} for the token pass)' if self.pass_rate else ''}, measured {self.measured}")
 
 
 @dataclass(frozen=True)
@@ -231,10 +243,11 @@ def padded_word_pieces(lengths: Sequence[int], batch: int) -> int:
 
 class _Tally:
     """The texts the sweep will embed, each once, grouped by the model call that will embed them,
-    and the windows of its token passes."""
+    and the windows of its token passes, which `pass_embedder` runs (default: the embedder)."""
 
-    def __init__(self, embedder: Embedder):
+    def __init__(self, embedder: Embedder, pass_embedder: Embedder | None = None):
         self.embedder = embedder
+        self.pass_embedder = pass_embedder or embedder
         self.texts: dict[bytes, str] = {}
         self.calls: list[list[bytes]] = []
         self.inexact: set[bytes] = set()  # chunks cut from placeholder vectors
@@ -283,7 +296,7 @@ class _Tally:
         self.pass_documents += len(documents)
 
     def window_lengths(self, texts: Sequence[str]) -> list[int]:
-        e = self.embedder
+        e = self.pass_embedder
         ids = e.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
         frame = e.max_tokens - e.window_tokens
         return [end - start + frame for n in map(len, ids) for start, end, _, _ in e.token_windows(n)]
@@ -297,9 +310,14 @@ class _Tally:
         return {k: min(len(x), self.embedder.max_tokens) for k, x in zip(self.texts, ids, strict=True)}
 
     def word_pieces(self, leave_out: set[bytes]) -> int:
+        """Of the texts, those in `leave_out` left out, and of the token passes."""
         batch = self.embedder.batch_size
         return (sum(padded_word_pieces([self.length[k] for k in call if k not in leave_out], batch)
-                    for call in self.calls) + padded_word_pieces(self.windows, batch))
+                    for call in self.calls) + self.pass_word_pieces)
+
+    @property
+    def pass_word_pieces(self) -> int:
+        return padded_word_pieces(self.windows, self.pass_embedder.batch_size)
 
 
 def estimate(
@@ -319,7 +337,7 @@ def estimate(
     store, embedder = resolve_store(store, embedder)
     scores = Context(dataset, settings, embedder, store).scores
     todo = [v for v in variants if not (scores and scores.has(v))]
-    tally = _Tally(embedder)
+    tally = _Tally(embedder, token_embedder(embedder) if settings.preview else None)
     if todo:
         tally.add([q.question for q in dataset.questions])
     builds: dict[str, Variant] = {}
@@ -330,9 +348,13 @@ def estimate(
         builds = _unbuilt(todo, dataset, embedder, store)
     generations, unestimated = _generations(list(builds.values()), dataset, store, tally)
     rate, measured, sample = _measure(tally, dataset)
+    pass_rate = None
+    if tally.windows and sample and tally.pass_embedder is not embedder:  # the passes run on another model
+        pass_rate, how = _pass_rate(tally.pass_embedder, dataset)
+        measured += f"; the token pass's {how}"
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
                     tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), generations,
-                    unestimated)
+                    unestimated, tally.pass_word_pieces, pass_rate)
 
 
 def generation_estimates(
@@ -418,13 +440,20 @@ def _measure(tally: _Tally, dataset: Dataset) -> tuple[float | None, str, set[by
         pieces = padded_word_pieces([tally.length[k] for k in keys[1:]], e.batch_size)
         return (pieces / (time.perf_counter() - t0),
                 f"on {n - 1} of them after one to warm up (embedded now, kept in the cache)", set(keys))
+    rate, how = _pass_rate(tally.pass_embedder, dataset)
+    return rate, f"on a token pass {how}", set()
+
+
+def _pass_rate(e: Embedder, dataset: Dataset) -> tuple[float, str]:
+    """(word pieces per second, where it was measured) of a token pass of `e` over the start of the
+    longest document, after a shorter one to set the model up."""
     doc = max(dataset.documents, key=lambda d: len(d.text))
     text = doc.text[:PROBE_CHARS]
-    for _ in e.token_embeddings({doc.doc_id: text[: PROBE_CHARS // 10]}):  # a first pass sets the model up
+    for _ in e.token_embeddings({doc.doc_id: text[: PROBE_CHARS // 4]}):  # a first pass, a full window, sets it up
         pass
     t0 = time.perf_counter()
     for _ in e.token_embeddings({doc.doc_id: text}):
         pass
     seconds = time.perf_counter() - t0
-    pieces = padded_word_pieces(tally.window_lengths([text]), e.batch_size)
-    return pieces / seconds, f"on a token pass over the start of {doc.doc_id} ({pieces:,} word pieces, not kept)", set()
+    pieces = padded_word_pieces(_Tally(e).window_lengths([text]), e.batch_size)
+    return pieces / seconds, f"over the start of {doc.doc_id} ({pieces:,} word pieces, not kept)"

@@ -24,9 +24,9 @@ word piece, so the pass costs about half of embedding one real variant's chunks,
 recall means stay as close to the real ones as the float pass's (bench/preview.md: both, side by
 side; rho 0.91 / 0.86 / 0.95 on chroma_small / SQuAD / QMSum against the float pass's 0.91 / 0.88 / 0.95).
 
-Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>-t<TOKEN_PASS_VERSION>/`, float16 token vectors in
-one raw file (memory-mapped when read), int64 character offsets and meta.json, published
-atomically. Preview indexes live in memory only: never in the IndexStore, never served as real.
+Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>-t<TOKEN_PASS_VERSION>/`,
+float16 token vectors in one raw file (memory-mapped when read), int64 character offsets and
+meta.json, published atomically. Preview indexes live in memory only: never in the IndexStore, never served as real.
 """
 
 from __future__ import annotations
