@@ -143,6 +143,15 @@ def test_the_json_tokenizer_equals_transformers(texts: list[str], embedder: Embe
     assert ours.pad_token_id == embedder.tokenizer.pad_token_id
 
 
+
+def test_an_onnx_embedder_tokenizes_without_starting_its_session(texts: list[str], cache: Path) -> None:
+    """What only counts or cuts word pieces (a preview whose questions are cached, a chunker's
+    model tokenizer) reads tokenizer.json and starts no ONNX session."""
+    onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
+    ids = onnx.tokenizer(texts, verbose=False)["input_ids"]
+    assert "onnx_encoder" not in vars(onnx)
+    assert ids == onnx.onnx_encoder.tokenizer(texts)["input_ids"]
+
 def test_token_embeddings_come_through_the_torch_free_path(tiny: Dataset, cache: Path) -> None:
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
     inside = Embedder(cache_dir=cache, backend="onnx", progress=False)

@@ -31,6 +31,7 @@ from workbench.models.base import Engine, Model, local_model_path, model_fingerp
 from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import (
     ONNX_BACKENDS,
+    JsonTokenizer,
     OnnxEncoder,
     export_file,
     exported_model,
@@ -230,9 +231,11 @@ class Embedder(Model):
     @cached_property
     def tokenizer(self) -> Any:
         """The model's fast tokenizer, loaded without the weights: the `tokenizers` library's reading
-        of the same tokenizer.json when the backend runs without torch (transformers imports it)."""
-        if self.onnx_encoder is not None:
-            return self.onnx_encoder.tokenizer
+        of the same tokenizer.json when the backend runs without torch (transformers imports it),
+        without starting the ONNX session either (0.45 s, which a preview whose questions are cached,
+        or a semantic chunker counting word pieces, would spend for nothing)."""
+        if self.backend in ONNX_BACKENDS and reproducible(self.path):
+            return JsonTokenizer(self.path)
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
