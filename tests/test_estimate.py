@@ -11,7 +11,7 @@ import pytest
 from workbench.chunkers import Chunk, ChunkEnv
 from workbench.chunkers.llm import MODEL, LLMChunkWarning
 from workbench.dataset import Dataset, Document
-from workbench.estimate import _Tally, estimate, generation_estimates, padded_word_pieces
+from workbench.estimate import estimate, generation_estimates, padded_word_pieces, window_lengths
 from workbench.models.embed import Embedder
 from workbench.retrieval.preview import token_embedder
 from workbench.sweep import sweep
@@ -67,7 +67,7 @@ def test_a_preview_times_its_token_pass_on_the_model_that_runs_it(tiny: Dataset,
     est = estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
     assert est.texts > 0 and est.token_passes == 1 and est.rate > 0 and est.pass_rate > 0
     twin = token_embedder(embedder)
-    windows = [n for d in tiny.documents for n in _Tally(twin).window_lengths([d.text])]
+    windows = [n for d in tiny.documents for n in window_lengths(twin, [d.text])]
     assert est.pass_word_pieces == sum(windows) < est.word_pieces
     assert est.seconds == pytest.approx((est.word_pieces - sum(windows)) / est.rate + sum(windows) / est.pass_rate)
     assert "for the token pass" in est.line() and "the token pass's over the start of" in est.measured

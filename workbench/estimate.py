@@ -241,6 +241,13 @@ def padded_word_pieces(lengths: Sequence[int], batch: int) -> int:
                for i in range(0, len(ordered), batch))
 
 
+def window_lengths(e: Embedder, texts: Sequence[str]) -> list[int]:
+    """Word pieces of each window a token pass of `e` runs over `texts`, special tokens included."""
+    ids = e.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+    frame = e.max_tokens - e.window_tokens
+    return [end - start + frame for n in map(len, ids) for start, end, _, _ in e.token_windows(n)]
+
+
 class _Tally:
     """The texts the sweep will embed, each once, grouped by the model call that will embed them,
     and the windows of its token passes, which `pass_embedder` runs (default: the embedder)."""
@@ -291,15 +298,9 @@ class _Tally:
         return chunks
 
     def token_pass(self, documents: Sequence[Document]) -> None:
-        self.windows += self.window_lengths([d.text for d in documents])
+        self.windows += window_lengths(self.pass_embedder, [d.text for d in documents])
         self.passes += 1
         self.pass_documents += len(documents)
-
-    def window_lengths(self, texts: Sequence[str]) -> list[int]:
-        e = self.pass_embedder
-        ids = e.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
-        frame = e.max_tokens - e.window_tokens
-        return [end - start + frame for n in map(len, ids) for start, end, _, _ in e.token_windows(n)]
 
     @cached_property
     def length(self) -> dict[bytes, int]:
@@ -455,5 +456,5 @@ def _pass_rate(e: Embedder, dataset: Dataset) -> tuple[float, str]:
     for _ in e.token_embeddings({doc.doc_id: text}):
         pass
     seconds = time.perf_counter() - t0
-    pieces = padded_word_pieces(_Tally(e).window_lengths([text]), e.batch_size)
+    pieces = padded_word_pieces(window_lengths(e, [text]), e.batch_size)
     return pieces / seconds, f"over the start of {doc.doc_id} ({pieces:,} word pieces, not kept)"
