@@ -16,7 +16,9 @@ from workbench.evaluation.metrics import (
     METRICS,
     OMEGA,
     TokenBounds,
+    pack,
     precision_omega,
+    score_budgets,
     score_omega,
     score_question,
     score_rankings,
@@ -190,6 +192,39 @@ def test_score_omega_for_all_questions_at_once_is_precision_omega_of_each(eviden
     bounds = TokenBounds({d: np.arange(0, 200) for d in "abcd"})  # its evidence memo: the same values
     assert score_omega(qs, chunks, bounds)["value"].tolist() == want
     assert score_omega(qs, chunks[::-1], bounds)["value"].tolist() == want  # chunk order is no input
+
+SPANS = st.builds(lambda d, s, n: Span(d, s, s + n), st.sampled_from("abc"), st.integers(0, 80), st.integers(1, 40))
+BOUNDS = {d: np.array([0, *range(3, 200, 7), 200]) for d in "abcd"}  # tokens of 7 characters, a short first one
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(SPANS, min_size=1, max_size=4), min_size=1, max_size=6),
+       st.lists(st.lists(st.builds(lambda sp, t: Hit(Span(*sp), 0.5, 0, {"cl100k_base": t, "o200k_base": t + 2}),
+                                   st.tuples(st.sampled_from("abd"), st.integers(0, 100), st.integers(1, 160))
+                                   .filter(lambda x: x[1] < x[2]), st.integers(0, 40)), max_size=7),
+                min_size=6, max_size=6),
+       st.lists(st.integers(1, 9), min_size=1, max_size=4), st.booleans())
+def test_scoring_every_question_at_once_is_score_question_of_each(evidences, rankings, ks, tokens):
+    """score_rankings and score_budgets (every question at once, `_states`) against score_question
+    per question and per packed budget, to the last bit: hits nested, duplicated, touching, in
+    other documents, rankings shorter than k or empty, evidence of several spans and documents,
+    with and without token boundaries."""
+    qs = [Question(f"q{i}", "?", tuple(ev)) for i, ev in enumerate(evidences)]
+    rankings = rankings[: len(qs)]
+    bounds = TokenBounds(BOUNDS) if tokens else None
+    want = [v for q, ranked in zip(qs, rankings, strict=True)
+            for _, _, v in score_question(q.answers, ranked, ks, token_bounds=bounds)]
+    assert score_rankings(qs, rankings, ks, token_bounds=bounds)["value"].tolist() == want
+    budgets = [1, 10, 30, 100]
+    got = score_budgets(qs, rankings, budgets, "o200k_base", bounds)
+    want = []
+    for q, ranked in zip(qs, rankings, strict=True):
+        for b in budgets:
+            packed = pack(ranked, b, "o200k_base")
+            row = {m: v for m, _, v in score_question(q.answers, packed, [max(1, len(packed))], token_bounds=bounds)}
+            want += [row[m] for m in got["metric"].unique()]
+    assert got["value"].tolist() == want
+
 
 # ---- brute force: the same definitions on explicit character sets --------------------------------
 

@@ -212,8 +212,10 @@ class TokenBounds(dict[str, np.ndarray]):
 
 
 class _EvidenceTable:
-    """The merged evidence intervals of many questions as flat arrays, one row per interval: what
-    score_omega reads to score every question at once."""
+    """The evidence of many questions as flat arrays: what score_omega and `_states` read to score
+    every question at once. Rows are the merged evidence intervals (question, doc, start, end);
+    `span_*` the answer spans as given (hit_strict); with token boundaries, `piece_*` each evidence
+    token's evidence characters within one row, ordered by token (`piece_token`)."""
 
     def __init__(self, prepared: Sequence[_Evidence]):
         rows = [(i, doc, s, e) for i, ev in enumerate(prepared) for doc, ivs in ev.by_doc.items() for s, e in ivs]
@@ -222,6 +224,37 @@ class _EvidenceTable:
         self.doc = np.array(doc, dtype=object)
         self.start, self.end = np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
         self.length = np.array([ev.length for ev in prepared], dtype=np.int64)  # |E| per question
+        spans = [(i, a.doc_id, a.start, a.end) for i, ev in enumerate(prepared) for a in ev.spans]
+        self.span_question = np.array([x[0] for x in spans], dtype=np.int64)
+        self.span_doc = np.array([x[1] for x in spans], dtype=object)
+        self.span_start = np.array([x[2] for x in spans], dtype=np.int64)
+        self.span_end = np.array([x[3] for x in spans], dtype=np.int64)
+        self.tokens = bool(prepared) and prepared[0].tokens is not None
+        if self.tokens:
+            self._pieces(prepared)
+
+    def _pieces(self, prepared: Sequence[_Evidence]) -> None:
+        """The evidence token pieces of _EvidenceTokens, each with its row and its token's number
+        (tokens numbered across all questions, a token of two rows of one question once)."""
+        row, token, lo, hi, n = [], [], [], [], []
+        first_row, tokens_before = 0, 0
+        for ev in prepared:
+            n.append(ev.tokens.n)
+            for doc, ivs in ev.by_doc.items():
+                ids, a, z = ev.tokens.pieces[doc]
+                starts = np.array([s for s, _ in ivs], dtype=np.int64)
+                row.append(first_row + np.searchsorted(starts, a, side="right") - 1)
+                distinct, which = np.unique(ids, return_inverse=True)
+                token.append(tokens_before + which)
+                lo.append(a)
+                hi.append(z)
+                first_row += len(ivs)
+                tokens_before += len(distinct)
+        order = np.argsort(np.concatenate(token), kind="stable") if token else np.zeros(0, dtype=np.int64)
+        self.piece_row, self.piece_token, self.piece_lo, self.piece_hi = (
+            np.concatenate(x)[order] if x else np.zeros(0, dtype=np.int64) for x in (row, token, lo, hi))
+        self.token_question = np.repeat(np.arange(len(n)), n)
+        self.n_tokens = np.array(n, dtype=np.int64)  # distinct evidence tokens per question
 
 
 def _prepared(evidence: Sequence[Span], token_bounds: Mapping[str, np.ndarray] | None) -> _Evidence:
@@ -321,24 +354,133 @@ def score_rankings(
     frac_threshold: float = FRAC_THRESHOLD,
     token_bounds: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
-    """Tidy scores [qid, k, metric, value]: questions in input order, then k, then METRICS order."""
+    """Tidy scores [qid, k, metric, value]: questions in input order, then k, then METRICS order.
+
+    score_question's values to the last bit, for all questions at once (`_states`)."""
     if len(questions) != len(rankings):
         raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
     ks = _check_ks(ks)
     _check_threshold(frac_threshold)
     names = _names(token_bounds is not None)
-    values: list[float] = []
-    for ev, ranked in zip(_prepared_all(questions, token_bounds), rankings, strict=True):
-        values += _values(ev, ranked, ks, frac_threshold)
+    states = _states(_table(questions, token_bounds), rankings, ks[-1], frac_threshold)
+    values = np.stack([states[m][:, ks] for m in names], axis=2)  # questions x ks x names
     per_question = len(ks) * len(names)
     return pd.DataFrame(
         {
             "qid": np.repeat(np.array([q.qid for q in questions], dtype=object), per_question),
             "k": np.tile(np.repeat(np.array(ks, dtype=np.int64), len(names)), len(questions)),
             "metric": np.tile(np.array(names, dtype=object), len(ks) * len(questions)),
-            "value": np.array(values, dtype=np.float64),
+            "value": values.ravel(),
         }
     )
+
+
+def _table(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> _EvidenceTable:
+    """The questions' evidence table, kept by a TokenBounds between calls."""
+    if isinstance(token_bounds, TokenBounds):
+        return token_bounds.evidence_table(questions)
+    return _EvidenceTable(_prepared_all(questions, token_bounds))
+
+
+def _states(table: _EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int,
+            frac_threshold: float) -> dict[str, np.ndarray]:
+    """Every per-k metric of every question after each rank: name -> (questions x depth + 1)
+    array, column r the value of score_question at k = r (column 0: nothing retrieved).
+
+    Why it equals `_values`: each evidence row is cut at every clipped hit's ends into segments,
+    and a segment is covered from the first rank whose hit holds it, so the covered length after
+    rank r sums the segments covered by then; a token piece is covered when every segment under
+    it is, a token when its pieces are. Sums run rank by rank in `_values`' order, so floats agree
+    to the bit."""
+    nq, hits = len(table.length), [(q, j, h) for q, ranked in enumerate(rankings) for j, h in enumerate(ranked[:depth])]
+    codes, _ = pd.factorize(np.concatenate([table.doc, table.span_doc,
+                                            np.array([h.span.doc_id for _, _, h in hits], dtype=object)]))
+    row_doc, span_doc = codes[: len(table.doc)], codes[len(table.doc) : len(table.doc) + len(table.span_doc)]
+    hq = np.array([q for q, _, _ in hits], dtype=np.int64)
+    hj = np.array([j for _, j, _ in hits], dtype=np.int64)
+    hdoc, hs, he, tok, tok_o200k = (np.zeros((nq, depth), dtype=np.int64) for _ in range(5))
+    hdoc -= 1  # no hit at that rank
+    hdoc[hq, hj] = codes[len(table.doc) + len(table.span_doc) :]
+    hs[hq, hj] = [h.span.start for _, _, h in hits]
+    he[hq, hj] = [h.span.end for _, _, h in hits]
+    tok[hq, hj] = [h.tokens["cl100k_base"] for _, _, h in hits]
+    tok_o200k[hq, hj] = [h.tokens["o200k_base"] for _, _, h in hits]
+    ranks = np.arange(1, depth + 1)
+    never = depth + 1
+
+    # rows x ranks: which hits touch each evidence row, clipped to it
+    q, s, e = table.question, table.start[:, None], table.end[:, None]
+    Hs, He = hs[q], he[q]
+    touch = (hdoc[q] == row_doc[:, None]) & (s < He) & (e > Hs)
+    cs, ce = np.where(touch, np.maximum(Hs, s), s), np.where(touch, np.minimum(He, e), s)
+    cuts = np.sort(np.concatenate([s, e, cs, ce], axis=1), axis=1)
+    lo, hi = cuts[:, :-1], cuts[:, 1:]  # the segments of each row
+    seg_first = np.full(lo.shape, never, dtype=np.int64)
+    for j in range(depth - 1, -1, -1):  # the earliest rank wins
+        seg_first[touch[:, j, None] & (cs[:, j, None] <= lo) & (hi <= ce[:, j, None])] = j + 1
+    covered = _by_rank(np.broadcast_to(q[:, None], lo.shape), seg_first, hi - lo, nq, depth).astype(np.int64)
+
+    first_touch = np.full(nq, never, dtype=np.int64)
+    np.minimum.at(first_touch, q, np.where(touch.any(axis=1), touch.argmax(axis=1) + 1, never))
+    sq = table.span_question
+    holds = ((hdoc[sq] == span_doc[:, None]) & (hs[sq] <= table.span_start[:, None])
+             & (table.span_end[:, None] <= he[sq]))
+    all_held = np.zeros(nq, dtype=np.int64)  # the rank by which every answer span sits in one hit
+    np.maximum.at(all_held, sq, np.where(holds.any(axis=1), holds.argmax(axis=1) + 1, never))
+
+    zero = np.zeros((nq, 1), dtype=np.int64)
+    retrieved = np.concatenate([zero, np.cumsum(np.where(hdoc >= 0, he - hs, 0), axis=1)], axis=1)
+    length = table.length[:, None]
+    dcg = np.zeros((nq, depth + 1))
+    for r in range(1, depth + 1):
+        dcg[:, r] = dcg[:, r - 1] + (covered[:, r] - covered[:, r - 1]) / table.length / log2(r + 1)
+    at = np.concatenate([[0], ranks])[None, :]
+    recall = covered / length
+    out = {
+        "hit": (first_touch[:, None] <= at).astype(np.float64),
+        "hit_strict": (all_held[:, None] <= at).astype(np.float64),
+        "hit_frac": (recall >= frac_threshold).astype(np.float64),
+        "recall": recall,
+        "mrr": np.where(first_touch[:, None] <= at, 1.0 / first_touch[:, None], 0.0),
+        "ndcg": dcg,
+        "precision": np.divide(covered, retrieved, out=np.zeros(covered.shape), where=retrieved > 0),
+        "iou": covered / (retrieved + length - covered),
+        "context_tokens": np.concatenate([zero, np.cumsum(tok, axis=1)], axis=1).astype(np.float64),
+        "context_tokens_o200k": np.concatenate([zero, np.cumsum(tok_o200k, axis=1)], axis=1).astype(np.float64),
+    }
+    if table.tokens:
+        out["recall_tokens"] = _recall_tokens(table, lo, hi, seg_first, nq, depth)
+    return out
+
+
+def _by_rank(question: np.ndarray, first: np.ndarray, weight: np.ndarray, nq: int, depth: int) -> np.ndarray:
+    """Per question, the total weight of the items first covered by rank r, for r = 0..depth."""
+    slots = depth + 2  # ranks 0..depth, then never
+    sums = np.bincount((question * slots + first).ravel(), weights=np.ravel(weight), minlength=nq * slots)
+    return np.cumsum(sums.reshape(nq, slots), axis=1)[:, : depth + 1]
+
+
+def _recall_tokens(table: _EvidenceTable, lo: np.ndarray, hi: np.ndarray, seg_first: np.ndarray, nq: int,
+                   depth: int) -> np.ndarray:
+    """recall_tokens after each rank: a piece is covered by the rank its last segment is, a token
+    by the rank of its last piece. (A segment of no length inside a piece is covered whenever the
+    segments either side of it are: the hits covering those hold its point.)"""
+    if not len(table.piece_row):
+        return np.zeros((nq, depth + 1))
+    rel_lo, rel_hi = lo - lo[:, :1], hi - lo[:, :1]  # offsets in their row
+    stride = int(rel_hi.max()) + 1
+    base = np.arange(len(lo))[:, None] * stride
+    row_start = lo[table.piece_row, 0]
+    p_lo = table.piece_row * stride + table.piece_lo - row_start
+    p_hi = table.piece_row * stride + table.piece_hi - row_start
+    a = np.searchsorted((base + rel_hi).ravel(), p_lo, side="right")  # the first segment ending after lo
+    b = np.searchsorted((base + rel_lo).ravel(), p_hi, side="left")  # past the last segment starting before hi
+    piece_first = np.maximum.reduceat(np.append(seg_first.ravel(), 0), np.ravel(np.column_stack([a, b])))[::2]
+    starts = np.flatnonzero(np.diff(table.piece_token, prepend=-1))  # pieces are ordered by token
+    token_first = np.maximum.reduceat(piece_first, starts)
+    held = _by_rank(table.token_question, token_first, np.ones(len(token_first)), nq, depth)
+    n = table.n_tokens[:, None]
+    return np.divide(held, n, out=np.zeros(held.shape), where=n > 0)
 
 
 def pack(ranked: Sequence[Hit], budget: int, encoding: str = "cl100k_base") -> list[Hit]:
@@ -379,30 +521,24 @@ def score_budgets(
     if len(questions) != len(rankings):
         raise ValueError(f"rankings: got {len(rankings)} rankings for {len(questions)} questions")
     sent = "context_tokens" if encoding == "cl100k_base" else "context_tokens_o200k"
-    names = _names(token_bounds is not None)
-    wanted = [names.index(m) for m in (*BUDGET_METRICS, sent) if m in names]
-    qids, bb, values = [], [], []
-    for q, ev, ranked in zip(questions, _prepared_all(questions, token_bounds), rankings, strict=True):
-        # every packed context is a prefix of the ranking: one pass scores them all at k = its length
-        lengths = [len(pack(ranked, b, encoding)) for b in budgets]
-        at: dict[int, list[float]] = {}
-        nonempty = sorted({n for n in lengths if n})
-        if nonempty:
-            flat = _values(ev, ranked, nonempty, FRAC_THRESHOLD)
-            at = {n: flat[i * len(names) : (i + 1) * len(names)] for i, n in enumerate(nonempty)}
-        if 0 in lengths:  # nothing fits: scored as an empty ranking
-            at[0] = _values(ev, [], [1], FRAC_THRESHOLD)
-        for b, n in zip(budgets, lengths, strict=True):
-            values += [at[n][i] for i in wanted]
-            bb += [b] * len(wanted)
-        qids += [q.qid] * (len(budgets) * len(wanted))
+    names = [m for m in (*BUDGET_METRICS, sent) if m in _names(token_bounds is not None)]
+    # every packed context is a prefix of the ranking (`pack`): its length is how many leading
+    # units fit, and the prefix is scored as the first that many ranks
+    longest = max(map(len, rankings), default=0)
+    used = np.full((len(rankings), longest), np.inf)
+    for q, ranked in enumerate(rankings):
+        used[q, : len(ranked)] = np.cumsum([h.tokens[encoding] for h in ranked])
+    fits = (used[:, :, None] <= np.array(budgets)[None, None, :]).sum(axis=1)  # questions x budgets
+    states = _states(_table(questions, token_bounds), rankings, max(1, int(fits.max(initial=0))), FRAC_THRESHOLD)
+    values = np.stack([np.take_along_axis(states[m], fits, axis=1) for m in names], axis=2)  # q x budgets x names
+    per_question = len(budgets) * len(names)
     return pd.DataFrame(
         {
-            "qid": np.array(qids, dtype=object),
-            "k": np.zeros(len(values), dtype=np.int64),
-            "budget": np.array(bb, dtype=np.int64),
-            "metric": np.tile(np.array([names[i] for i in wanted], dtype=object), len(budgets) * len(questions)),
-            "value": np.array(values, dtype=np.float64),
+            "qid": np.repeat(np.array([q.qid for q in questions], dtype=object), per_question),
+            "k": np.zeros(len(questions) * per_question, dtype=np.int64),
+            "budget": np.tile(np.repeat(np.array(budgets, dtype=np.int64), len(names)), len(questions)),
+            "metric": np.tile(np.array(names, dtype=object), len(budgets) * len(questions)),
+            "value": values.ravel(),
         }
     )
 
