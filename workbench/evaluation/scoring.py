@@ -32,8 +32,17 @@ def score(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], spans:
 
 def hits_table(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], k: int) -> pd.DataFrame:
     """The top k hits of every question, rank counted from 1: what a report draws without an index."""
-    rows = [(q.qid, rank, h.span.doc_id, h.span.start, h.span.end, h.score, h.chunk_id)
-            for q, hits in zip(questions, ranked, strict=True) for rank, h in enumerate(hits[:k], 1)]
-    table = pd.DataFrame(rows, columns=HIT_COLUMNS)
-    return table.astype({"rank": np.int32, "start": np.int64, "end": np.int64, "score": np.float64,
-                         "chunk_id": np.int64})
+    top = [hits[:k] for hits in ranked]
+    lengths = np.fromiter(map(len, top), dtype=np.int64, count=len(top))
+    flat = [h for hits in top for h in hits]
+    n = len(flat)
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)  # each hit's question's first row
+    return pd.DataFrame({
+        "qid": np.repeat(np.array([q.qid for q in questions], dtype=object), lengths),
+        "rank": (np.arange(n) - first + 1).astype(np.int32),
+        "doc_id": np.array([h.span.doc_id for h in flat], dtype=object),
+        "start": np.fromiter((h.span.start for h in flat), dtype=np.int64, count=n),
+        "end": np.fromiter((h.span.end for h in flat), dtype=np.int64, count=n),
+        "score": np.fromiter((h.score for h in flat), dtype=np.float64, count=n),
+        "chunk_id": np.fromiter((h.chunk_id for h in flat), dtype=np.int64, count=n),
+    }, columns=HIT_COLUMNS)

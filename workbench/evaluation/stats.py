@@ -58,13 +58,20 @@ def _cached(cache: str | Path | None, name: str, rows: pd.DataFrame, args: Mappi
         return compute()
     h = hashlib.sha256(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes())
     h.update(json.dumps([name, dict(args), list(rows.columns), [str(t) for t in rows.dtypes],
-                         source_fingerprint(sys.modules[__name__]), metadata.version("scipy")]).encode())
+                         *_code_version()]).encode())
     path = Path(cache) / "stats" / f"{name}-{h.hexdigest()[:32]}.parquet"
     if path.exists():
         return pd.read_parquet(path)
     table = compute()
     atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False))
     return table
+
+
+@cache
+def _code_version() -> tuple[str, str]:
+    """This module's source and scipy's version, found once per process (a sweep summarises each
+    variant: reading them every time cost 5 ms a call)."""
+    return source_fingerprint(sys.modules[__name__]), metadata.version("scipy")
 
 
 def _rows_of(sel: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -178,17 +185,18 @@ def summarize(
         raise ValueError(f"per_question: missing column(s) {missing}; need variant, qid, k, metric, value")
     # values ordered by qid, so the resampled questions (and the CI) do not depend on row order
     keys = _keys(per_question)
-    by_key = dict(list(per_question.sort_values("qid", kind="stable").groupby(keys, sort=False)["value"]))
-    groups = [(key, by_key[key]) for key in per_question[keys].drop_duplicates().itertuples(index=False, name=None)]
-    sizes = np.array([len(v) for _, v in groups])
-    low, high = np.empty(len(groups)), np.empty(len(groups))
+    group = per_question.groupby(keys, sort=False).ngroup().to_numpy()  # numbered as they first appear
+    qid, _ = pd.factorize(per_question["qid"], sort=True)  # codes in qid order
+    order = np.lexsort((qid, group))  # by group, then qid; stable
+    sizes = np.bincount(group)
+    values = np.split(per_question["value"].to_numpy(np.float64)[order], np.cumsum(sizes)[:-1])
+    low, high = np.empty(len(sizes)), np.empty(len(sizes))
     for n in np.unique(sizes):
         idx = np.flatnonzero(sizes == n)
-        low[idx], high[idx] = mean_ci(
-            np.stack([groups[i][1].to_numpy(np.float64) for i in idx]), confidence, n_resamples, seed, method
-        )
-    ids = pd.DataFrame([key for key, _ in groups], columns=keys).astype({"k": np.int64})
-    means = [float(np.mean(v.to_numpy(np.float64))) for _, v in groups]
+        low[idx], high[idx] = mean_ci(np.stack([values[i] for i in idx]), confidence, n_resamples, seed, method)
+    firsts = per_question[keys].iloc[order[np.cumsum(sizes) - sizes]]
+    ids = pd.DataFrame(list(firsts.itertuples(index=False, name=None)), columns=keys).astype({"k": np.int64})
+    means = [float(np.mean(v)) for v in values]
     return ids.assign(mean=means, ci_low=low, ci_high=high, n=sizes.astype(np.int64))
 
 

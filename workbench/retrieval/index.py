@@ -132,16 +132,17 @@ class ChunkIndex:
         """The first k distinct returned units of a ranking (several children of one parent
         return the parent once, at the rank of the best of them)."""
         scores, rows = ranking
+        returned, tokens = self._returned, self._tokens
         if self._distinct:  # nothing collapses: the first k rows are the hits
-            scores, rows = scores[:k], rows[:k]
+            return [Hit(returned[i], s, i, tokens[i]) for s, i in zip(scores[:k].tolist(), rows[:k].tolist(),
+                                                                        strict=True)]  # Python floats and ints
         hits: list[Hit] = []
         seen: set[int] = set()
-        for s, i in zip(scores.tolist(), rows.tolist(), strict=True):  # Python floats and ints
-            if not self._distinct:
-                if self._unit[i] in seen:
-                    continue
-                seen.add(self._unit[i])
-            hits.append(Hit(self._returned[i], s, i, self._tokens[i]))
+        for s, i in zip(scores.tolist(), rows.tolist(), strict=True):
+            if self._unit[i] in seen:
+                continue
+            seen.add(self._unit[i])
+            hits.append(Hit(returned[i], s, i, tokens[i]))
             if len(hits) == k:
                 break
         return hits
@@ -155,6 +156,8 @@ class ChunkIndex:
         if not self.has_parents and all(r is None for r in rows):
             n = self.index.ntotal
             scores, ids = self.index.search(vectors, n if depth is None else min(depth, n))
+            if (ids >= 0).all():  # FAISS pads with -1 only past the end of the index
+                return list(zip(scores, ids, strict=True))
             return [(s[i >= 0], i[i >= 0]) for s, i in zip(scores, ids, strict=True)]
         return [self._dense_one(v, depth, r) for v, r in zip(vectors, rows, strict=True)]
 
@@ -334,7 +337,8 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
         vectors = late_vectors(dataset.docs, chunks, embedder)
     else:
         vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
-    cost = chunk_cost(chunks, dataset) | {
+    returned = returned_token_counts(chunks, dataset)
+    cost = chunk_cost(chunks, dataset, returned) | {
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
         "truncated_chunks": 0 if variant.late else embedder.count_truncated(texts),
         "texts_embedded": embedder.stats.embedded - before,
@@ -346,7 +350,7 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
                  "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3)}
     if get_strategy(variant.strategy).models:
         cost["index_llm_fallbacks"] = int(env.llm_cost["fallbacks"])
-    return ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+    return ChunkIndex(chunks, flat_index(vectors), returned, cost)
 
 
 def written_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None,
@@ -404,14 +408,20 @@ def token_counts(encoding: str, dataset: Dataset, pieces: Sequence[tuple[str | N
             for text, s in pieces]
 
 
-def chunk_cost(chunks: Sequence[Chunk], dataset: Dataset) -> dict[str, Any]:
-    """What a chunking stores and embeds, whatever computes its vectors (build_index, preview)."""
+def chunk_cost(chunks: Sequence[Chunk], dataset: Dataset, returned: pd.DataFrame) -> dict[str, Any]:
+    """What a chunking stores and embeds, whatever computes its vectors (build_index, preview).
+    `returned` (returned_token_counts) already holds the size of every chunk that embeds and
+    returns its own span, as most do: only the others are counted here."""
+    own = np.array([c.embed_text is None and c.context_text is None and (c.parent_start is None or c.parent_end is None)
+                    for c in chunks], dtype=bool)
+    others = [(c.embed_text, c.span) for c, o in zip(chunks, own, strict=True) if not o]
     return {
         "chunks": len(chunks),
         "chars": sum(c.end - c.start for c in chunks),
         "mean_chunk_chars": float(np.mean([c.end - c.start for c in chunks])),
         "min_chunk_chars": min((c.end - c.start for c in chunks), default=None),  # verdict.evidence_warning
-        "tokens_embedded": sum(token_counts("cl100k_base", dataset, [(c.embed_text, c.span) for c in chunks])),
+        "tokens_embedded": int(returned["cl100k_base"].to_numpy()[own].sum())
+        + sum(token_counts("cl100k_base", dataset, others)),
         "overlap_chars": overlap_chars(chunks),
     }
 

@@ -192,9 +192,11 @@ def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache:
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     vectors = cache.vectors_of(chunks, embedder, None if variant.late else embedder.window_tokens)
-    cost = chunk_cost(chunks, dataset) | {"truncated_chunks": 0, "texts_embedded": embedder.stats.embedded - before,
-                                 "seconds": round(time.perf_counter() - t0, 3), "built": True}
-    index = ChunkIndex(chunks, flat_index(vectors), returned_token_counts(chunks, dataset), cost)
+    returned = returned_token_counts(chunks, dataset)
+    cost = chunk_cost(chunks, dataset, returned) | {"truncated_chunks": 0,
+                                                   "texts_embedded": embedder.stats.embedded - before,
+                                                   "seconds": round(time.perf_counter() - t0, 3), "built": True}
+    index = ChunkIndex(chunks, flat_index(vectors), returned, cost)
     if "bm25" in needs(variant):
         index.lexical = LexicalIndex.build(embed_texts(chunks))
     return index
