@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,9 @@ def json_key(value: Any) -> bytes:
     return text_key(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
+BUSY_SECONDS = 60  # how long a connection waits for another's lock on the file
+
+
 def cache_file(cache_dir: Path, kind: str, fingerprint: str) -> Path:
     """Where a model's cache of one kind of output lives: <cache_dir>/<kind>/<fingerprint>.sqlite."""
     return cache_dir / kind / f"{fingerprint}.sqlite"
@@ -48,10 +52,20 @@ class ContentCache(ABC):
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key BLOB PRIMARY KEY, v BLOB NOT NULL)")
-        self._db.commit()
+        self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False)
+        deadline = time.monotonic() + BUSY_SECONDS
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key BLOB PRIMARY KEY, v BLOB NOT NULL)")
+                self._db.commit()
+                return
+            except sqlite3.OperationalError as e:
+                # two connections switching a new file to WAL at once would deadlock, so SQLite
+                # fails one at once instead of waiting its busy timeout: try again
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     @abstractmethod
     def to_bytes(self, value: Any) -> bytes: ...
