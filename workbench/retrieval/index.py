@@ -412,8 +412,8 @@ def chunk_cost(chunks: Sequence[Chunk], dataset: Dataset, returned: pd.DataFrame
     """What a chunking stores and embeds, whatever computes its vectors (build_index, preview).
     `returned` (returned_token_counts) already holds the size of every chunk that embeds and
     returns its own span, as most do: only the others are counted here."""
-    own = np.array([c.embed_text is None and c.context_text is None and (c.parent_start is None or c.parent_end is None)
-                    for c in chunks], dtype=bool)
+    own = np.array([c.embed_text is None and c.context_text is None and c.returned == c.span for c in chunks],
+                   dtype=bool)
     others = [(c.embed_text, c.span) for c, o in zip(chunks, own, strict=True) if not o]
     return {
         "chunks": len(chunks),
