@@ -106,6 +106,12 @@ def _evidence(evidence: Sequence[Span]) -> dict[str, Intervals]:
     return by_doc(evidence)
 
 
+def string_column(values: Sequence[str], at: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """values[at] as a pandas str column, each distinct value converted once: built from repeated
+    Python strings, a column converts every row (a third of a SQuAD preview grid's table building)."""
+    return pd.array(list(values), dtype="str").take(at)
+
+
 def _check_ks(ks: Sequence[int]) -> list[int]:
     if not ks or any(isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1 for k in ks):
         raise ValueError(f"ks must be a non-empty list of integers >= 1, got {list(ks)!r}")
@@ -367,9 +373,9 @@ def score_rankings(
     per_question = len(ks) * len(names)
     return pd.DataFrame(
         {
-            "qid": np.repeat(np.array([q.qid for q in questions], dtype=object), per_question),
+            "qid": string_column([q.qid for q in questions], np.repeat(np.arange(len(questions)), per_question)),
             "k": np.tile(np.repeat(np.array(ks, dtype=np.int64), len(names)), len(questions)),
-            "metric": np.tile(np.array(names, dtype=object), len(ks) * len(questions)),
+            "metric": string_column(names, np.tile(np.arange(len(names)), len(ks) * len(questions))),
             "value": values.ravel(),
         }
     )
@@ -534,10 +540,10 @@ def score_budgets(
     per_question = len(budgets) * len(names)
     return pd.DataFrame(
         {
-            "qid": np.repeat(np.array([q.qid for q in questions], dtype=object), per_question),
+            "qid": string_column([q.qid for q in questions], np.repeat(np.arange(len(questions)), per_question)),
             "k": np.zeros(len(questions) * per_question, dtype=np.int64),
             "budget": np.tile(np.repeat(np.array(budgets, dtype=np.int64), len(names)), len(questions)),
-            "metric": np.tile(np.array(names, dtype=object), len(budgets) * len(questions)),
+            "metric": string_column(names, np.tile(np.arange(len(names)), len(budgets) * len(questions))),
             "value": values.ravel(),
         }
     )
