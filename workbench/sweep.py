@@ -611,7 +611,7 @@ def _named(table: pd.DataFrame, named: Mapping[str, str]) -> pd.DataFrame:
 
 def _relabelled(table: pd.DataFrame, relabel: Mapping[str, str]) -> pd.DataFrame:
     """`table` with each row's variant label `relabel[key]`, each distinct key looked up once
-    (Series.map over SQuAD's per_question rows was 0.3 s of a preview grid)."""
+    (a SQuAD preview grid's 543,048 per_question rows: 9 ms against Series.map's 77, measured apart)."""
     codes, keys = pd.factorize(table["key"])
     return table.assign(variant=metrics.string_column([relabel[k] for k in keys], codes))
 
