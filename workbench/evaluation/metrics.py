@@ -113,6 +113,11 @@ def string_column(values: Sequence[str], at: np.ndarray) -> pd.api.extensions.Ex
     return pd.array(list(values), dtype="str").take(at)
 
 
+def qid_column(questions: Sequence[Question], repeats: int | np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Each question's qid repeated `repeats` times (a number, or one per question), in order."""
+    return string_column([q.qid for q in questions], np.repeat(np.arange(len(questions)), repeats))
+
+
 def _check_ks(ks: Sequence[int]) -> list[int]:
     if not ks or any(isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1 for k in ks):
         raise ValueError(f"ks must be a non-empty list of integers >= 1, got {list(ks)!r}")
@@ -374,7 +379,7 @@ def score_rankings(
     per_question = len(ks) * len(names)
     return pd.DataFrame(
         {
-            "qid": string_column([q.qid for q in questions], np.repeat(np.arange(len(questions)), per_question)),
+            "qid": qid_column(questions, per_question),
             "k": np.tile(np.repeat(np.array(ks, dtype=np.int64), len(names)), len(questions)),
             "metric": string_column(names, np.tile(np.arange(len(names)), len(ks) * len(questions))),
             "value": values.ravel(),
@@ -541,7 +546,7 @@ def score_budgets(
     per_question = len(budgets) * len(names)
     return pd.DataFrame(
         {
-            "qid": string_column([q.qid for q in questions], np.repeat(np.arange(len(questions)), per_question)),
+            "qid": qid_column(questions, per_question),
             "k": np.zeros(len(questions) * per_question, dtype=np.int64),
             "budget": np.tile(np.repeat(np.array(budgets, dtype=np.int64), len(names)), len(questions)),
             "metric": string_column(names, np.tile(np.arange(len(names)), len(budgets) * len(questions))),

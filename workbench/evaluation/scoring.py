@@ -38,7 +38,7 @@ def hits_table(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], k
     n = len(flat)
     first = np.repeat(np.cumsum(lengths) - lengths, lengths)  # each hit's question's first row
     return pd.DataFrame({
-        "qid": metrics.string_column([q.qid for q in questions], np.repeat(np.arange(len(questions)), lengths)),
+        "qid": metrics.qid_column(questions, lengths),
         "rank": (np.arange(n) - first + 1).astype(np.int32),
         "doc_id": np.array([h.span.doc_id for h in flat], dtype=object),
         "start": np.fromiter((h.span.start for h in flat), dtype=np.int64, count=n),

@@ -62,8 +62,9 @@ class ContentCache(ABC):
                 return
             except sqlite3.OperationalError as e:
                 # two connections switching a new file to WAL at once would deadlock, so SQLite
-                # fails one at once instead of waiting its busy timeout: try again
-                if "locked" not in str(e) or time.monotonic() > deadline:
+                # fails one at once (SQLITE_BUSY, the low byte of any extended code) instead of
+                # waiting its busy timeout: try again
+                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
 
