@@ -81,10 +81,12 @@ class Server:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
-    """Debian's Chromium, headless; skips when there is none (CI always installs it)."""
+    """Debian's Chromium, headless. Without it the browser tests fail, never skip: a skipped test
+    would pass a suite that never opened the notebook, the labeller or the report in a browser."""
     executable = shutil.which("chromium")
     if executable is None:
-        pytest.skip("no Chromium on PATH: install it with `apt-get install -y chromium` to run the browser tests")
+        pytest.fail("no Chromium on PATH: install it with `apt-get install -y chromium` (.ci/run does) to run the "
+                    "browser tests", pytrace=False)
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield chromium
