@@ -19,8 +19,8 @@ and chunklab end to end against `python -m workbench sweep`.
    `run` against `workbench sweep` on a 3-file Markdown corpus with its questions, chunklab's example
    strategies, the bundled all-MiniLM-L6-v2 for both, each on an empty cache (cold) and again on it
    (warm), with and without the report; recall@5 of both, strategy by strategy.
-3. Where the cold sweep is slower than chunklab: `-X importtime` and cProfile of a cold sweep, summed
-   into imports, model load, bootstrap, figures and report.
+3. Where a cold sweep's time goes: `-X importtime` and cProfile of a cold sweep, summed into
+   imports, model load, embedding, chunking, bootstrap, figures and report.
 
 The corpus is built from data/chroma_small (so a fresh clone runs it): its 3 documents written as .md
 files, and the first QUESTIONS_PER_DOC questions of each, as workbench questions (spans) and as
@@ -275,10 +275,11 @@ def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
 
 # (part, functions whose cumulative time is that part): file substring and function name, as cProfile names them
 # (a lazy import inside a part counts in both: the parts overlap)
+EMBED = "workbench/models/embed.py"
 PARTS = {
     "imports (every module loaded, at any depth)": [("<frozen importlib._bootstrap>", "_find_and_load")],
-    "model load (SentenceTransformer())": [("sentence_transformers/sentence_transformer/model.py", "__init__")],
-    "embedding (SentenceTransformer.encode)": [("sentence_transformers/sentence_transformer/model.py", "encode")],
+    "model load (the ONNX session, or torch's SentenceTransformer)": [(EMBED, "onnx_encoder"), (EMBED, "_torch_model")],
+    "embedding (Embedder.vectors, token passes; a lazy model load)": [(EMBED, "vectors"), (EMBED, "_run_windows")],
     "chunking (workbench/chunkers, with semantic's embedding)": [("workbench/chunkers/", "")],
     "bootstrap (workbench/evaluation/stats.py)": [("workbench/evaluation/stats.py", "")],
     "figures (workbench/plots.py)": [("workbench/plots.py", "")],
@@ -297,13 +298,14 @@ def import_seconds(stderr: str) -> list[tuple[str, float]]:
 
 
 def part_seconds(profile: Path) -> dict[str, float]:
-    """Cumulative seconds of each PARTS entry: the outermost matching call of each, summed."""
+    """Cumulative seconds of each PARTS entry: its outermost functions' (those called from outside
+    it), summed. cProfile's cumulative time of a recursive function counts its outermost calls
+    only, so a part whose entry point calls itself, directly or through the part, counts once."""
     stats = pstats.Stats(str(profile)).stats  # (file, line, function) -> (cc, nc, tt, ct, callers)
     out = {}
     for part, wanted in PARTS.items():
         match = {k for k in stats if any(f in k[0] and (not fn or fn in k[2]) for f, fn in wanted)}
-        # the outermost: a match none of whose callers is itself a match
-        out[part] = sum(stats[k][3] for k in match if not (set(stats[k][4]) & match))
+        out[part] = sum(stats[k][3] for k in match if set(stats[k][4]) - match)
     return out
 
 
