@@ -269,11 +269,14 @@ def markdown(rows: pd.DataFrame, held: pd.DataFrame | None, trim: pd.DataFrame, 
     sizes_txt = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in args.sizes.items())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO,
                             check=True).stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                             text=True, cwd=REPO, check=True).stdout.strip()
+    tree = "with uncommitted changes in the working tree" if changed else "a clean working tree"
     out = [f"""# Scale: sweep time and memory against corpus size, questions and variants
 
 {datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other engineers' jobs while this
 ran, so times are rough: read the ratios and growth exponents. Python {platform.python_version()}, commit {commit}
-(with others' uncommitted changes in the working tree); `python bench/scale.py {' '.join(sys.argv[1:])}`
+({tree}); `python bench/scale.py {' '.join(sys.argv[1:])}`
 ({minutes:.0f} minutes).
 
 Each row is one `python -m workbench sweep --no-report --quiet` subprocess (tables only: no
@@ -287,10 +290,10 @@ load included); build_s the sum of the variants' index builds (chunk, embed, FAI
 the subprocess's ru_maxrss.
 
 Grid: {', '.join(f'`{v}`' for v in GRID)} (overlap = 20% of 512). No semantic variant: on the
-full corpora `semantic:breakpoint_percentile=95` embeds every sentence group (10,474 on squad,
-11,468 on chroma_general, against 2,150 and 2,126 chunks for the two variants together), which
-at the 3 to 5 texts/s measured on this busy machine in the trial run would not fit the 45
-minutes this run had.
+full corpora `semantic:breakpoint_percentile=95` would add the embedding of every sentence group
+(10,474 on squad, 11,468 on chroma_general, against 2,150 and 2,126 chunks for the two variants
+together), so its rows would measure that embedding more than the corpus's growth; what each
+strategy costs against `fixed` is bench/chunker_costs.md's table.
 
 ## Sizes
 
