@@ -18,7 +18,9 @@ and chunklab end to end against `python -m workbench sweep`.
 2. End to end, fresh processes timed whole (wall and CPU seconds, the load when each started): chunklab
    `run` against `workbench sweep` on a 3-file Markdown corpus with its questions, chunklab's example
    strategies, the bundled all-MiniLM-L6-v2 for both, each on an empty cache (cold) and again on it
-   (warm), with and without the report; recall@5 of both, strategy by strategy.
+   (warm), with and without the report; recall@5 of both, strategy by strategy. Then the same on a
+   corpus 7 times larger, ../shared's chroma_general whole (5 documents, 472 questions), cold and
+   warm with the report (skipped, and said so, where ../shared is not beside the repo).
 3. Where a cold sweep's time goes: `-X importtime` and cProfile of a cold sweep, summed into
    imports, model load, embedding, chunking, bootstrap, figures and report.
 
@@ -61,6 +63,7 @@ from workbench.variant import parse_variant  # noqa: E402
 
 REPO = BENCH.parent
 SMALL = REPO / "data" / "chroma_small"
+GENERAL = REPO.parent / "shared" / "datasets" / "chroma_general"  # section 2's larger corpus, beside the repo
 SIZES = (256, 512)  # chunk sizes, cl100k tokens (model tokens for the semantic pair)
 QUESTIONS_PER_DOC = 31  # 3 x 31 = 93 questions, the issue's corpus size
 QUICK_CHARS = 4_000
@@ -78,10 +81,10 @@ OFFLINE = LOOP_OFFLINE | {"TOKENIZERS_PARALLELISM": "false"}
 
 # ---- the corpus -------------------------------------------------------------------------------------------
 
-def build_corpus(folder: Path, chars: int | None, per_doc: int) -> Dataset:
-    """data/chroma_small as 3 Markdown files (cut to their first `chars` characters) + the first `per_doc`
-    questions of each whose answers lie in it: questions.jsonl (workbench), questions.yaml (chunklab)."""
-    source = load_dataset(SMALL)
+def build_corpus(folder: Path, source: Dataset, chars: int | None, per_doc: int | None) -> Dataset:
+    """`source`'s documents as Markdown files (cut to their first `chars` characters) + the first `per_doc`
+    questions of each (every one: None) whose answers lie in it: questions.jsonl (workbench), questions.yaml
+    (chunklab)."""
     docs = folder / "docs"
     docs.mkdir(parents=True)
     names, kept = {}, []
@@ -392,13 +395,17 @@ def main() -> None:
     started, load0, t0 = datetime.datetime.now(datetime.UTC), os.getloadavg(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         work = Path(tmp)
-        data = build_corpus(work / "corpus", args.corpus_chars,
+        data = build_corpus(work / "corpus", load_dataset(SMALL), args.corpus_chars,
                             QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC)
         rows = chunker_rows(load_dataset(SMALL) if not args.quick else data, SIZES[:1] if args.quick else SIZES,
                             1 if args.quick else args.repeats, work / "chunk-cache",
                             args.semantic_chars)
         e2e = end_to_end(work / "corpus", work / "e2e", (False,) if args.quick else (True, False))
-        md = markdown(args, data, rows, e2e, started, load0, t0)
+        large = None
+        if not args.quick and GENERAL.is_dir():
+            large = (build_corpus(work / "large", load_dataset(GENERAL), None, None),
+                     end_to_end(work / "large", work / "e2e-large", (True,)))
+        md = markdown(args, data, rows, e2e, large, started, load0, t0)
         write(md, out)
         if not args.quick:  # written first: a failing profile keeps the table
             write(md + ["## 3. Where the workbench's cold time goes", "",
@@ -413,7 +420,8 @@ def write(md: list[str], out: Path | None) -> None:
 
 
 def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: EndToEnd,
-             started: datetime.datetime, load0: tuple[float, float, float], t0: float) -> list[str]:
+             large: tuple[Dataset, EndToEnd] | None, started: datetime.datetime,
+             load0: tuple[float, float, float], t0: float) -> list[str]:
     load1 = os.getloadavg()
     cut = f" cut to their first {args.corpus_chars:,} characters" if args.corpus_chars else ""
     per_doc = QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC
@@ -450,7 +458,17 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
           "", *end_to_end_table(e2e), "",
           "recall@5 is not defined the same way: chunklab's is the share of a question's gold snippets found "
           "(fuzzy, 0.90) inside a retrieved chunk; the workbench's the share of the evidence characters covered "
-          "by the top 5 chunks. Both tools truncate chunks at the model's 256 tokens when they embed.", ""]
+          "by the top 5 chunks. Both tools truncate chunks at the model's 256 tokens when they embed.", "",
+          "### The same on a larger corpus", ""]
+    if large is None:
+        md += [f"Skipped{' (quick mode)' if args.quick else f': {GENERAL} is not beside the repo'}.", ""]
+        return md
+    big, e = large
+    chars = sum(len(d.text) for d in big.documents)
+    md += [f"Corpus: ../shared's chroma_general whole, {len(big.documents)} documents ({chars:,} characters, "
+           f"{chars / sum(len(d.text) for d in data.documents):.1f} times the corpus above) as .md files, all "
+           f"{len(big.questions)} of its questions; the same strategies, model and timing, with the report.", "",
+           *end_to_end_table(e), ""]
     return md
 
 
