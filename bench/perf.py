@@ -413,9 +413,17 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
 
 
 def cpu_name() -> str:
+    """The CPU's name, family and model, and its VNNI extensions: a VM's "AMD EPYC" names several
+    generations, and onnxruntime's speed against torch went from 2.1x on 2 Dec to 1.2x on 4 Dec
+    (bench/backends.md), torch's own unchanged, on machines that both called themselves that."""
     lines = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
-    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")),
-                platform.processor() or "unknown CPU")
+    info = dict(ln.split(":", 1) for ln in lines[:lines.index("")] if ":" in ln) if "" in lines else {}
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    if "model name" not in info:
+        return platform.processor() or "unknown CPU"
+    flags = info.get("flags", "").split()
+    vnni = ", ".join(f for f in ("avx512_vnni", "avx_vnni") if f in flags) or "no VNNI"
+    return f"{info['model name']}, family {info.get('cpu family', '?')} model {info.get('model', '?')}, {vnni}"
 
 
 def main() -> None:
