@@ -51,7 +51,8 @@ import yaml
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from perf import LOOP_OFFLINE, Timed, cpu_name, timed  # noqa: E402  (bench/, beside this file)
+from chunk_throughput import GENERAL, SMALL  # noqa: E402  (bench/, beside this file)
+from perf import LOOP_OFFLINE, Timed, cpu_name, timed  # noqa: E402
 
 from workbench.chunkers import ChunkEnv  # noqa: E402
 from workbench.dataset import Dataset  # noqa: E402
@@ -62,8 +63,6 @@ from workbench.tokens import TiktokenTokenizer, tiktoken_encoding  # noqa: E402
 from workbench.variant import parse_variant  # noqa: E402
 
 REPO = BENCH.parent
-SMALL = REPO / "data" / "chroma_small"
-GENERAL = REPO.parent / "shared" / "datasets" / "chroma_general"  # section 2's larger corpus, beside the repo
 SIZES = (256, 512)  # chunk sizes, cl100k tokens (model tokens for the semantic pair)
 QUESTIONS_PER_DOC = 31  # 3 x 31 = 93 questions, the issue's corpus size
 QUICK_CHARS = 4_000
@@ -395,9 +394,10 @@ def main() -> None:
     started, load0, t0 = datetime.datetime.now(datetime.UTC), os.getloadavg(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         work = Path(tmp)
-        data = build_corpus(work / "corpus", load_dataset(SMALL), args.corpus_chars,
+        small = load_dataset(SMALL)
+        data = build_corpus(work / "corpus", small, args.corpus_chars,
                             QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC)
-        rows = chunker_rows(load_dataset(SMALL) if not args.quick else data, SIZES[:1] if args.quick else SIZES,
+        rows = chunker_rows(small if not args.quick else data, SIZES[:1] if args.quick else SIZES,
                             1 if args.quick else args.repeats, work / "chunk-cache",
                             args.semantic_chars)
         e2e = end_to_end(work / "corpus", work / "e2e", (False,) if args.quick else (True, False))

@@ -416,9 +416,9 @@ def cpu_name() -> str:
     """The CPU's name, family and model, and its VNNI extensions: a VM's "AMD EPYC" names several
     generations, and onnxruntime's speed against torch went from 2.1x on 2 Dec to 1.2x on 4 Dec
     (bench/backends.md), torch's own unchanged, on machines that both called themselves that."""
-    lines = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
-    info = dict(ln.split(":", 1) for ln in lines[:lines.index("")] if ":" in ln) if "" in lines else {}
-    info = {k.strip(): v.strip() for k, v in info.items()}
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    first = text.split("\n\n", 1)[0].splitlines()  # the first processor's block
+    info = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in first)}
     if "model name" not in info:
         return platform.processor() or "unknown CPU"
     flags = info.get("flags", "").split()
