@@ -2,7 +2,7 @@
 
 Throughput: the same chroma_small texts (fixed 256-token chunks, and sentence-sized chunks) through
 each backend's model, in length order and batches as the Embedder runs them, with torch and
-onnxruntime both held to 2 threads. After an untimed warm-up, each round runs A B C C B A, so a
+onnxruntime both held to 2 threads. After an untimed warm-up, each round runs A B C D D C B A, so a
 machine that slows down within it favours none; a speed-up is torch's time over the backend's
 within one round, and the median over rounds is kept (the load of a shared machine changes
 between rounds more than within one). Quality: recall@5 and MRR@5 of fixed(size=256) and
@@ -31,12 +31,17 @@ from workbench import load_dataset, sweep
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset
 from workbench.models.embed import BACKENDS, Embedder
+from workbench.models.onnx import PASS_TOKENS, OnnxEncoder, export_file
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]
 THREADS = 2
 VARIANTS = ("fixed:size=256", "recursive:size=256")
 SHARED = REPO.parent / "shared" / "datasets"
+# onnx as it ran before passes of PASS_TOKENS side by side (workbench.models.onnx.OnnxEncoder): one session
+# of THREADS threads, `batch_size` texts a pass; timed, not scored (its vectors are onnx's)
+ONE_SESSION = "onnx, 1 session"
+TIMED = (*BACKENDS, ONE_SESSION)
 SUBSETS = {"squad_v11_dev": (4, 200), "qmsum_val": (2, 200)}  # shared dataset: (first documents, at most questions)
 
 
@@ -78,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=32, help="fixed 256-token chunk texts timed")
     parser.add_argument("--sentences", type=int, default=128, help="sentence-sized texts timed")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of A B C C B A passes")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of A B C D D C B A passes")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "backends.md")
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
@@ -89,17 +94,22 @@ def main() -> None:
         env = ChunkEnv(model_tokenizer=embedders["torch"].tokenizer)
         sets = {f"fixed(size=256) chunks, {args.chunks}": chunk_texts(ds, env, "fixed", 256, args.chunks),
                 f"sentence(size=32) chunks, {args.sentences}": chunk_texts(ds, env, "sentence", 32, args.sentences)}
-        for e in embedders.values():  # untimed: export, quantization, loading, first batches
+        onnx = embedders["onnx"]
+        onnx.onnx_encoder  # noqa: B018 (exports the model)
+        timed = embedders | {ONE_SESSION: Embedder(cache_dir=cache, backend="onnx", threads=THREADS, progress=False)}
+        timed[ONE_SESSION].__dict__["onnx_encoder"] = OnnxEncoder(
+            onnx.path, export_file(onnx.model_fingerprint, "onnx"), onnx.max_tokens, "cpu", THREADS, workers=1)
+        for e in timed.values():  # untimed: export, quantization, loading, first batches
             seconds(e, next(iter(sets.values()))[:8])
-        rounds: dict[tuple[str, str], list[float]] = {(s, b): [] for s in sets for b in BACKENDS}  # s per round
+        rounds: dict[tuple[str, str], list[float]] = {(s, b): [] for s in sets for b in TIMED}  # s per round
         for r in range(args.rounds):
             for name, texts in sets.items():
-                spent = dict.fromkeys(BACKENDS, 0.0)
-                for b in [*BACKENDS, *reversed(BACKENDS)]:
-                    spent[b] += seconds(embedders[b], texts)
-                for b in BACKENDS:
+                spent = dict.fromkeys(TIMED, 0.0)
+                for b in [*TIMED, *reversed(TIMED)]:
+                    spent[b] += seconds(timed[b], texts)
+                for b in TIMED:
                     rounds[name, b].append(spent[b] / 2)
-                print(f"round {r + 1}, {name}: " + ", ".join(f"{b} {spent[b] / 2:.2f} s" for b in BACKENDS), flush=True)
+                print(f"round {r + 1}, {name}: " + ", ".join(f"{b} {spent[b] / 2:.2f} s" for b in TIMED), flush=True)
         quality = []
         for qds, cut in quality_datasets():
             t0 = time.perf_counter()
@@ -112,7 +122,7 @@ def main() -> None:
         return (f"{len(sets[name]) / statistics.median(rounds[name, b]):.1f} texts/s, "
                 f"x{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 
-    speed_rows = [f"| {name} | " + " | ".join(speed(name, b) for b in BACKENDS) + " |" for name in sets]
+    speed_rows = [f"| {name} | " + " | ".join(speed(name, b) for b in TIMED) + " |" for name in sets]
 
     def score_rows(scores: dict[str, dict[tuple[str, str], float]]) -> list[str]:
         def cell(b: str, m: str, v: str) -> str:
@@ -131,16 +141,19 @@ def main() -> None:
          f"--rounds {args.rounds}`."),
         "",
         (f"The all-MiniLM-L6-v2 bundled model, batch {embedders['torch'].batch_size}, texts in length order, torch and "
-         f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime; "
-         "onnx-int8: the same, dynamically quantized (int8 weights per channel, uint8 activations). torch runs in "
+         f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime, "
+         f"{THREADS} one-thread passes at once of at most {PASS_TOKENS} padded word pieces each (OnnxEncoder); "
+         "onnx-int8: the same, dynamically quantized (int8 weights per channel, uint8 activations); "
+         f"{ONE_SESSION}: the same export as it ran before that, one {THREADS}-thread session taking "
+         f"{embedders['torch'].batch_size} texts a pass (the same vectors: timed only). torch runs in "
          "sentence-transformers; the ONNX backends without torch (OnnxEncoder: tokenizers, onnxruntime, the same "
          "mean pooling and normalisation in numpy). After a warm-up, each round ran every "
-         f"text set through the backends in the order A B C C B A; {args.rounds} rounds. Shown: median throughput, "
+         f"text set through the backends in the order A B C D D C B A; {args.rounds} rounds. Shown: median throughput, "
          "and the speed-up over torch measured within each round, as median (lowest-highest over rounds)."),
         "",
         "## Throughput",
         "",
-        header,
+        "| | " + " | ".join(TIMED) + " |\n|---|" + "---|" * len(TIMED),
         *speed_rows,
         "",
         "## recall@5 and MRR@5, points vs torch in brackets",

@@ -23,7 +23,7 @@ from workbench.models.base import model_fingerprint
 from workbench.models.choose import result_key
 from workbench.models.embed import Embedder, default_model_path, resolve_backend
 from workbench.models.late import late_vectors
-from workbench.models.onnx import MODELS_ENV, ONNX_FILE, JsonTokenizer, reproducible
+from workbench.models.onnx import MODELS_ENV, ONNX_FILE, PASS_TOKENS, JsonTokenizer, plan_passes, reproducible
 
 # texts of every length and kind: empty, blank, padded with spaces, unicode, beyond the 256-piece window
 EDGE_TEXTS = ["", " ", ".", "  Refunds take five days.  ", "héllo wörld — 東京 ✓ 🙂 ﬁ", "\n\nx\t",
@@ -151,6 +151,43 @@ def test_an_onnx_embedder_tokenizes_without_starting_its_session(texts: list[str
     ids = onnx.tokenizer(texts, verbose=False)["input_ids"]
     assert "onnx_encoder" not in vars(onnx)
     assert ids == onnx.onnx_encoder.tokenizer(texts)["input_ids"]
+
+@pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])
+def test_passes_run_side_by_side_give_the_vectors_of_one_pass_at_a_time(texts: list[str], tiny: Dataset,
+                                                                        cache: Path, backend: str) -> None:
+    """Two one-thread passes at once, of PASS_TOKENS word pieces each, against one two-thread
+    session taking `batch_size` texts a pass (what the encoder did before): the same vectors, and
+    the same token embeddings. int8 scales its activations per pass, so only one text a pass
+    (the preview's token pass) is exact there."""
+    batch = 32 if backend == "onnx" else 1
+    sides = [Embedder(cache_dir=cache, backend=backend, progress=False, threads=threads, batch_size=batch)
+             for threads in (2, 1)]
+    side_by_side, one_at_a_time = (e.onnx_encoder for e in sides)
+    assert side_by_side.workers == 2 and one_at_a_time.workers == 1
+    if backend == "onnx":
+        every = texts + EDGE_TEXTS
+        widths = sorted(min(len(x), sides[0].max_tokens) for x in sides[0].tokenizer(every)["input_ids"])
+        assert len(side_by_side.passes(widths, batch)) > len(one_at_a_time.passes(widths, batch))  # smaller passes
+        assert np.abs(sides[0].vectors(every) - sides[1].vectors(every)).max() < 1e-5
+    text = " ".join(d.text for d in tiny.documents) * 3  # several windows
+    (_, a), (_, b) = (next(e.token_embeddings({"d": text})) for e in sides)
+    assert len(sides[0].token_windows(len(a.ids))) > 2
+    assert np.abs(a.vecs - b.vecs).max() < 1e-5
+
+
+def test_plan_passes_bounds_rows_and_padded_word_pieces() -> None:
+    widths = sorted([3, 7, 7, 20, 64, 64, 65, 128, 200, 256, 256, 256])
+    for batch, budget in ((32, PASS_TOKENS), (4, PASS_TOKENS), (2, None), (32, 64)):
+        passes = plan_passes(widths, batch, budget)
+        assert [i for r in passes for i in r] == list(range(len(widths)))  # every text once, in order
+        for r in passes:
+            assert 1 <= len(r) <= batch
+            assert len(r) == 1 or budget is None or len(r) * widths[r[-1]] <= budget
+        # as few passes as the bounds allow: a pass ends only when the next text would break one
+        for r, nxt in zip(passes, passes[1:], strict=False):
+            assert len(r) == batch or (budget is not None and (len(r) + 1) * widths[nxt[0]] > budget)
+    assert plan_passes([], 32, PASS_TOKENS) == []
+
 
 def test_token_embeddings_come_through_the_torch_free_path(tiny: Dataset, cache: Path) -> None:
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)

@@ -37,6 +37,8 @@ from workbench.models.onnx import (
     exported_model,
     onnx_providers,
     onnx_transformer,
+    padded,
+    plan_passes,
     reproducible,
 )
 
@@ -357,18 +359,21 @@ class Embedder(Model):
                 tokens.vecs = None
 
     def _run_windows(self, plan: list[_Window]) -> None:
-        """Fill each text's token embeddings: one pass of the transformer per window, batched,
-        similar lengths together to limit padding."""
-        pad = self.tokenizer.pad_token_id or 0
+        """Fill each text's token embeddings: one pass of the transformer per window, batched
+        (`OnnxEncoder.passes`), similar lengths together to limit padding."""
         prefix, suffix = self._frame
         plan = sorted(plan, key=lambda w: w.end - w.start)
-        for b in range(0, len(plan), self.batch_size):
-            batch = plan[b : b + self.batch_size]
-            rows = [prefix + w.doc.ids[w.start : w.end] + suffix for w in batch]
-            width = max(map(len, rows))
-            ids = np.array([r + [pad] * (width - len(r)) for r in rows], dtype=np.int64)
-            mask = np.array([[1] * len(r) + [0] * (width - len(r)) for r in rows], dtype=np.int64)
-            out = self._hidden(ids, mask)
+        widths = [len(prefix) + w.end - w.start + len(suffix) for w in plan]
+        encoder = self.onnx_encoder
+        passes = [plan[r.start : r.stop] for r in (encoder.passes(widths, self.batch_size) if encoder
+                                                    else plan_passes(widths, self.batch_size, None))]
+
+        def hidden(batch: list[_Window]) -> np.ndarray:
+            ids, mask = padded([prefix + w.doc.ids[w.start : w.end] + suffix for w in batch],
+                               self.tokenizer.pad_token_id or 0)
+            return self._hidden(ids, mask)
+
+        for batch, out in zip(passes, encoder.map(hidden, passes) if encoder else map(hidden, passes), strict=True):
             for w, emb in zip(batch, out, strict=True):
                 lo = len(prefix) + w.own_start - w.start
                 w.doc.vecs[w.own_start : w.own_end] = emb[lo : lo + w.own_end - w.own_start]

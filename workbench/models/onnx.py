@@ -16,7 +16,8 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from workbench.io import publish
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 ONNX_FILE = "model.onnx"
+# Padded word pieces in one pass of the model on a CPU (OnnxEncoder): one 256-piece window, or
+# several short texts. bench/backends.md measures it against 32 texts a pass.
+PASS_TOKENS = 256
 MODELS_ENV = "WORKBENCH_MODELS"  # the model store's folder, if not the per-user default
 # the module stack OnnxEncoder reproduces: a Transformer, mean Pooling, then (optionally) Normalize
 ST_MODULES = "sentence_transformers.models."
@@ -227,16 +231,23 @@ def reproducible(folder: Path) -> bool:
 
 class OnnxEncoder:
     """An exported model run without torch: `JsonTokenizer` truncated to the model's
-    max_seq_length and padded to the longest text of a batch, as sentence-transformers does,
-    onnxruntime for the token embeddings, and mean pooling over the attention mask plus L2
-    normalisation in numpy (`reproducible` says for which models that is the whole stack)."""
+    max_seq_length, texts in order of length, padded to the longest of each pass, onnxruntime for
+    the token embeddings, and mean pooling over the attention mask plus L2 normalisation in numpy
+    (`reproducible` says for which models that is the whole stack).
 
-    def __init__(self, folder: Path, file: Path, max_tokens: int, device: str, threads: int | None):
+    On a CPU it runs `workers` (default: `threads`, else one per core) passes at once, each on one
+    thread, each of at most PASS_TOKENS padded word pieces: small passes stay in a core's cache and
+    need no sync between threads (bench/backends.md: "onnx" against "onnx, 1 session"). With one
+    worker (always on a GPU), one pass of `batch_size` texts at a time on `threads` threads."""
+
+    def __init__(self, folder: Path, file: Path, max_tokens: int, device: str, threads: int | None,
+                 workers: int | None = None):
         self.tokenizer = JsonTokenizer(folder)
-        self.batches = JsonTokenizer(folder).backend  # a second copy, which truncates and pads
-        self.batches.enable_truncation(max_tokens)
-        self.batches.enable_padding(pad_id=self.tokenizer.pad_token_id or 0, pad_token=self.tokenizer.pad_token or "")
-        self.session = onnx_session(file, device, threads)
+        self.truncating = JsonTokenizer(folder).backend  # a second copy, which truncates
+        self.truncating.enable_truncation(max_tokens)
+        self.pad_id = self.tokenizer.pad_token_id or 0
+        self.workers = (workers or threads or cores()) if device == "cpu" else 1
+        self.session = onnx_session(file, device, 1 if self.workers > 1 else threads)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
@@ -245,14 +256,67 @@ class OnnxEncoder:
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         return self.session.run(None, {n: given[n] for n in self.inputs})[0].astype(np.float32, copy=False)
 
+    def passes(self, widths: Sequence[int], batch_size: int) -> list[range]:
+        """The passes (`plan_passes`) for texts of these widths (ascending), as this encoder runs them."""
+        return plan_passes(widths, batch_size, PASS_TOKENS if self.workers > 1 else None)
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+        """fn of each item, in order, `workers` at a time (onnxruntime releases the GIL while it runs)."""
+        if self.workers == 1 or len(items) < 2:
+            yield from map(fn, items)
+            return
+        with ThreadPoolExecutor(self.workers) as pool:
+            yield from pool.map(fn, items)
+
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """L2-normalised mean-pooled float32 vectors, one row per text, `batch_size` texts a pass."""
+        """L2-normalised mean-pooled float32 vectors, one row per text, at most `batch_size` texts a pass."""
+        ids = [e.ids for e in self.truncating.encode_batch([t.strip() for t in texts])]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        passes = [[order[i] for i in rows] for rows in self.passes([len(ids[i]) for i in order], batch_size)]
+
+        def pooled(rows: list[int]) -> np.ndarray:
+            tokens, mask = padded([ids[i] for i in rows], self.pad_id)
+            weights = mask.astype(np.float32)
+            mean = np.einsum("btd,bt->bd", self.hidden(tokens, mask), weights)
+            mean /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
+            return mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for b in range(0, len(texts), batch_size):
-            encs = self.batches.encode_batch([t.strip() for t in texts[b : b + batch_size]])
-            tokens = np.array([e.ids for e in encs], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
-            summed = np.einsum("btd,bt->bd", self.hidden(tokens, mask), mask.astype(np.float32))
-            mean = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-            out[b : b + len(encs)] = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
+        for rows, vecs in zip(passes, self.map(pooled, passes), strict=True):
+            out[rows] = vecs
         return out
+
+
+def padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """int64 token ids padded with `pad_id` to the longest row, and their attention mask."""
+    width = max(map(len, rows))
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = row
+        mask[r, : len(row)] = 1
+    return ids, mask
+
+
+def plan_passes(widths: Sequence[int], batch_size: int, max_tokens: int | None) -> list[range]:
+    """Consecutive runs of `widths` (ascending, in word pieces), one per model pass: at most
+    `batch_size` rows and, with `max_tokens`, at most that many padded word pieces (rows times
+    the widest), never fewer than one row.
+
+    >>> plan_passes([10, 20, 30, 200, 250], 32, 256)
+    [range(0, 3), range(3, 4), range(4, 5)]
+    """
+    out, start = [], 0
+    while start < len(widths):
+        end = start + 1
+        while end < len(widths) and end - start < batch_size and (
+                max_tokens is None or (end - start + 1) * widths[end] <= max_tokens):
+            end += 1
+        out.append(range(start, end))
+        start = end
+    return out
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
