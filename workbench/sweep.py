@@ -43,6 +43,7 @@ from workbench.variant import Variant
 
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas",
               "onnxruntime")
+SUMMARY_COLUMNS = ["key", "variant", "model", "metric", "k", "budget", "mean", "ci_low", "ci_high", "n"]
 
 
 @dataclass
@@ -420,15 +421,24 @@ def sweep_steps(
     `stop` between generations too: once `stop()` is true an LLM building an index raises
     workbench.models.llm.Stopped, what it finished cached. `combine` of the steps is what `sweep`
     returns. Arguments are checked before anything runs."""
-    settings = Settings.of(settings, **changes)
-    check_grid(variants)
-    store, embedders = resolve_models(store, embedder, models)
-    contexts = [Context(dataset, settings, e, store, progress, stop) for e in embedders]
+    contexts = _contexts(dataset, variants, Settings.of(settings, **changes), embedder, models, store, progress, stop)
     return (step for context in contexts for step in _steps(variants, context, several=len(contexts) > 1))
 
 
-def _steps(variants: Sequence[Variant], context: Context, several: bool = False) -> Iterator[SweepResult]:
-    """The steps of one model; `several`: the sweep has other models, so labels name this one."""
+def _contexts(dataset: Dataset, variants: Sequence[Variant], settings: Settings, embedder: Embedder | None,
+              models: Sequence[ModelSpec] | None, store: IndexStore | str | Path, progress: bool,
+              stop: Callable[[], bool] | None) -> list[Context]:
+    """One Context per model of a sweep, its arguments checked before anything runs."""
+    check_grid(variants)
+    store, embedders = resolve_models(store, embedder, models)
+    return [Context(dataset, settings, e, store, progress, stop) for e in embedders]
+
+
+def _steps(variants: Sequence[Variant], context: Context, several: bool = False,
+           summarized: bool = True) -> Iterator[SweepResult]:
+    """The steps of one model; `several`: the sweep has other models, so labels name this one.
+    summarized=False leaves each step's summary empty, for `sweep`, which summarises the whole
+    table in one call instead (the same numbers: stats.summarize)."""
     embedder, config = context.embedder, context.config()
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [f"{v.label} · {embedder.name}" if several else v.label
@@ -458,8 +468,8 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False)
                "retriever": v.retriever, **v.stage_params, **v.kwargs, **first, **cost,
                "build_seconds": build_seconds, "seconds": round(time.perf_counter() - t0, 3),  # this run's
                "preview": context.settings.preview}
-        summary = stats.summarize(scores, confidence=context.settings.confidence, cache=context.store.root)
-        summary.insert(2, "model", embedder.name)
+        summary = (stats.summarize(scores, confidence=context.settings.confidence, cache=context.store.root)
+                   if summarized else pd.DataFrame(columns=SUMMARY_COLUMNS))
         yield SweepResult(scores, summary, pd.DataFrame([row]), config | {
             "grid": [v.spec()],
             "texts_embedded": embedder.stats.embedded - before[0],
@@ -525,10 +535,14 @@ def sweep(
         finally:
             if own and engine is not None:
                 engine.close()
-    store, embedders = resolve_models(store, embedder, models)
-    before = [(e.stats.embedded, e.stats.cached) for e in embedders]
-    result = combine(list(sweep_steps(dataset, variants, settings, models=embedders, store=store, progress=progress,
-                                      stop=stop, **changes)))
+    settings = Settings.of(settings, **changes)
+    contexts = _contexts(dataset, variants, settings, embedder, models, store, progress, stop)
+    before = [(c.embedder.stats.embedded, c.embedder.stats.cached) for c in contexts]
+    # the steps unsummarised, then the whole table in one call: a call per variant cost 24 ms (most of it
+    # pandas and the stats cache's files), 0.5 s of a 22-variant preview of 7 s (bench/preview.py)
+    result = combine([step for c in contexts for step in _steps(variants, c, len(contexts) > 1, summarized=False)])
+    result.summary = stats.summarize(result.per_question, confidence=settings.confidence, cache=contexts[0].store.root)
+    embedders = [c.embedder for c in contexts]
     result.config |= {  # the questions' vectors count too
         "texts_embedded": sum(e.stats.embedded - b[0] for e, b in zip(embedders, before, strict=True)),
         "texts_cached": sum(e.stats.cached - b[1] for e, b in zip(embedders, before, strict=True)),

@@ -37,11 +37,13 @@ from threadpoolctl import ThreadpoolController
 
 from workbench.io import atomic_write, source_fingerprint
 
-KEYS = ["variant", "metric", "k"]  # plus "key" first when present: the variant's identity
+KEYS = ["variant", "metric", "k"]  # what a per-question table must name (see _keys for what it may)
 
 
 def _keys(per_question: pd.DataFrame) -> list[str]:
-    return [c for c in ("key", *KEYS, "budget") if c in per_question.columns]  # budget: a second kind of cut-off
+    """The columns naming a summary row: the key, label and model of its variant when the table has them,
+    its metric and cut-offs (budget: a second kind of cut-off)."""
+    return [c for c in ("key", "variant", "model", "metric", "k", "budget") if c in per_question.columns]
 
 
 def lower_is_better(metric: str) -> bool:
@@ -173,8 +175,11 @@ def summarize(
     """Mean and bootstrap CI per (variant, metric, k): columns [variant, metric, k, mean, ci_low, ci_high, n].
 
     Groups keep the order in which they first appear in `per_question`; within a group values are
-    resampled in qid order, so row order never changes a number. Groups of equal size are
-    bootstrapped together in one vectorised call. Percentile by default: for means of n ~ 500 its
+    resampled in qid order, so row order never changes a number. A variant's groups of equal size
+    are bootstrapped together in one vectorised call, apart from other variants' (whose number
+    would change the shape of the matrix product, and so the last bits of its sums): a table of
+    many variants summarised at once gives each the intervals of its own rows summarised alone,
+    bit for bit, at one call's cost (a sweep's, see workbench.sweep). Percentile by default: for means of n ~ 500 its
     bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without BCa's jackknife.
     cache: a cache folder (the IndexStore's), where a table summarised before is read back (`_cached`)."""
     if cache is not None:
@@ -189,12 +194,14 @@ def summarize(
     qid, _ = pd.factorize(per_question["qid"], sort=True)  # codes in qid order
     order = np.lexsort((qid, group))  # by group, then qid; stable
     sizes = np.bincount(group)
+    first_rows = order[np.cumsum(sizes) - sizes]
     values = np.split(per_question["value"].to_numpy(np.float64)[order], np.cumsum(sizes)[:-1])
+    owner, _ = pd.factorize(per_question[keys[0]].to_numpy()[first_rows])  # each group's variant (key, else label)
     low, high = np.empty(len(sizes)), np.empty(len(sizes))
-    for n in np.unique(sizes):
-        idx = np.flatnonzero(sizes == n)
+    for v, n in dict.fromkeys(zip(owner.tolist(), sizes.tolist(), strict=True)):
+        idx = np.flatnonzero((owner == v) & (sizes == n))
         low[idx], high[idx] = mean_ci(np.stack([values[i] for i in idx]), confidence, n_resamples, seed, method)
-    firsts = per_question[keys].iloc[order[np.cumsum(sizes) - sizes]]
+    firsts = per_question[keys].iloc[first_rows]
     ids = pd.DataFrame(list(firsts.itertuples(index=False, name=None)), columns=keys).astype({"k": np.int64})
     means = [float(np.mean(v)) for v in values]
     return ids.assign(mean=means, ci_low=low, ci_high=high, n=sizes.astype(np.int64))
