@@ -538,14 +538,13 @@ def sweep(
     settings = Settings.of(settings, **changes)
     contexts = _contexts(dataset, variants, settings, embedder, models, store, progress, stop)
     before = [(c.embedder.stats.embedded, c.embedder.stats.cached) for c in contexts]
-    # the steps unsummarised, then the whole table in one call: a call per variant cost 24 ms (most of it
-    # pandas and the stats cache's files), 0.5 s of a 22-variant preview of 7 s (bench/preview.py)
+    # the steps unsummarised, then the whole table in one call: a call per variant cost about 20 ms (most of it
+    # pandas and the stats cache's files), 0.45 s of a 22-variant chroma_small preview of 6 to 7 s (measured apart)
     result = combine([step for c in contexts for step in _steps(variants, c, len(contexts) > 1, summarized=False)])
     result.summary = stats.summarize(result.per_question, confidence=settings.confidence, cache=contexts[0].store.root)
-    embedders = [c.embedder for c in contexts]
     result.config |= {  # the questions' vectors count too
-        "texts_embedded": sum(e.stats.embedded - b[0] for e, b in zip(embedders, before, strict=True)),
-        "texts_cached": sum(e.stats.cached - b[1] for e, b in zip(embedders, before, strict=True)),
+        "texts_embedded": sum(c.embedder.stats.embedded - b[0] for c, b in zip(contexts, before, strict=True)),
+        "texts_cached": sum(c.embedder.stats.cached - b[1] for c, b in zip(contexts, before, strict=True)),
     }
     return result
 

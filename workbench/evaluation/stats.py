@@ -172,15 +172,17 @@ def summarize(
     method: str = "percentile",
     cache: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Mean and bootstrap CI per (variant, metric, k): columns [variant, metric, k, mean, ci_low, ci_high, n].
+    """Mean and bootstrap CI per (variant, metric, k): columns `_keys` (key, variant, model, metric, k,
+    budget: those the table has), then mean, ci_low, ci_high, n.
 
     Groups keep the order in which they first appear in `per_question`; within a group values are
     resampled in qid order, so row order never changes a number. A variant's groups of equal size
     are bootstrapped together in one vectorised call, apart from other variants' (whose number
     would change the shape of the matrix product, and so the last bits of its sums): a table of
     many variants summarised at once gives each the intervals of its own rows summarised alone,
-    bit for bit, at one call's cost (a sweep's, see workbench.sweep). Percentile by default: for means of n ~ 500 its
-    bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without BCa's jackknife.
+    bit for bit, at one call's cost (a sweep's, see workbench.sweep). Percentile by default: for
+    means of n ~ 500 its bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without
+    BCa's jackknife.
     cache: a cache folder (the IndexStore's), where a table summarised before is read back (`_cached`)."""
     if cache is not None:
         args = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed, "method": method}
