@@ -98,7 +98,7 @@ def main() -> None:
         onnx.onnx_encoder  # noqa: B018 (exports the model)
         timed = embedders | {ONE_SESSION: Embedder(cache_dir=cache, backend="onnx", threads=THREADS, progress=False)}
         timed[ONE_SESSION].__dict__["onnx_encoder"] = OnnxEncoder(
-            onnx.path, export_file(onnx.model_fingerprint, "onnx"), onnx.max_tokens, "cpu", THREADS, workers=1)
+            onnx.path, export_file(onnx.model_fingerprint, "onnx"), "onnx", onnx.max_tokens, "cpu", THREADS, workers=1)
         for e in timed.values():  # untimed: export, quantization, loading, first batches
             seconds(e, next(iter(sets.values()))[:8])
         rounds: dict[tuple[str, str], list[float]] = {(s, b): [] for s in sets for b in TIMED}  # s per round

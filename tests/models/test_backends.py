@@ -23,7 +23,16 @@ from workbench.models.base import model_fingerprint
 from workbench.models.choose import result_key
 from workbench.models.embed import Embedder, default_model_path, resolve_backend
 from workbench.models.late import late_vectors
-from workbench.models.onnx import MODELS_ENV, ONNX_FILE, PASS_TOKENS, JsonTokenizer, plan_passes, reproducible
+from workbench.models.onnx import (
+    MODELS_ENV,
+    ONNX_FILE,
+    PASS_TOKENS,
+    SKIPPED_FUSIONS,
+    JsonTokenizer,
+    export_file,
+    plan_passes,
+    reproducible,
+)
 
 # texts of every length and kind: empty, blank, padded with spaces, unicode, beyond the 256-piece window
 EDGE_TEXTS = ["", " ", ".", "  Refunds take five days.  ", "héllo wörld — 東京 ✓ 🙂 ﬁ", "\n\nx\t",
@@ -80,17 +89,47 @@ def test_fingerprint_names_the_backend_not_the_device(cache: Path, embedder: Emb
     plain = model_fingerprint(default_model_path())
     assert embedder.fingerprint == plain  # torch's is unchanged: existing caches stay valid
     prints = {b: Embedder(cache_dir=cache, backend=b, progress=False).fingerprint for b in ("onnx", "onnx-int8")}
-    assert prints == {"onnx": f"{plain}-onnx", "onnx-int8": f"{plain}-onnx-int8"}
+    # int8's revision 2 (BACKEND_REVISIONS): its sessions skip a fusion, which moved its vectors
+    assert prints == {"onnx": f"{plain}-onnx", "onnx-int8": f"{plain}-onnx-int8-r2"}
     assert Embedder(cache_dir=cache, backend="torch", device="auto", progress=False).fingerprint == plain
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
     assert onnx.cache.path.name == f"{plain}-onnx.sqlite"
+
+
+def test_a_backend_s_sessions_skip_the_fusions_that_slow_it(cache: Path) -> None:
+    """SKIPPED_FUSIONS: an int8 embedder runs its export without SkipLayerNormFusion (its hidden
+    states are those of a session without it, not those of one with every fusion); without it the
+    float export gives the same bits, so onnx keeps its revision 1."""
+    import onnxruntime as ort
+
+    assert SKIPPED_FUSIONS == {"onnx-int8": ["SkipLayerNormFusion"]}
+    ids = np.random.default_rng(0).integers(1000, 20000, size=(2, 120))
+    mask = np.ones_like(ids)
+
+    def hidden(file: Path, skipped: list[str]) -> np.ndarray:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = ort.InferenceSession(str(file), options, providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=skipped)
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return session.run(None, {i.name: given[i.name] for i in session.get_inputs()})[0]
+
+    int8 = Embedder(cache_dir=cache, backend="onnx-int8", progress=False, threads=1)
+    runs = int8.onnx_encoder.hidden(ids, mask)
+    file = export_file(int8.model_fingerprint, "onnx-int8")
+    assert np.array_equal(runs, hidden(file, ["SkipLayerNormFusion"]))
+    assert not np.array_equal(runs, hidden(file, []))
+    fp32 = Embedder(cache_dir=cache, backend="onnx", progress=False, threads=1)
+    fp32.onnx_encoder  # noqa: B018 (exports the float model)
+    file = export_file(fp32.model_fingerprint, "onnx")
+    assert np.array_equal(hidden(file, ["SkipLayerNormFusion"]), hidden(file, []))
 
 
 def test_exported_model_is_reused(cache: Path, model_store: Path) -> None:
     first = Embedder(cache_dir=cache, backend="onnx-int8", progress=False)
     first.model  # noqa: B018 (exports and quantizes unless an earlier test did)
     files = sorted(model_store.rglob(ONNX_FILE))
-    assert [f.parent.name for f in files] == [first.model_fingerprint + "-onnx", first.fingerprint]
+    assert [f.parent.name for f in files] == [first.model_fingerprint + "-onnx", first.model_fingerprint + "-onnx-int8"]
     assert not (cache / "models").exists()  # a model artifact, kept once per machine, not per cache folder
     stamps = [f.stat().st_mtime_ns for f in files]
     again = Embedder(cache_dir=tmp_cache(cache, "other"), backend="onnx-int8", progress=False)
@@ -248,7 +287,7 @@ def test_cli_sweeps_with_a_backend(tiny: Dataset, cache: Path, tmp_path: Path) -
     main(["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache", str(cache),
           "-v", "fixed:size=24", "--ks", "1", "--backend", "onnx-int8", "--device", "auto", "--no-report", "--quiet"])
     fingerprint = json.loads((out / "config.json").read_text())["model_fingerprint"]
-    assert fingerprint == f"{model_fingerprint(default_model_path())}-onnx-int8"
+    assert fingerprint == f"{model_fingerprint(default_model_path())}-onnx-int8-r2"
     assert (cache / "embeddings" / f"{fingerprint}.sqlite").exists()
 
 

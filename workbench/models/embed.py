@@ -30,6 +30,7 @@ from workbench.io import CACHE_DIR
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import (
+    BACKEND_REVISIONS,
     ONNX_BACKENDS,
     JsonTokenizer,
     OnnxEncoder,
@@ -50,6 +51,7 @@ DEFAULT_NAME = "all-MiniLM-L6-v2"
 OVERLAP = 0.25  # share of a token window repeated from the previous one, as context for its first tokens
 # Bump when a text's vector changes for the same model files and backend (the encode path: pooling,
 # normalisation, windows): it enters the fingerprint, which names the vector cache and index entries.
+# A change to one backend's vectors alone bumps that backend's revision instead (BACKEND_REVISIONS).
 # Version 1 adds nothing, so fingerprints stay as they always were; tests/test_code_versions.py fails
 # when this module's code changes and this stays.
 ENCODE_VERSION = 1
@@ -64,9 +66,12 @@ def default_model_path() -> Path:
 
 
 def fingerprint_of(model_fingerprint: str, backend: str) -> str:
-    """What names a model's vector cache and index entries: its files, a non-torch backend, and
-    the encode version when it is not 1 (so fingerprints stay as they always were)."""
+    """What names a model's vector cache and index entries: its files, a non-torch backend (with its
+    BACKEND_REVISIONS revision when not 1), and the encode version when it is not 1 (so
+    fingerprints stay as they always were)."""
+    revision = BACKEND_REVISIONS.get(backend, 1)
     return "-".join([model_fingerprint, *([backend] if backend != "torch" else []),
+                     *([f"r{revision}"] if revision != 1 else []),
                      *([f"e{ENCODE_VERSION}"] if ENCODE_VERSION != 1 else [])])
 
 
@@ -200,7 +205,8 @@ class Embedder(Model):
         if self.backend != "torch":
             transformer = model[0]
             file = exported_model(lambda: transformer, self.model_fingerprint, self.backend, self._legacy_models)
-            transformer.model = onnx_transformer(file, transformer.model.config, self.device, self.threads)
+            transformer.model = onnx_transformer(file, self.backend, transformer.model.config, self.device,
+                                                 self.threads)
         return model
 
     @property
@@ -219,7 +225,7 @@ class Embedder(Model):
         if not file.exists():
             file = exported_model(lambda: self._torch_model()[0], self.model_fingerprint, self.backend,
                                   self._legacy_models)
-        return OnnxEncoder(self.path, file, self.max_tokens, self.device, self.threads)
+        return OnnxEncoder(self.path, file, self.backend, self.max_tokens, self.device, self.threads)
 
     @contextmanager
     def progress_bars(self, on: bool) -> Iterator[None]:
