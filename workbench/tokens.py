@@ -118,13 +118,23 @@ class TiktokenTokenizer:
         between the first and the last such cut inside a span, its tokens are the stretch's."""
         b = boundaries.tolist()
         cuts = _letter_space(text, b[0], b[-1])
+        # a span's first word's tokens depend on its start alone, its last word's on its end: kept,
+        # since the variants of a sweep start and end many chunks at the same places
+        heads: dict[int, int] = {}
+        tails: dict[int, int] = {}
 
         def count(start: int, end: int) -> int:
             first, last = bisect_right(cuts, start), bisect_left(cuts, end) - 1
             if first > last:
                 return self.count(text[start:end])
             c1, c2 = cuts[first], cuts[last]
-            return self.count(text[start:c1]) + bisect_left(b, c2) - bisect_left(b, c1) + self.count(text[c2:end])
+            head = heads.get(start)
+            if head is None:
+                head = heads[start] = self.count(text[start:c1])
+            tail = tails.get(end)
+            if tail is None:
+                tail = tails[end] = self.count(text[c2:end])
+            return head + bisect_left(b, c2) - bisect_left(b, c1) + tail
 
         return count
 
