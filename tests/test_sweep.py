@@ -110,6 +110,43 @@ def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_p
         assert cost[q.qid] == sent
 
 
+def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset, embedder: Embedder,
+                                                                  tmp_path: Path) -> None:
+    """When no two rows return one span, retrieval hands every question's hits over at once as
+    columns (RankedHits): the same hits as each ranking's `hits`, and the same per-question scores
+    (budgets included), hits table and rankings deep enough for the budgets as the lists of Hits."""
+    from workbench.dataset import RankedHits
+    from workbench.evaluation import metrics
+    from workbench.evaluation.scoring import hits_table, score
+    from workbench.evaluation.settings import Settings
+    from workbench.retrieval.search import queries, ranked_for, run_stages
+    from workbench.variant import DENSE_ONLY
+
+    index = IndexStore(tmp_path).get(Variant.make("fixed", size=16, overlap=0), tiny, embedder)
+    assert index.distinct
+    qvecs = embedder.encode([q.question for q in tiny.questions])
+    qs = queries(index, tiny.questions, qvecs, "corpus")
+    settings = Settings(ks=(1, 3, 5), budgets=(64, 128))
+    columns = ranked_for(index, DENSE_ONLY, qs, settings.ks, settings.budgets, settings.budget_encoding)
+    assert isinstance(columns, RankedHits) and len(columns) == len(tiny.questions)
+    depth = int(columns.lengths.max())
+    assert depth > 5  # ranked past k to fill the budgets
+    lists = [index.hits(r, depth) for r in run_stages(DENSE_ONLY, qs, index, depth)]
+    assert columns == lists and lists == list(columns) and columns[-1] == lists[-1] and columns[1:3] == lists[1:3]
+    bounds = metrics.token_bounds(tiny)
+    by_columns = score(tiny.questions, columns, index.spans, settings, bounds)
+    by_lists = score(tiny.questions, lists, index.spans, settings, bounds)
+    pd.testing.assert_frame_equal(by_columns, by_lists)
+    assert (by_columns["budget"] > 0).any()
+    pd.testing.assert_frame_equal(hits_table(tiny.questions, columns, 5), hits_table(tiny.questions, lists, 5))
+    back = RankedHits.of(lists)
+    assert back == columns and (back.totals("o200k_base") == [sum(h.tokens["o200k_base"] for h in hits)
+                                                              for hits in lists]).all()
+    empty = RankedHits.of([[], lists[0][:2], []])
+    assert list(empty.lengths) == [0, 2, 0] and list(empty.totals("cl100k_base"))[0] == 0
+    assert empty.top(1) == [[], lists[0][:1], []] and RankedHits.of([[], []]).sizes("cl100k_base").size == 0
+
+
 def test_sweep_rejects_bad_arguments(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ks must be positive"):
         sweep(tiny, GRID, ks=(0, 3), embedder=embedder, store=tmp_path, progress=False)

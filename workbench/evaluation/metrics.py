@@ -14,7 +14,7 @@ from math import log2
 import numpy as np
 import pandas as pd
 
-from workbench.dataset import Dataset, Hit, Question, Span
+from workbench.dataset import Dataset, Hit, Question, RankedHits, Span
 
 # Per-k metrics, in output (and display) order. "recall_tokens" is emitted only when token
 # boundaries are given.
@@ -404,19 +404,17 @@ def _states(table: _EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int
     rank r sums the segments covered by then; a token piece is covered when every segment under
     it is, a token when its pieces are. Sums run rank by rank in `_values`' order, so floats agree
     to the bit."""
-    nq, hits = len(table.length), [(q, j, h) for q, ranked in enumerate(rankings) for j, h in enumerate(ranked[:depth])]
-    codes, _ = pd.factorize(np.concatenate([table.doc, table.span_doc,
-                                            np.array([h.span.doc_id for _, _, h in hits], dtype=object)]))
+    nq, hits = len(table.length), RankedHits.of(rankings).top(depth)
+    codes, _ = pd.factorize(np.concatenate([table.doc, table.span_doc, hits.doc_id]))
     row_doc, span_doc = codes[: len(table.doc)], codes[len(table.doc) : len(table.doc) + len(table.span_doc)]
-    hq = np.array([q for q, _, _ in hits], dtype=np.int64)
-    hj = np.array([j for _, j, _ in hits], dtype=np.int64)
+    hq, hj = hits.question, hits.rank
     hdoc, hs, he, tok, tok_o200k = (np.zeros((nq, depth), dtype=np.int64) for _ in range(5))
     hdoc -= 1  # no hit at that rank
     hdoc[hq, hj] = codes[len(table.doc) + len(table.span_doc) :]
-    hs[hq, hj] = [h.span.start for _, _, h in hits]
-    he[hq, hj] = [h.span.end for _, _, h in hits]
-    tok[hq, hj] = [h.tokens["cl100k_base"] for _, _, h in hits]
-    tok_o200k[hq, hj] = [h.tokens["o200k_base"] for _, _, h in hits]
+    hs[hq, hj] = hits.start
+    he[hq, hj] = hits.end
+    tok[hq, hj] = hits.sizes("cl100k_base")
+    tok_o200k[hq, hj] = hits.sizes("o200k_base")
     ranks = np.arange(1, depth + 1)
     never = depth + 1
 
@@ -536,12 +534,13 @@ def score_budgets(
     names = [m for m in (*BUDGET_METRICS, sent) if m in _names(token_bounds is not None)]
     # every packed context is a prefix of the ranking (`pack`): its length is how many leading
     # units fit, and the prefix is scored as the first that many ranks
-    longest = max(map(len, rankings), default=0)
-    used = np.full((len(rankings), longest), np.inf)
-    for q, ranked in enumerate(rankings):
-        used[q, : len(ranked)] = np.cumsum([h.tokens[encoding] for h in ranked])
+    hits = RankedHits.of(rankings)
+    used = np.full((len(hits), int(hits.lengths.max(initial=0))), np.inf)
+    total = np.cumsum(hits.sizes(encoding))
+    before = np.concatenate([[0], total])[hits.bounds[:-1]]  # tokens of the questions before each one
+    used[hits.question, hits.rank] = total - np.repeat(before, hits.lengths)
     fits = (used[:, :, None] <= np.array(budgets)[None, None, :]).sum(axis=1)  # questions x budgets
-    states = _states(_table(questions, token_bounds), rankings, max(1, int(fits.max(initial=0))), FRAC_THRESHOLD)
+    states = _states(_table(questions, token_bounds), hits, max(1, int(fits.max(initial=0))), FRAC_THRESHOLD)
     values = np.stack([np.take_along_axis(states[m], fits, axis=1) for m in names], axis=2)  # q x budgets x names
     per_question = len(budgets) * len(names)
     return pd.DataFrame(

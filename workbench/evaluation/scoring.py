@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from workbench.dataset import Hit, Question, Span
+from workbench.dataset import Hit, Question, RankedHits, Span
 from workbench.evaluation import metrics
 from workbench.evaluation.settings import Settings
 
@@ -32,17 +32,13 @@ def score(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], spans:
 
 def hits_table(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], k: int) -> pd.DataFrame:
     """The top k hits of every question, rank counted from 1: what a report draws without an index."""
-    top = [hits[:k] for hits in ranked]
-    lengths = np.fromiter(map(len, top), dtype=np.int64, count=len(top))
-    flat = [h for hits in top for h in hits]
-    n = len(flat)
-    first = np.repeat(np.cumsum(lengths) - lengths, lengths)  # each hit's question's first row
+    top = RankedHits.of(ranked).top(k)
     return pd.DataFrame({
-        "qid": metrics.qid_column(questions, lengths),
-        "rank": (np.arange(n) - first + 1).astype(np.int32),
-        "doc_id": np.array([h.span.doc_id for h in flat], dtype=object),
-        "start": np.fromiter((h.span.start for h in flat), dtype=np.int64, count=n),
-        "end": np.fromiter((h.span.end for h in flat), dtype=np.int64, count=n),
-        "score": np.fromiter((h.score for h in flat), dtype=np.float64, count=n),
-        "chunk_id": np.fromiter((h.chunk_id for h in flat), dtype=np.int64, count=n),
+        "qid": metrics.qid_column(questions, top.lengths),
+        "rank": (top.rank + 1).astype(np.int32),
+        "doc_id": top.doc_id,
+        "start": top.start,
+        "end": top.end,
+        "score": top.score,
+        "chunk_id": top.chunk_id,
     }, columns=HIT_COLUMNS)

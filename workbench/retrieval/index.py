@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv, get_strategy
-from workbench.dataset import Dataset, Document, Hit, Question, Span
+from workbench.dataset import Dataset, Document, Hit, Question, RankedHits, Span
 from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
 from workbench.models.context import context_fingerprint, contextualize
@@ -99,6 +99,11 @@ class ChunkIndex:
                         for row in returned[list(TIKTOKEN_ENCODINGS)].itertuples(index=False)]
         self.cost = cost
         self._returned = [c.returned for c in chunks]
+        # the same per row as columns, for `top_hits`
+        self._columns = (np.array([s.doc_id for s in self._returned], dtype=object),
+                         np.array([s.start for s in self._returned], dtype=np.int64).reshape(-1),
+                         np.array([s.end for s in self._returned], dtype=np.int64).reshape(-1),
+                         {enc: returned[enc].to_numpy(np.int64) for enc in TIKTOKEN_ENCODINGS})
         units: dict[Span, int] = {}
         self._unit = [units.setdefault(span, len(units)) for span in self._returned]  # row -> its distinct unit
         self._distinct = len(units) == len(chunks)  # every row returns its own span: nothing to collapse
@@ -146,6 +151,23 @@ class ChunkIndex:
             if len(hits) == k:
                 break
         return hits
+
+    @property
+    def distinct(self) -> bool:
+        """Every row returns a span of its own: the first k rows of a ranking are its hits."""
+        return self._distinct
+
+    def top_hits(self, rankings: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> RankedHits:
+        """`hits` of every ranking at once, as columns, when nothing collapses (`distinct`)."""
+        if not self._distinct:
+            raise ValueError("top_hits: rows of this index share returned spans; take each ranking's `hits`")
+        rows = np.concatenate([np.zeros(0, dtype=np.int64), *(r[:k] for _, r in rankings)]).astype(np.int64)
+        scores = np.concatenate([np.zeros(0), *(s[:k] for s, _ in rankings)]).astype(np.float64)
+        lengths = np.array([min(k, len(r)) for _, r in rankings], dtype=np.int64)
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        doc, start, end, tokens = self._columns
+        return RankedHits(bounds, doc[rows], start[rows], end[rows], scores, rows,
+                          {enc: t[rows] for enc, t in tokens.items()})
 
     def dense(self, vectors: np.ndarray, depth: int | None,
               rows: Sequence[np.ndarray | None]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from workbench.dataset import Hit, Question
+from workbench.dataset import Hit, Question, RankedHits
 from workbench.retrieval.index import ChunkIndex
 from workbench.retrievers import Queries, Ranking, get_stage
 from workbench.variant import DENSE_ONLY, StageSpec
@@ -37,12 +37,15 @@ def run_stages(stages: Sequence[StageSpec], qs: Queries, index: ChunkIndex, dept
     return rankings
 
 
-def retrieve(index: ChunkIndex, stages: Sequence[StageSpec], qs: Queries, k: int) -> list[list[Hit]]:
+def retrieve(index: ChunkIndex, stages: Sequence[StageSpec], qs: Queries, k: int) -> Sequence[list[Hit]]:
     """Top-k distinct returned units per question. Rankings start k deep (4k when parents may
     collapse several chunks into one unit) and questions whose ranking was cut at that depth
-    before k units were found are ranked again 4 times deeper."""
-    out: list[list[Hit]] = [[] for _ in range(len(qs))]
+    before k units were found are ranked again 4 times deeper. When no two rows return the same
+    unit, a ranking's first k rows are its hits: all of them at once, as columns (RankedHits)."""
     todo, depth = list(range(len(qs))), k * 4 if index.has_parents else k
+    if index.distinct:
+        return index.top_hits(run_stages(stages, qs, index, depth), k)
+    out: list[list[Hit]] = [[] for _ in range(len(qs))]
     while todo:
         ranked = run_stages(stages, qs if len(todo) == len(qs) else qs.subset(todo), index, depth)
         again = []
@@ -55,13 +58,13 @@ def retrieve(index: ChunkIndex, stages: Sequence[StageSpec], qs: Queries, k: int
 
 
 def search(index: ChunkIndex, questions: Sequence[Question], vectors: np.ndarray, k: int,
-           stages: Sequence[StageSpec] = DENSE_ONLY, mode: str = "corpus") -> list[list[Hit]]:
+           stages: Sequence[StageSpec] = DENSE_ONLY, mode: str = "corpus") -> Sequence[list[Hit]]:
     """Top-k hits of every question by `stages` (a variant's, default dense), e.g. to drill down."""
     return retrieve(index, stages, queries(index, questions, vectors, mode), k)
 
 
 def ranked_for(index: ChunkIndex, stages: Sequence[StageSpec], qs: Queries, ks: Sequence[int],
-               budgets: Sequence[int], encoding: str) -> list[list[Hit]]:
+               budgets: Sequence[int], encoding: str) -> Sequence[list[Hit]]:
     """Rankings deep enough for the largest k and to fill the largest budget: the first depth is
     a guess from the mean unit size, doubled until every ranking holds more than the budget or
     is exhausted (shorter than the depth asked)."""
@@ -71,6 +74,7 @@ def ranked_for(index: ChunkIndex, stages: Sequence[StageSpec], qs: Queries, ks: 
         depth = max(depth, math.ceil(budgets[-1] / mean_tokens) + 1)
     while True:
         ranked = retrieve(index, stages, qs, depth)
-        if not budgets or all(len(r) < depth or sum(h.tokens[encoding] for h in r) > budgets[-1] for r in ranked):
+        hits = RankedHits.of(ranked)
+        if not budgets or ((hits.lengths < depth) | (hits.totals(encoding) > budgets[-1])).all():
             return ranked
         depth *= 2
