@@ -19,11 +19,12 @@ its document gets real (cached) embeddings.
 
 For a model on onnxruntime (the default backend) the token pass runs on the model's int8 export
 (`token_embedder`); the questions keep the float model's (cached) vectors, shared with real
-sweeps. On the bundled model int8, one window per batch, reads the corpus 1.8x to 2.5x faster per
-word piece, by CPU (bench/backends.md; 1.8x to 2.1x on an Intel Xeon, README), so the pass costs a
-half to three quarters of embedding one real variant's chunks, and the preview's recall means stay
-as close to the real ones as the float pass's (bench/preview.md: both, side by side; rho 0.91 /
-0.86 / 0.95 on chroma_small / SQuAD / QMSum against the float pass's 0.91 / 0.88 / 0.95).
+sweeps. On the bundled model int8, one window per batch, reads the corpus 1.9x to 2.5x faster per
+word piece, by CPU (bench/backends.md; its sessions skip a fusion that slowed them: onnx.SKIPPED_FUSIONS),
+so the pass costs a half to three quarters of embedding one real variant's chunks, and the
+preview's recall means stay as close to the real ones as the float pass's (bench/preview.md: both,
+side by side; rho 0.90 / 0.86 / 0.94 on chroma_small / SQuAD / QMSum against the float pass's
+0.91 / 0.88 / 0.95).
 
 Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>-t<TOKEN_PASS_VERSION>/`,
 float16 token vectors in one raw file (memory-mapped when read), int64 character offsets and
