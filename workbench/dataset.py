@@ -91,11 +91,16 @@ class RankedHits(Sequence[list[Hit]]):
         def ints(values: Iterator[int]) -> np.ndarray:
             return np.fromiter(values, dtype=np.int64, count=n)
 
-        return cls(np.concatenate([[0], np.cumsum([len(hits) for hits in rankings], dtype=np.int64)]).astype(np.int64),
+        return cls(cls.bounds_of([len(hits) for hits in rankings]),
                    np.array([h.span.doc_id for h in flat], dtype=object), ints(h.span.start for h in flat),
                    ints(h.span.end for h in flat), np.fromiter((h.score for h in flat), dtype=np.float64, count=n),
                    ints(h.chunk_id for h in flat),
                    {enc: ints(h.tokens[enc] for h in flat) for enc in (flat[0].tokens if flat else ())})
+
+    @staticmethod
+    def bounds_of(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+        """`bounds` of questions with these numbers of hits."""
+        return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64)
 
     @property
     def lengths(self) -> np.ndarray:
@@ -117,9 +122,9 @@ class RankedHits(Sequence[list[Hit]]):
         if (self.lengths <= k).all():
             return self
         keep = self.rank < k
-        bounds = np.concatenate([[0], np.cumsum(np.minimum(self.lengths, k))]).astype(np.int64)
-        return RankedHits(bounds, self.doc_id[keep], self.start[keep], self.end[keep], self.score[keep],
-                          self.chunk_id[keep], {enc: t[keep] for enc, t in self.tokens.items()})
+        return RankedHits(self.bounds_of(np.minimum(self.lengths, k)), self.doc_id[keep], self.start[keep],
+                          self.end[keep], self.score[keep], self.chunk_id[keep],
+                          {enc: t[keep] for enc, t in self.tokens.items()})
 
     def sizes(self, encoding: str) -> np.ndarray:
         """Each hit's tiktoken size in `encoding` (none when there is no hit, whatever the encoding)."""

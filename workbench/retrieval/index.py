@@ -94,19 +94,20 @@ class ChunkIndex:
         self.chunks = chunks
         self.index = index
         self.returned_tokens = returned  # tiktoken sizes of what each chunk returns, per encoding
-        # tiktoken sizes of what each chunk returns, one {encoding: tokens} per row, shared by its hits
-        self._tokens = [dict(zip(TIKTOKEN_ENCODINGS, map(int, row), strict=True))
-                        for row in returned[list(TIKTOKEN_ENCODINGS)].itertuples(index=False)]
         self.cost = cost
         self._returned = [c.returned for c in chunks]
-        # the same per row as columns, for `top_hits`
+        # each row's returned span and its tiktoken sizes as columns, for `top_hits`
+        sizes = {enc: returned[enc].to_numpy(np.int64) for enc in TIKTOKEN_ENCODINGS}
         self._columns = (np.array([s.doc_id for s in self._returned], dtype=object),
-                         np.array([s.start for s in self._returned], dtype=np.int64).reshape(-1),
-                         np.array([s.end for s in self._returned], dtype=np.int64).reshape(-1),
-                         {enc: returned[enc].to_numpy(np.int64) for enc in TIKTOKEN_ENCODINGS})
+                         np.array([s.start for s in self._returned], dtype=np.int64),
+                         np.array([s.end for s in self._returned], dtype=np.int64), sizes)
+        # the same sizes, one {encoding: tokens} per row, shared by its hits (`hits`)
+        self._tokens = [dict(zip(sizes, row, strict=True))
+                        for row in zip(*(t.tolist() for t in sizes.values()), strict=True)]
         units: dict[Span, int] = {}
         self._unit = [units.setdefault(span, len(units)) for span in self._returned]  # row -> its distinct unit
-        self._distinct = len(units) == len(chunks)  # every row returns its own span: nothing to collapse
+        # every row returns a span of its own: nothing collapses, a ranking's first k rows are its hits (`top_hits`)
+        self.distinct = len(units) == len(chunks)
         self._doc_rows: dict[str, np.ndarray] = {}
         for i, c in enumerate(chunks):
             self._doc_rows.setdefault(c.doc_id, []).append(i)  # type: ignore[arg-type]
@@ -138,9 +139,6 @@ class ChunkIndex:
         return the parent once, at the rank of the best of them)."""
         scores, rows = ranking
         returned, tokens = self._returned, self._tokens
-        if self._distinct:  # nothing collapses: the first k rows are the hits
-            return [Hit(returned[i], s, i, tokens[i]) for s, i in zip(scores[:k].tolist(), rows[:k].tolist(),
-                                                                        strict=True)]  # Python floats and ints
         hits: list[Hit] = []
         seen: set[int] = set()
         for s, i in zip(scores.tolist(), rows.tolist(), strict=True):
@@ -152,22 +150,15 @@ class ChunkIndex:
                 break
         return hits
 
-    @property
-    def distinct(self) -> bool:
-        """Every row returns a span of its own: the first k rows of a ranking are its hits."""
-        return self._distinct
-
     def top_hits(self, rankings: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> RankedHits:
         """`hits` of every ranking at once, as columns, when nothing collapses (`distinct`)."""
-        if not self._distinct:
+        if not self.distinct:
             raise ValueError("top_hits: rows of this index share returned spans; take each ranking's `hits`")
         rows = np.concatenate([np.zeros(0, dtype=np.int64), *(r[:k] for _, r in rankings)]).astype(np.int64)
         scores = np.concatenate([np.zeros(0), *(s[:k] for s, _ in rankings)]).astype(np.float64)
-        lengths = np.array([min(k, len(r)) for _, r in rankings], dtype=np.int64)
-        bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        doc, start, end, tokens = self._columns
-        return RankedHits(bounds, doc[rows], start[rows], end[rows], scores, rows,
-                          {enc: t[rows] for enc, t in tokens.items()})
+        doc, start, end, sizes = self._columns
+        return RankedHits(RankedHits.bounds_of([min(k, len(r)) for _, r in rankings]), doc[rows], start[rows],
+                          end[rows], scores, rows, {enc: t[rows] for enc, t in sizes.items()})
 
     def dense(self, vectors: np.ndarray, depth: int | None,
               rows: Sequence[np.ndarray | None]) -> list[tuple[np.ndarray, np.ndarray]]:
