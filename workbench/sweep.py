@@ -36,8 +36,8 @@ from workbench.models.base import Engine
 from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
 from workbench.models.context import context_fingerprint
 from workbench.models.embed import Embedder
-from workbench.retrieval.index import IndexStore, needs
-from workbench.retrieval.preview import TokenCache, preview_index, token_cache, token_embedder
+from workbench.retrieval.index import ChunkIndex, IndexStore, needs
+from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_embedder
 from workbench.retrieval.search import queries, ranked_for, search
 from workbench.variant import Variant
 
@@ -306,7 +306,8 @@ def check_grid(variants: Sequence[Variant]) -> None:
 class Context:
     """What measuring any variant of one sweep needs: the data, the settings, the model, the
     store and the score cache; the question vectors, token boundaries and (in preview) the
-    corpus's token embeddings are made on first use, once, and only if some variant is not cached."""
+    corpus's token embeddings are made on first use, once, and only if some variant is not cached
+    (a preview builds what indexes it can of `variants` meanwhile: `built`)."""
 
     dataset: Dataset
     settings: Settings
@@ -314,7 +315,9 @@ class Context:
     store: IndexStore
     progress: bool = True
     stop: Callable[[], bool] | None = None  # asked between the builds' generations (IndexStore.get)
+    variants: Sequence[Variant] = ()  # the grid, whose indexes a preview builds while its model passes run
     token_pass_documents: int = 0  # documents the preview's token pass ran the model over (0: it was cached)
+    built: dict[str, ChunkIndex] = field(default_factory=dict)  # preview indexes built with the inputs, by key
 
     @cached_property
     def scores(self) -> ScoreCache | None:
@@ -326,12 +329,21 @@ class Context:
     @cached_property
     def inputs(self) -> tuple[np.ndarray, metrics.TokenBounds, TokenCache | None]:
         with self.embedder.progress_bars(self.progress):
-            qvecs = self.embedder.encode([q.question for q in self.dataset.questions], desc="questions")
-            # the one model pass of a preview
-            tokens = token_cache(self.dataset, self.embedder, self.store.root) if self.settings.preview else None
+            if self.settings.preview:  # the one model pass of a preview, and the questions', with CPU work meanwhile
+                qvecs, tokens, self.built, bounds = preview_inputs(self.dataset, self.variants, self.embedder,
+                                                                   self.store.root, self._scoring_inputs)
+            else:
+                qvecs = self.embedder.encode([q.question for q in self.dataset.questions], "questions")
+                tokens, bounds = None, metrics.token_bounds(self.dataset)
         if tokens is not None and tokens.computed:
             self.token_pass_documents += len(self.dataset.documents)
-        return qvecs, metrics.token_bounds(self.dataset), tokens
+        return qvecs, bounds, tokens
+
+    def _scoring_inputs(self) -> metrics.TokenBounds:
+        """The documents' token boundaries, and the bootstrap made ready for this many questions (a
+        preview's new scores are summarised: what that does first, done while its passes run)."""
+        stats.prepare(len(self.dataset.questions))
+        return metrics.token_bounds(self.dataset)
 
     def config(self) -> dict[str, Any]:
         """A result's provenance, less what each step adds (grid, counts, date)."""
@@ -387,8 +399,10 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
     qvecs, bounds, tokens = context.inputs
     s, dataset = context.settings, context.dataset
     with context.embedder.progress_bars(context.progress):
-        index = (preview_index(variant, dataset, context.embedder, tokens) if s.preview
-                 else context.store.get(variant, dataset, context.embedder, s.ann, stop=context.stop))
+        if not s.preview:
+            index = context.store.get(variant, dataset, context.embedder, s.ann, stop=context.stop)
+        elif (index := context.built.pop(variant.key, None)) is None:
+            index = preview_index(variant, dataset, context.embedder, tokens)
     qs = queries(index, dataset.questions, qvecs, s.mode)
     rerankers = index.rerankers = context.store.rerankers if "rerankers" in needs(variant) else None
     before = rerankers.seconds if rerankers else 0.0
@@ -431,7 +445,7 @@ def _contexts(dataset: Dataset, variants: Sequence[Variant], settings: Settings,
     """One Context per model of a sweep, its arguments checked before anything runs."""
     check_grid(variants)
     store, embedders = resolve_models(store, embedder, models)
-    return [Context(dataset, settings, e, store, progress, stop) for e in embedders]
+    return [Context(dataset, settings, e, store, progress, stop, tuple(variants)) for e in embedders]
 
 
 def _steps(variants: Sequence[Variant], context: Context, several: bool = False,

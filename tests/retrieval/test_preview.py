@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -9,14 +10,15 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from workbench.chunkers import make_chunk
+import workbench.retrieval.preview
+from workbench.chunkers import make_chunk, register_function, unregister
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
-from workbench.retrieval.preview import TokenCache, preview_index, token_cache, token_embedder
-from workbench.sweep import combine, sweep
+from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_cache, token_embedder
+from workbench.sweep import combine, sweep, sweep_steps
 from workbench.variant import Variant
 
 VARIANTS = [
@@ -182,3 +184,77 @@ def test_preview_says_which_neighbours_its_questions_cannot_order(general, tmp_p
     pd.testing.assert_frame_equal(result.ties(), ties)
     other = result.ties(seed=1)
     assert other["key"].tolist() == ties["key"].tolist() and not other["top_high"].equals(ties["top_high"])
+
+
+def test_indexes_built_while_the_model_runs_are_those_built_after_it(general, tmp_path):
+    """preview_inputs chunks and pools variants on this thread while the token pass and the question
+    pass run on another: what it hands over must be what the one-thread path builds, bit for bit, and
+    the questions must count in the embedder's stats, never in an index's."""
+    grid = [Variant.make("fixed", size=64), Variant.make("sentence", size=128, overlap=1),
+            Variant.make("semantic", breakpoint_percentile=90.0),
+            Variant.make("recursive", size=128, retriever="hybrid")]
+    embedder = Embedder(cache_dir=tmp_path / "a", progress=False)
+    qvecs, cache, built, meanwhile = preview_inputs(general, grid, embedder, tmp_path / "a",
+                                                    meanwhile=threading.current_thread)
+    assert meanwhile is threading.current_thread()  # the caller's own work ran on its own thread
+    assert cache.computed and built and set(built) <= {v.key for v in grid}  # the first variants, at least
+    assert embedder.stats.embedded == len({q.question for q in general.questions})
+
+    alone = Embedder(cache_dir=tmp_path / "b", progress=False)
+    assert np.array_equal(qvecs, alone.encode([q.question for q in general.questions]))
+    after = token_cache(general, alone, tmp_path / "b")
+    for v in grid:
+        if v.key not in built:
+            continue
+        got, want = built[v.key], preview_index(v, general, alone, after)
+        assert got.chunks == want.chunks and len(got.chunks) > 10
+        n = want.index.ntotal
+        assert np.array_equal(got.index.reconstruct_n(0, n), want.index.reconstruct_n(0, n))
+        pd.testing.assert_frame_equal(got.returned_tokens, want.returned_tokens)
+        assert (got.lexical is None) == (want.lexical is None)
+        assert {k: x for k, x in got.cost.items() if k != "seconds"} == \
+               {k: x for k, x in want.cost.items() if k != "seconds"}
+        assert got.cost["texts_embedded"] == 0
+
+
+def test_a_variant_that_fails_while_the_model_runs_fails_in_its_turn(general, tmp_path):
+    """A variant whose chunking fails during the passes is not the sweep's first error: the
+    variants before it are still measured and yielded, then it fails, named."""
+    register_function("nothing_here", lambda text: [])
+    grid = [Variant.make("fixed", size=64), Variant.make("nothing_here")]
+    steps = sweep_steps(general, grid, embedder=Embedder(cache_dir=tmp_path, progress=False), store=tmp_path,
+                        progress=False, preview=True, ks=(5,), budgets=())
+    try:
+        first = next(steps)
+        assert first.variants["chunks"].iloc[0] > 10
+        with pytest.raises(ValueError, match="produced no chunks") as e:
+            next(steps)
+        assert "while sweeping variant nothing_here()" in e.value.__notes__[0]
+    finally:
+        unregister("nothing_here")
+
+
+def test_an_interrupted_preview_stops_its_token_pass(general, tmp_path, monkeypatch):
+    """Ctrl-C while the token pass runs on the other thread reaches the caller at once, and the pass
+    stops at its next document instead of running on unseen: no token cache is published."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(workbench.retrieval.preview, "preview_chunks", interrupted)
+    embedder = Embedder(cache_dir=tmp_path, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        preview_inputs(general, VARIANTS, embedder, tmp_path)
+    for thread in threading.enumerate():  # the passes' thread ends by itself
+        if thread.name.startswith("workbench-model-passes"):
+            thread.join(timeout=120)
+    tokens = tmp_path / "tokens"
+    assert tokens.exists() and list(tokens.iterdir()) == []  # begun, then stopped and cleaned away
+
+
+def test_a_preview_holds_a_bounded_number_of_chunks_ahead(general, tmp_path, monkeypatch):
+    """What is built ahead of its turn is bounded (PREFETCH_CHUNKS): past it, the variants wait for
+    their turn, as they did before the passes overlapped any."""
+    monkeypatch.setattr(workbench.retrieval.preview, "PREFETCH_CHUNKS", 1)
+    embedder = Embedder(cache_dir=tmp_path, progress=False)
+    _, _, built, _ = preview_inputs(general, VARIANTS, embedder, tmp_path)
+    assert list(built) == [VARIANTS[0].key]

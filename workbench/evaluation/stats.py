@@ -128,6 +128,14 @@ def _counts(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def prepare(n: int, n_resamples: int = 2000, seed: int = 0) -> None:
+    """Import scipy.stats and draw the bootstrap counts of n questions: what summarising their
+    scores does first, done ahead, e.g. while a preview's model passes run."""
+    from scipy import stats as sps  # noqa: F401 (see mean_ci)
+
+    _counts(n, n_resamples, seed)
+
+
 def mean_ci(
     samples: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, method: str = "percentile"
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -53,6 +54,7 @@ class ContentCache(ABC):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False)
+        self._lock = threading.Lock()  # one connection, used from several threads (a preview's model passes)
         deadline = time.monotonic() + BUSY_SECONDS
         while True:
             try:
@@ -79,18 +81,20 @@ class ContentCache(ABC):
         unique = list(dict.fromkeys(keys))
         for i in range(0, len(unique), 500):
             part = unique[i : i + 500]
-            rows = self._db.execute(f"SELECT key, v FROM {self.table} WHERE key IN ({','.join('?' * len(part))})",
-                                    part)
+            with self._lock:
+                rows = self._db.execute(f"SELECT key, v FROM {self.table} WHERE key IN ({','.join('?' * len(part))})",
+                                        part).fetchall()
             found.update((k, self.from_bytes(v)) for k, v in rows)
         return found
 
     def put_many(self, items: dict[bytes, Any]) -> None:
-        with self._db:  # one transaction: all of the batch or none of it
+        with self._lock, self._db:  # one transaction: all of the batch or none of it
             self._db.executemany(f"INSERT OR IGNORE INTO {self.table} (key, v) VALUES (?, ?)",
                                  ((k, self.to_bytes(v)) for k, v in items.items()))
 
     def __len__(self) -> int:
-        return self._db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
+        with self._lock:
+            return self._db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
 
     def close(self) -> None:
         self._db.close()

@@ -294,8 +294,10 @@ class Embedder(Model):
                 bar.update(len(rows))
         return out
 
-    def encode(self, texts: Sequence[str], desc: str = "embedding") -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text; each distinct text computed once."""
+    def encode(self, texts: Sequence[str], desc: str = "embedding", stats: EmbedStats | None = None) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text; each distinct text computed once.
+        stats: where to count what was computed and reused (default this embedder's `stats`), e.g.
+        apart from another thread's encodings."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         keys = [text_key(t) for t in texts]
@@ -307,8 +309,9 @@ class Embedder(Model):
         if missing:
             vecs = self._compute(list(missing.values()), desc)
             found.update(zip(missing, vecs, strict=True))
-        self.stats.embedded += len(missing)
-        self.stats.cached += len(texts) - len(missing)
+        stats = stats or self.stats
+        stats.embedded += len(missing)
+        stats.cached += len(texts) - len(missing)
         return np.stack([found[k] for k in keys])
 
     @cached_property

@@ -26,6 +26,10 @@ preview's recall means stay as close to the real ones as the float pass's (bench
 side by side; rho 0.90 / 0.86 / 0.94 on chroma_small / SQuAD / QMSum against the float pass's
 0.91 / 0.88 / 0.95).
 
+A sweep's preview runs its two model passes (the token pass, then the questions) on a background
+thread and meanwhile chunks and pools its variants on its own (`preview_inputs`): on two cores
+that CPU work used to follow the passes while one core idled (bench/preview.md).
+
 Cache: `<root>/tokens/<corpus fingerprint>-<token pass model fingerprint>-t<TOKEN_PASS_VERSION>/`,
 float16 token vectors in one raw file (memory-mapped when read), int64 character offsets and
 meta.json, published atomically. Preview indexes live in memory only: never in the IndexStore, never served as real.
@@ -34,16 +38,22 @@ meta.json, published atomically. Preview indexes live in memory only: never in t
 from __future__ import annotations
 
 import json
+import threading
 import time
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
+import pandas as pd
 
 from workbench.chunkers import Chunk, ChunkEnv, make_chunk
 from workbench.dataset import Dataset, Document
 from workbench.io import publish
-from workbench.models.embed import DocTokens, Embedder
+from workbench.models.embed import DocTokens, Embedder, EmbedStats
 from workbench.models.late import pooled_vectors
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrieval.index import ChunkIndex, chunk_cost, embed_texts, flat_index, needs, returned_token_counts
@@ -59,6 +69,10 @@ TOKEN_PASS_BATCH = 1
 # Bump when what the token cache holds changes for the same corpus and token pass model; it names the cache.
 # 2: the int8 pass runs TOKEN_PASS_BATCH windows per batch (it ran the embedder's 32).
 TOKEN_PASS_VERSION = 2
+# Chunks a preview may hold ahead of their turn (chunked or pooled while its model passes run, see
+# preview_inputs): bounds that memory (a pooled chunk holds its text and a float32 vector, about 2 KB)
+PREFETCH_CHUNKS = 250_000
+T = TypeVar("T")
 
 
 def token_embedder(embedder: Embedder) -> Embedder:
@@ -72,18 +86,42 @@ def token_embedder(embedder: Embedder) -> Embedder:
 class TokenCache:
     """A corpus's contextual token embeddings, memory-mapped from one cache folder."""
 
-    def __init__(self, path: Path, computed: bool = False):
-        meta = json.loads((path / "meta.json").read_text())
+    def __init__(self, path: Path, computed: bool = False, pending: Future | None = None):
+        """pending: the token pass that is writing `path`, when the cache is made before the pass
+        ends (`preview_inputs` chunks variants meanwhile); what reads the tokens waits for it."""
         self.path = path
         self.computed = computed  # made by the model pass of this call, not read from an earlier one
-        shape = (meta["tokens"], meta["dim"])
-        self.vectors = np.memmap(path / "vectors.bin", dtype=meta["dtype"], mode="r", shape=shape)
-        self.offsets = np.load(path / "offsets.npy")  # (tokens, 2) character start, end
-        bounds = meta["rows"]
-        self.rows = {d: (bounds[i], bounds[i + 1]) for i, d in enumerate(meta["doc_ids"])}
+        self._pending = pending
         self._envs: dict[str, ChunkEnv] = {}  # doc id -> its chunk environment (see env)
         self._float32: dict[str, np.ndarray] = {}  # doc id -> its token rows as float32 (see tokens)
         self._kept = 0  # their bytes
+
+    def _ready(self) -> None:
+        """Wait for the pending token pass (and raise its error, if it failed)."""
+        if self._pending is not None:
+            self._pending.result()
+
+    @cached_property
+    def _meta(self) -> dict[str, Any]:
+        self._ready()
+        return json.loads((self.path / "meta.json").read_text())
+
+    @cached_property
+    def vectors(self) -> np.ndarray:
+        shape = (self._meta["tokens"], self._meta["dim"])
+        return np.memmap(self.path / "vectors.bin", dtype=self._meta["dtype"], mode="r", shape=shape)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """(tokens, 2) character start, end."""
+        self._ready()
+        return np.load(self.path / "offsets.npy")
+
+    @cached_property
+    def rows(self) -> dict[str, tuple[int, int]]:
+        """doc id -> its first and past-the-last token row."""
+        bounds = self._meta["rows"]
+        return {d: (bounds[i], bounds[i + 1]) for i, d in enumerate(self._meta["doc_ids"])}
 
     def tokens(self, doc_id: str) -> DocTokens:
         """One document's tokens (offsets and float32 vectors; no ids: pooling needs none). The
@@ -163,15 +201,22 @@ def token_cache(dataset: Dataset, embedder: Embedder, root: str | Path) -> Token
     path = token_cache_path(dataset, embedder, root)
     computed = not (path / "meta.json").exists()
     if computed:
-        publish(path, lambda tmp: _write(tmp, dataset, token_embedder(embedder)))
+        _publish(path, dataset, embedder)
     return TokenCache(path, computed)
 
 
-def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:
+def _publish(path: Path, dataset: Dataset, embedder: Embedder, stop: Callable[[], bool] = lambda: False) -> None:
+    """Run the token pass into `path`, atomically; `stop()` is asked between documents."""
+    publish(path, lambda tmp: _write(tmp, dataset, token_embedder(embedder), stop))
+
+
+def _write(folder: Path, dataset: Dataset, embedder: Embedder, stop: Callable[[], bool]) -> None:
     """Stream each document's token vectors to disk as they come, so memory holds one group."""
     doc_ids, rows, offsets = [], [0], []
     with open(folder / "vectors.bin", "wb") as f:
         for doc_id, tokens in embedder.token_embeddings({d: doc.text for d, doc in dataset.docs.items()}):
+            if stop():
+                raise RuntimeError(f"the token pass over {dataset.name!r} was stopped")
             f.write(tokens.vecs.astype(DTYPE).tobytes())
             doc_ids.append(doc_id)
             rows.append(rows[-1] + len(tokens.ids))
@@ -181,23 +226,100 @@ def _write(folder: Path, dataset: Dataset, embedder: Embedder) -> None:
     (folder / "meta.json").write_text(json.dumps(meta))
 
 
-def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache) -> ChunkIndex:
-    """The variant's index, in memory only, with pooled chunk vectors (and a BM25 index when its
-    stages need one, as IndexStore.get builds it)."""
+def preview_inputs(dataset: Dataset, variants: Sequence[Variant], embedder: Embedder, root: str | Path,
+                   meanwhile: Callable[[], T] = lambda: None,
+                   ) -> tuple[np.ndarray, TokenCache, dict[str, ChunkIndex], T]:
+    """A preview sweep's question vectors and token cache, the indexes of the `variants` (by key)
+    that were built while the model computed those, and what `meanwhile()` returned (the caller's
+    own work for this thread, done after those builds, while the passes may still run).
+
+    Why: the two model passes (the token pass, then the questions) run on a background thread,
+    on sessions that release the GIL while they compute; meanwhile this thread chunks the variants
+    (during the token pass) and pools their vectors (during the question pass), CPU work that would
+    otherwise follow the passes on one core while the other idles (bench/preview.md measures the
+    cost). What is built is what `preview_index` builds, variant by variant in their order, until
+    the passes end; a variant that fails here is left to be built (and to fail) in its turn. The
+    questions' embeddings count in `embedder.stats` as usual, once the passes end."""
+    path = token_cache_path(dataset, embedder, root)
+    computed = not (path / "meta.json").exists()
+    questions = [q.question for q in dataset.questions]
+    asked = EmbedStats()  # the question pass counts apart, so that an index's own count stays its own
+    stopping = threading.Event()
+    passes = ThreadPoolExecutor(1, thread_name_prefix="workbench-model-passes")
+    pass_ = passes.submit(_publish, path, dataset, embedder, stopping.is_set) if computed else None
+    question_pass = passes.submit(embedder.encode, questions, "questions", asked)
+    cache = TokenCache(path, computed, pass_)
+    chunked: dict[str, Chunked] = {}
+    built: dict[str, ChunkIndex] = {}
+    held = 0  # chunks chunked or built ahead (PREFETCH_CHUNKS)
+    try:
+        for v in variants:  # chunk, while the token pass runs
+            if pass_ is None or pass_.done() or held >= PREFETCH_CHUNKS:
+                break
+            try:
+                chunked[v.key] = preview_chunks(v, dataset, embedder, cache)
+            except Exception:
+                break
+            held += len(chunked[v.key].chunks)
+        for v in variants:  # pool what was chunked, and build more while the question pass runs
+            ahead = chunked.pop(v.key, None)
+            if ahead is None and (question_pass.done() or held >= PREFETCH_CHUNKS):
+                break
+            try:
+                built[v.key] = preview_index(v, dataset, embedder, cache, ahead)
+            except Exception:
+                break
+            held += 0 if ahead else len(built[v.key].chunks)
+        extra = meanwhile()
+        qvecs = question_pass.result()
+        cache._ready()
+    except BaseException:
+        stopping.set()
+        passes.shutdown(wait=False, cancel_futures=True)
+        raise
+    passes.shutdown()
+    embedder.stats.embedded += asked.embedded
+    embedder.stats.cached += asked.cached
+    return qvecs, cache, built, extra
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """A variant's chunks as a preview makes them before their vectors: with what returning each
+    costs (returned_token_counts), the seconds they took and the texts the model embedded for them."""
+
+    chunks: list[Chunk]
+    returned: pd.DataFrame
+    seconds: float
+    texts_embedded: int
+
+
+def preview_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache) -> Chunked:
+    """The variant's chunks of every document, made with the cache's environments (semantic cuts
+    from pooled group vectors); refused for what a preview cannot score, or when there is none."""
     if variant.context is not None:
         raise ValueError(f"variant {variant.label}: a preview cannot score +context, whose embedded text the document "
                          "does not hold (a preview pools the document's token embeddings); sweep it without preview")
-    t0 = time.perf_counter()
-    before = embedder.stats.embedded
+    t0, before = time.perf_counter(), embedder.stats.embedded
     chunks = [c for doc in dataset.documents
               for c in variant.chunk(Dataset(dataset.name, (doc,), ()), cache.env(doc, embedder))]
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
+    return Chunked(chunks, returned_token_counts(chunks, dataset), time.perf_counter() - t0,
+                   embedder.stats.embedded - before)
+
+
+def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache,
+                  chunked: Chunked | None = None) -> ChunkIndex:
+    """The variant's index, in memory only, with pooled chunk vectors (and a BM25 index when its
+    stages need one, as IndexStore.get builds it); `chunked`: its `preview_chunks`, if made already."""
+    chunked = chunked or preview_chunks(variant, dataset, embedder, cache)
+    t0, before = time.perf_counter(), embedder.stats.embedded
+    chunks, returned = chunked.chunks, chunked.returned
     vectors = cache.vectors_of(chunks, embedder, None if variant.late else embedder.window_tokens)
-    returned = returned_token_counts(chunks, dataset)
-    cost = chunk_cost(chunks, dataset, returned) | {"truncated_chunks": 0,
-                                                   "texts_embedded": embedder.stats.embedded - before,
-                                                   "seconds": round(time.perf_counter() - t0, 3), "built": True}
+    cost = chunk_cost(chunks, dataset, returned) | {
+        "truncated_chunks": 0, "texts_embedded": chunked.texts_embedded + embedder.stats.embedded - before,
+        "seconds": round(chunked.seconds + time.perf_counter() - t0, 3), "built": True}
     index = ChunkIndex(chunks, flat_index(vectors), returned, cost)
     if "bm25" in needs(variant):
         index.lexical = LexicalIndex.build(embed_texts(chunks))
