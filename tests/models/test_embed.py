@@ -214,3 +214,16 @@ def test_the_window_is_read_without_loading_the_tokenizer(cache_dir: Path) -> No
     assert "tokenizer" not in fresh.__dict__  # the cached_property never ran
     prefix, suffix = fresh._frame
     assert window == fresh.max_tokens - len(prefix) - len(suffix) == 254
+
+
+def test_the_torch_tokenizer_is_shared_read_only_across_threads() -> None:
+    """A preview's token pass (on another thread) and its chunkers call one transformers tokenizer;
+    transformers would reset the truncation and padding its tokenizer.json sets on a first call, a
+    write racing the other thread's reads. The embedder resets them as it loads it, so no call
+    writes, and the counts and offsets are those of an untruncated text."""
+    tokenizer = Embedder(cache_dir=None, backend="torch", progress=False).tokenizer
+    assert tokenizer.backend_tokenizer.truncation is None and tokenizer.backend_tokenizer.padding is None
+    phrase = "refunds take five days "
+    pieces = len(tokenizer(phrase, add_special_tokens=False, verbose=False)["input_ids"])
+    long = tokenizer(phrase * 100, add_special_tokens=False, verbose=False)["input_ids"]
+    assert len(long) == 100 * pieces > 128  # over tokenizer.json's max_length, not cut

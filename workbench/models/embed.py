@@ -246,7 +246,13 @@ class Embedder(Model):
             return JsonTokenizer(self.path)
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+        # Nothing here truncates or pads through it (it counts and maps offsets), and transformers resets what
+        # tokenizer.json sets on a first call, a write that would race a preview's other thread reading it
+        # ("Already borrowed"): reset here, once, so that every call only reads.
+        tokenizer.backend_tokenizer.no_truncation()
+        tokenizer.backend_tokenizer.no_padding()
+        return tokenizer
 
     @cached_property
     def max_tokens(self) -> int:

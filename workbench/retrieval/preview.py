@@ -201,13 +201,14 @@ def token_cache(dataset: Dataset, embedder: Embedder, root: str | Path) -> Token
     path = token_cache_path(dataset, embedder, root)
     computed = not (path / "meta.json").exists()
     if computed:
-        _publish(path, dataset, embedder)
+        _publish(path, dataset, token_embedder(embedder))
     return TokenCache(path, computed)
 
 
-def _publish(path: Path, dataset: Dataset, embedder: Embedder, stop: Callable[[], bool] = lambda: False) -> None:
-    """Run the token pass into `path`, atomically; `stop()` is asked between documents."""
-    publish(path, lambda tmp: _write(tmp, dataset, token_embedder(embedder), stop))
+def _publish(path: Path, dataset: Dataset, model: Embedder, stop: Callable[[], bool] = lambda: False) -> None:
+    """Run the token pass of `model` (a `token_embedder`) into `path`, atomically; `stop()` is asked
+    between documents."""
+    publish(path, lambda tmp: _write(tmp, dataset, model, stop))
 
 
 def _write(folder: Path, dataset: Dataset, embedder: Embedder, stop: Callable[[], bool]) -> None:
@@ -246,7 +247,7 @@ def preview_inputs(dataset: Dataset, variants: Sequence[Variant], embedder: Embe
     asked = EmbedStats()  # the question pass counts apart, so that an index's own count stays its own
     stopping = threading.Event()
     passes = ThreadPoolExecutor(1, thread_name_prefix="workbench-model-passes")
-    pass_ = passes.submit(_publish, path, dataset, embedder, stopping.is_set) if computed else None
+    pass_ = passes.submit(_publish, path, dataset, token_embedder(embedder), stopping.is_set) if computed else None
     question_pass = passes.submit(embedder.encode, questions, "questions", asked)
     cache = TokenCache(path, computed, pass_)
     chunked: dict[str, Chunked] = {}
