@@ -220,7 +220,8 @@ def test_indexes_built_while_the_model_runs_are_those_built_after_it(general, tm
 def test_a_variant_that_fails_while_the_model_runs_fails_in_its_turn(general, tmp_path):
     """A variant whose chunking fails during the passes is not the sweep's first error: the
     variants before it are still measured and yielded, then it fails, named."""
-    register_function("nothing_here", lambda text: [])
+    calls: list[str] = []
+    register_function("nothing_here", lambda text: calls.append(text) or [])
     grid = [Variant.make("fixed", size=64), Variant.make("nothing_here")]
     steps = sweep_steps(general, grid, embedder=Embedder(cache_dir=tmp_path, progress=False), store=tmp_path,
                         progress=False, preview=True, ks=(5,), budgets=())
@@ -230,6 +231,7 @@ def test_a_variant_that_fails_while_the_model_runs_fails_in_its_turn(general, tm
         with pytest.raises(ValueError, match="produced no chunks") as e:
             next(steps)
         assert "while sweeping variant nothing_here()" in e.value.__notes__[0]
+        assert len(calls) <= 2 * len(general.documents)  # at most once ahead, then in its turn
     finally:
         unregister("nothing_here")
 

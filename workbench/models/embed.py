@@ -315,7 +315,7 @@ class Embedder(Model):
         if missing:
             vecs = self._compute(list(missing.values()), desc)
             found.update(zip(missing, vecs, strict=True))
-        stats = stats or self.stats
+        stats = self.stats if stats is None else stats
         stats.embedded += len(missing)
         stats.cached += len(texts) - len(missing)
         return np.stack([found[k] for k in keys])

@@ -253,6 +253,7 @@ def preview_inputs(dataset: Dataset, variants: Sequence[Variant], embedder: Embe
     chunked: dict[str, Chunked] = {}
     built: dict[str, ChunkIndex] = {}
     held = 0  # chunks chunked or built ahead (PREFETCH_CHUNKS)
+    failed = False  # a variant failed ahead: none after it is tried ahead, it is tried once more in its turn
     try:
         for v in variants:  # chunk, while the token pass runs
             if pass_ is None or pass_.done() or held >= PREFETCH_CHUNKS:
@@ -260,11 +261,12 @@ def preview_inputs(dataset: Dataset, variants: Sequence[Variant], embedder: Embe
             try:
                 chunked[v.key] = preview_chunks(v, dataset, embedder, cache)
             except Exception:
+                failed = True
                 break
             held += len(chunked[v.key].chunks)
         for v in variants:  # pool what was chunked, and build more while the question pass runs
             ahead = chunked.pop(v.key, None)
-            if ahead is None and (question_pass.done() or held >= PREFETCH_CHUNKS):
+            if ahead is None and (failed or question_pass.done() or held >= PREFETCH_CHUNKS):
                 break
             try:
                 built[v.key] = preview_index(v, dataset, embedder, cache, ahead)
