@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.core.tokens import tiktoken_encoding
 from workbench.dataset import Dataset
 from workbench.evaluation.metrics import score_omega
 from workbench.ingest import load_dataset
-from workbench.tokens import tiktoken_encoding
 from workbench.variant import Variant
 
 CONFIGS = ((800, 400), (400, 200), (250, 125), (200, 0))  # (size, overlap) in cl100k_base tokens

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.chunkers import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers import ChunkEnv
+from workbench.core.chunk import Chunk, make_chunk
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Dataset, Document
 from workbench.ingest import load_dataset
 from workbench.models.cache import VectorCache
@@ -34,7 +36,6 @@ from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
 from workbench.retrieval.index import ChunkIndex, embed_texts, flat_index, overlap_chars, returned_token_counts
 from workbench.retrieval.search import search
-from workbench.tokens import TiktokenTokenizer
 from workbench.variant import Variant
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 from workbench.chunkers import ChunkEnv
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
 from workbench.models.context import CONTEXT, contextualize
 from workbench.models.llm import LLM
-from workbench.tokens import TiktokenTokenizer
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]

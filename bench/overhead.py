@@ -31,7 +31,7 @@ sys.path.insert(0, str(BENCH))
 from peers import OFFLINE, QUESTIONS_PER_DOC, STRATEGIES, build_corpus, chunklab_config  # noqa: E402
 from perf import Timed, cpu_name, sides, timed  # noqa: E402
 
-from workbench.offline import bundled_tiktoken  # noqa: E402
+from workbench.core.offline import bundled_tiktoken  # noqa: E402
 
 REPO = BENCH.parent
 BEFORE = "b06992d"  # the last commit before this overhead work

@@ -55,11 +55,11 @@ from chunk_throughput import GENERAL, SMALL  # noqa: E402  (bench/, beside this 
 from perf import LOOP_OFFLINE, Timed, cpu_name, timed  # noqa: E402
 
 from workbench.chunkers import ChunkEnv  # noqa: E402
+from workbench.core.offline import bundled_tiktoken  # noqa: E402
+from workbench.core.tokens import TiktokenTokenizer, tiktoken_encoding  # noqa: E402
 from workbench.dataset import Dataset  # noqa: E402
 from workbench.ingest import load_dataset  # noqa: E402
 from workbench.models.embed import Embedder, default_model_path  # noqa: E402
-from workbench.offline import bundled_tiktoken  # noqa: E402
-from workbench.tokens import TiktokenTokenizer, tiktoken_encoding  # noqa: E402
 from workbench.variant import parse_variant  # noqa: E402
 
 REPO = BENCH.parent

@@ -58,13 +58,14 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 import workbench.retrieval.preview
-from workbench import tokens
 from workbench.chunkers import ChunkEnv
+from workbench.core import tokens
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, grid
 
 REPO = Path(__file__).resolve().parents[1]

@@ -26,11 +26,11 @@ import pandas as pd
 import ray
 from scale import GRID, REPO, SHARED, smallest
 
-from workbench.engine import LOCAL_CPUS, RayEngine
 from workbench.ingest import load_dataset
 from workbench.models.cache import cache_file
 from workbench.models.embed import Embedder
-from workbench.sweep import sweep
+from workbench.run.engine import LOCAL_CPUS, RayEngine
+from workbench.run.sweep import sweep
 from workbench.variant import parse_variant
 
 BEGIN, END = "<!-- ray_scale.py begin -->", "<!-- ray_scale.py end -->"

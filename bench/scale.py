@@ -49,13 +49,13 @@ import numpy as np
 import pandas as pd
 import psutil
 
+from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
-from workbench.io import CACHE_DIR
 from workbench.models.embed import Embedder
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.index import IndexStore, flat_index
-from workbench.sweep import sweep, sweep_steps
+from workbench.run.sweep import sweep, sweep_steps
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import sweep
-from workbench.tokens import TiktokenTokenizer
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 
 REPO = Path(__file__).resolve().parents[1]

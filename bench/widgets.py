@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import workbench as wb
-from workbench import plots
+from workbench.figures import plots
 from workbench.widgets.render import Picture
 
 REPS = 24

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from workbench.ingest import load_dataset
-from workbench.io import write_text
+from workbench.core.io import write_text
 
 KEEP = ["state_of_the_union", "wikitexts", "chatlogs"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from workbench.dataset import Document
 from workbench.ingest import read_folder
-from workbench.io import write_text
+from workbench.core.io import write_text
 
 OUT = Path(__file__).parent / "mixed"
 

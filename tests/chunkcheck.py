@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.chunkers.base import Chunk
+from workbench.core.chunk import Chunk
 from workbench.dataset import Document
 
 MIXED = "Ça coûte 3 €. 😀👩‍💻 emoji! 中文的句子。日本語です。\n\nZürich naïve café — fin."

@@ -51,9 +51,9 @@ def components() -> dict[str, dict[str, Any]]:
     import workbench  # noqa: F401  (registers every strategy and stage)
     from workbench import variant
     from workbench.chunkers import STRATEGIES
+    from workbench.core.stages import STAGES
     from workbench.models import context, embed, llm
     from workbench.retrieval import index
-    from workbench.retrievers import STAGES
 
     out = {f"strategy {name}": (s.version, closure(s.fn.__module__)) for name, s in STRATEGIES.items()}
     out |= {f"stage {name}": (s.version, [s.fn.__module__]) for name, s in STAGES.items()}

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench import registries
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder, default_model_path
 from workbench.models.onnx import MODELS_ENV
+from workbench.run import registries
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"

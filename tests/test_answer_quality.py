@@ -1,4 +1,4 @@
-"""Answer quality (workbench.answers) with the real bundled LLM on a tiny corpus of invented facts:
+"""Answer quality (workbench.results.answers) with the real bundled LLM on a tiny corpus of invented facts:
 SQuAD grading against hand-computed values, the anchors, the cache, the CLI and the report."""
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ import pytest
 from conftest import SHARED
 
 import workbench as wb
-from workbench.answers import (
+from workbench.cli import main
+from workbench.dataset import Dataset, DatasetError
+from workbench.ingest import load_dataset
+from workbench.models.embed import Embedder
+from workbench.report import write_report
+from workbench.results.answers import (
     CEILING,
     FLOOR,
     Answers,
@@ -21,12 +26,8 @@ from workbench.answers import (
     normalize_answer,
     token_f1,
 )
-from workbench.cli import main
-from workbench.dataset import Dataset, DatasetError
-from workbench.ingest import load_dataset
-from workbench.models.embed import Embedder
-from workbench.report import write_report
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 
 # facts no model can know, so the floor (no context) cannot find them and the ceiling can
 NOTES = """# Project notes

@@ -15,10 +15,10 @@ from test_notebook import write_dataset
 
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.cli import main
+from workbench.core.stages import STAGES
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
-from workbench.retrievers import STAGES
-from workbench.sweep import SweepResult
+from workbench.results.result import SweepResult
 from workbench.variant import MODIFIERS
 
 
@@ -178,7 +178,8 @@ def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_pat
 
 def test_without_recall_the_answer_says_there_is_no_verdict(tiny: Dataset, embedder, tmp_path: Path) -> None:
     from workbench.cli import answer
-    from workbench.sweep import SweepResult, sweep
+    from workbench.results.result import SweepResult
+    from workbench.run.sweep import sweep
     from workbench.variant import parse_variant
 
     result = sweep(tiny, [parse_variant("fixed:size=24")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
@@ -194,9 +195,9 @@ def test_the_verdict_computed_once_gives_the_same_answer_and_report(tiny: Datase
     what each computes alone."""
     from workbench.cli import answer
     from workbench.report import write_report
-    from workbench.sweep import sweep
+    from workbench.results.verdict import verdict
+    from workbench.run.sweep import sweep
     from workbench.variant import parse_variant
-    from workbench.verdict import verdict
 
     variants = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=48,overlap=8", "recursive:size=32")]
     result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)

@@ -12,11 +12,11 @@ import pytest
 
 import workbench as wb
 from workbench.chunkers import ChunkEnv
+from workbench.core.params import IncompatibleParams
 from workbench.dataset import Dataset
 from workbench.models.context import contextualize
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM, Stopped
-from workbench.params import IncompatibleParams
 from workbench.report.tables import variants_text
 from workbench.retrieval.bm25 import LexicalIndex
 from workbench.retrieval.index import IndexStore, embed_texts

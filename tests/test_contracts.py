@@ -29,13 +29,13 @@ from chunkcheck import GENERATES, MIXED
 from conftest import REPO
 
 from workbench.chunkers import STRATEGIES, ChunkEnv
+from workbench.core.params import IncompatibleParams, Param
+from workbench.core.stages import STAGES
 from workbench.dataset import Dataset, Document
 from workbench.ingest import READERS, load_dataset
 from workbench.models.embed import Embedder
-from workbench.params import IncompatibleParams, Param
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.retrievers import STAGES
 from workbench.variant import Variant
 
 DATA = REPO / "tests" / "data"

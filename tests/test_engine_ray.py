@@ -20,12 +20,13 @@ from ray.cluster_utils import Cluster
 from test_notebook import write_dataset
 
 from workbench.dataset import Dataset
-from workbench.engine import CHUNK_CHARS, RayEngine, get_engine
 from workbench.models.cache import cache_file
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM, Prompt, Stopped
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import SweepResult, sweep
+from workbench.run.engine import CHUNK_CHARS, RayEngine, get_engine
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, parse_variant
 
 GRID = [parse_variant(v) for v in ("fixed:size=16", "fixed:size=48,overlap=16", "recursive:size=64+hybrid")]
@@ -184,8 +185,9 @@ def test_chunking_on_a_two_node_cluster_equals_a_local_run(tiny: Dataset, tmp_pa
 
 def test_a_strategy_that_embeds_unsaid_is_refused_on_a_worker(tiny: Dataset, tmp_path: Path,
                                                               cluster: set[str]) -> None:
-    from workbench.chunkers import make_chunk, unregister
+    from workbench.chunkers import unregister
     from workbench.chunkers.registry import strategy
+    from workbench.core.chunk import make_chunk
 
     @strategy("embeds_unsaid", "one chunk a document, after embedding it", {})
     def embeds_unsaid(doc, env):  # type: ignore[no-untyped-def]

@@ -14,9 +14,9 @@ import pytest
 import tiktoken
 from tiktoken_ext import openai_public
 
+from workbench.core.offline import bundled_tiktoken
+from workbench.core.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer, tiktoken_encoding
 from workbench.models.embed import Embedder
-from workbench.offline import bundled_tiktoken
-from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer, tiktoken_encoding
 
 # what `import workbench` used to set, and what a user's own code may rely on being theirs
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM", "TIKTOKEN_CACHE_DIR",
@@ -41,7 +41,7 @@ USER = textwrap.dedent(
     from workbench.chunkers import ChunkEnv, run_strategy
     from workbench.chunkers.sentence import sentence_spans
     from workbench.dataset import Document
-    from workbench.tokens import TiktokenTokenizer
+    from workbench.core.tokens import TiktokenTokenizer
 
     text = sys.argv[1]
     vector = wb.Embedder(cache_dir=None, progress=False).encode([text])[0]

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from workbench.chunkers import Chunk, ChunkEnv
+from workbench.chunkers import ChunkEnv
 from workbench.chunkers.llm import MODEL, LLMChunkWarning
+from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Document
-from workbench.estimate import estimate, generation_estimates, padded_word_pieces, window_lengths
 from workbench.models.embed import Embedder
 from workbench.retrieval.preview import token_embedder
-from workbench.sweep import sweep
+from workbench.run.estimate import estimate, generation_estimates, padded_word_pieces, window_lengths
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, parse_variant
 
 

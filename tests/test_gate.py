@@ -13,8 +13,8 @@ from conftest import REPO
 
 from workbench.chunkers import register_function
 from workbench.cli import main
-from workbench.gate import compare, failed
-from workbench.sweep import SweepResult
+from workbench.results.gate import compare, failed
+from workbench.results.result import SweepResult
 
 SQUAD = REPO / "tests" / "data" / "squad_v11_dev"  # 130 questions: enough to tell a real drop from noise
 

@@ -13,14 +13,16 @@ import pandas as pd
 import pytest
 from test_notebook import write_dataset
 
-from workbench import plots
 from workbench.cli import main
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
+from workbench.figures import plots
 from workbench.models.choose import embedder_of
 from workbench.models.static import FunctionEmbedder, WordLlamaEmbedder
 from workbench.report.figures import default_figures
-from workbench.sweep import SweepResult, combine, sweep
+from workbench.results.combine import combine
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, grid
 
 GRID = grid("fixed", size=[16, 32, 64])

@@ -16,7 +16,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
 from workbench.dataset import Dataset
-from workbench.viewer import EVIDENCE
+from workbench.figures.viewer import EVIDENCE
 
 
 def write_dataset(ds: Dataset, folder: Path) -> Path:

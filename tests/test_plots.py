@@ -18,11 +18,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.container import BarContainer, ErrorbarContainer
 
-from workbench import plots
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
+from workbench.figures import plotdata, plots
 from workbench.models.embed import Embedder
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 
 VARIANTS = [Variant.make("fixed", size=12), Variant.make("fixed", size=24, overlap=6), Variant.make("fixed", size=48)]
@@ -192,7 +193,7 @@ def test_many_variants_get_colours_far_apart(n: int) -> None:
     """Any two of 14 (or 20) variants differ by a CIE76 delta E of 25 or more (tab20's pale twins: 17),
     and neighbours in the legend differ in marker too."""
     keys = [f"v{i}" for i in range(n)]
-    lab = cielab(np.array([to_rgba(c)[:3] for c in plots.variant_colors(keys).values()]))
+    lab = cielab(np.array([to_rgba(c)[:3] for c in plotdata.variant_colors(keys).values()]))
     distance = np.linalg.norm(lab[:, None] - lab[None], axis=2)[np.triu_indices(n, 1)]
     assert distance.min() >= 25
     markers = list(plots.variant_markers(keys).values())
@@ -204,11 +205,12 @@ def test_the_palette_begins_with_tab10_and_every_colour_is_a_hex_string() -> Non
     over 20 variants (turbo) hex strings too, which the report's legend writes as they are."""
     from matplotlib.colors import to_hex
 
-    from workbench.plotdata import PALETTE
+    from workbench.figures.plotdata import PALETTE
 
     assert PALETTE[:10] == tuple(to_hex(c) for c in matplotlib.colormaps["tab10"].colors)
     for n in (3, 20, 25):
-        assert all(re.fullmatch("#[0-9a-f]{6}", c) for c in plots.variant_colors([f"v{i}" for i in range(n)]).values())
+        colors = plotdata.variant_colors([f"v{i}" for i in range(n)]).values()
+        assert all(re.fullmatch("#[0-9a-f]{6}", c) for c in colors)
 
 
 def test_a_panel_prints_large_close_numbers_in_full_and_keeps_its_title_above_its_ticks(result: SweepResult) -> None:

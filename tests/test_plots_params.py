@@ -21,10 +21,11 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from PIL import Image
 
-from workbench import plots
 from workbench.dataset import Dataset
+from workbench.figures import draw, plotdata, plots
 from workbench.models.embed import Embedder
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, grid
 from workbench.widgets.render import Picture
 
@@ -56,9 +57,9 @@ def lines(ax: matplotlib.axes.Axes) -> list[Line2D]:
 def test_swept_parameters_puts_sizes_first(result: SweepResult) -> None:
     # the grid lists parameters alphabetically (overlap, size, ...); the size comes first anyway,
     # and the semantic variant's single percentile is not swept
-    assert plots.swept_parameters(result) == ["size", "overlap"]
+    assert plotdata.swept_parameters(result) == ["size", "overlap"]
     one = SweepResult(result.per_question, result.summary, result.variants.iloc[[0]], result.config)
-    assert plots.swept_parameters(one) == []
+    assert plotdata.swept_parameters(one) == []
 
 
 def test_by_parameter_lines_are_the_means_with_ci_bands(result: SweepResult) -> None:
@@ -144,21 +145,21 @@ def test_mark_rings_each_point_and_outlines_each_bar_and_cell(result: SweepResul
     np.testing.assert_allclose(curve.get_ydata(), result.summary.query("key == @key and metric == 'recall' and k > 0")
                                .sort_values("k")["mean"])
     (patch,) = [p for p in over.axes[1].patches if p is not bar and p.get_bbox().bounds == bar.get_bbox().bounds]
-    assert to_rgba(patch.get_facecolor()) == to_rgba(plots.variant_colors(result.keys)[key])
+    assert to_rgba(patch.get_facecolor()) == to_rgba(plotdata.variant_colors(result.keys)[key])
     assert point.get_xdata()[0] == pytest.approx(summary_of(result, "context_tokens", 5).at[key, "mean"])
     assert plots.mark(fig, SEMANTIC.key) == []  # not drawn against size: nothing to mark
-    with pytest.raises(ValueError, match="not made by workbench.plots"):
+    with pytest.raises(ValueError, match="not made by workbench.figures.plots"):
         plots.mark(Figure(), key)
 
 
 def test_the_record_of_a_figure_goes_with_it(result: SweepResult) -> None:
     gc.collect()  # figures of earlier tests
-    before = len(plots._SPOTS)
+    before = len(draw._SPOTS)
     fig = plots.by_parameter(result, "overlap")
-    assert len(plots._SPOTS) == before + 1
+    assert len(draw._SPOTS) == before + 1
     del fig
     gc.collect()
-    assert len(plots._SPOTS) == before
+    assert len(draw._SPOTS) == before
 
 
 def pixels(png: bytes) -> np.ndarray:
@@ -209,7 +210,7 @@ def test_a_text_parameter_is_drawn_at_category_positions(result: SweepResult) ->
     variants = with_model(result.variants)
     variants.loc[len(result.variants):, "tokenizer"] = "model"
     mixed = SweepResult(with_model(result.per_question), with_model(result.summary), variants, result.config)
-    assert "tokenizer" in plots.swept_parameters(mixed)
+    assert "tokenizer" in plotdata.swept_parameters(mixed)
     ax = plots.by_parameter(mixed, "tokenizer", k=3).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["cl100k_base", "model"]
     assert {x for line in ax.get_lines() for x in line.get_xdata()} <= {0.0, 1.0}
@@ -228,10 +229,10 @@ def at(size: int, overlap: int) -> Variant:
 
 def test_variants_that_differ_in_two_parameters_at_once_compare_neither(result: SweepResult) -> None:
     both = subset(result, [at(12, 0), at(24, 6)])  # size and overlap differ together
-    assert plots.swept_parameters(both) == []
+    assert plotdata.swept_parameters(both) == []
     assert lines(plots.by_parameter(both, "size").axes[0]) == []
     three = subset(result, [at(12, 0), at(24, 0), at(24, 6)])
-    assert plots.swept_parameters(three) == ["size", "overlap"]
+    assert plotdata.swept_parameters(three) == ["size", "overlap"]
     by_size = plots.by_parameter(three, "size", k=3)
     (line,) = lines(by_size.axes[0])
     assert line.get_label() == "fixed, overlap=0" and list(line.get_xdata()) == [12, 24]
@@ -252,7 +253,7 @@ def test_the_retriever_is_its_stages_and_legends_name_only_what_sets_a_line_apar
     on one line with dense and bm25, not apart); a header is named as the modifier it is, and a
     default every recursive variant shares (custom_separators=()) is not named."""
     r = sweep(tiny, RETRIEVERS, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
-    assert plots.swept_parameters(r) == ["size", "retriever", "rrf_k"]
+    assert plotdata.swept_parameters(r) == ["size", "retriever", "rrf_k"]
     ax = plots.by_parameter(r, "retriever", k=3).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["dense", "bm25", "hybrid", "hybrid(rrf_k=30)"]
     assert [(line.get_label(), list(line.get_xdata())) for line in lines(ax)] == [

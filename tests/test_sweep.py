@@ -11,16 +11,19 @@ import pandas as pd
 import pytest
 from conftest import span_of
 
-from workbench.chunkers import ChunkEnv, make_chunk, register_function, unregister
+from workbench.chunkers import ChunkEnv, register_function, unregister
 from workbench.chunkers.registry import strategy
+from workbench.core.chunk import make_chunk
+from workbench.core.params import Param
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Dataset, Document, Question
+from workbench.figures.plots import overview
 from workbench.models.embed import Embedder
-from workbench.params import Param
-from workbench.plots import overview
+from workbench.results.combine import combine
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.sweep import SweepResult, combine, sweep
-from workbench.tokens import TiktokenTokenizer
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, grid
 
 GRID = grid("fixed", size=[24, 48], overlap=[0, 12])
@@ -116,7 +119,7 @@ def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset,
     columns (RankedHits): the same hits as each ranking's `hits`, and the same per-question scores
     (budgets included), hits table and rankings deep enough for the budgets as the lists of Hits."""
     from workbench.dataset import RankedHits
-    from workbench.evaluation import metrics
+    from workbench.evaluation import evidence
     from workbench.evaluation.scoring import hits_table, score
     from workbench.evaluation.settings import Settings
     from workbench.retrieval.search import queries, ranked_for, run_stages
@@ -133,7 +136,7 @@ def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset,
     assert depth > 5  # ranked past k to fill the budgets
     lists = [index.hits(r, depth) for r in run_stages(DENSE_ONLY, qs, index, depth)]
     assert columns == lists and lists == list(columns) and columns[-1] == lists[-1] and columns[1:3] == lists[1:3]
-    bounds = metrics.token_bounds(tiny)
+    bounds = evidence.token_bounds(tiny)
     by_columns = score(tiny.questions, columns, index.spans, settings, bounds)
     by_lists = score(tiny.questions, lists, index.spans, settings, bounds)
     pd.testing.assert_frame_equal(by_columns, by_lists)

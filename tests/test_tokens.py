@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.textgen import texts
-from workbench.offline import bundled_tiktoken_file
-from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer, _bundled_bpe
+from workbench.core.offline import bundled_tiktoken_file
+from workbench.core.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer, _bundled_bpe
 
 SHIPPED = ["Dr. Smith's café, in Zürich, said: \"it's 3.14 — isn't it?\"\n\n## Next\n\tThe end.  Really",
            "中文 and English mixed;  spaces   and\r\nnewlines don't   break   it 😀👩‍💻 ok"]

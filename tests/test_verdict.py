@@ -12,12 +12,13 @@ import pytest
 from conftest import REPO
 
 from workbench import load_dataset, parse_variant, sweep
-from workbench.cli import WIDTH, answer
+from workbench.cli import answer
+from workbench.cli.options import WIDTH
 from workbench.evaluation import stats
 from workbench.models.embed import Embedder
 from workbench.report import write_report
-from workbench.sweep import SweepResult
-from workbench.verdict import document_warning, evidence_warning, sweep_warnings, truncation_warning, verdict
+from workbench.results.result import SweepResult
+from workbench.results.verdict import document_warning, evidence_warning, sweep_warnings, truncation_warning, verdict
 from workbench.widgets.panel import Panel
 
 N = 120  # questions

@@ -11,9 +11,9 @@ from conftest import REPO
 
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset, Document, Span
+from workbench.figures.viewer import COLORS, EVIDENCE, OVERLAP, around, chunk_html
 from workbench.ingest import READERS
 from workbench.variant import Variant
-from workbench.viewer import COLORS, EVIDENCE, OVERLAP, around, chunk_html
 
 
 def visible_text(markup: str) -> str:

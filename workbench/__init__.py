@@ -34,13 +34,16 @@ from workbench.ingest import load_dataset
 from workbench.labels.importers import import_dataset
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM
+from workbench.results.combine import combine
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore, build_index
-from workbench.sweep import SweepResult, combine, rankings, sweep, sweep_steps
+from workbench.run.sweep import rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
 
 # matplotlib/ipywidgets load on use; the name under `wb.` -> its module
-_LAZY = {"answers": "answers", "drilldown": "drilldown", "metrics": "evaluation.metrics", "plots": "plots",
-         "report": "report", "stats": "evaluation.stats", "viewer": "viewer", "widgets": "widgets"}
+_LAZY = {"answers": "results.answers", "drilldown": "results.drilldown", "metrics": "evaluation.metrics",
+         "plots": "figures.plots", "report": "report", "stats": "evaluation.stats", "viewer": "figures.viewer",
+         "widgets": "widgets"}
 _LAZY_NAMES = {"Labeler": "widgets.labeler"}  # a class under `wb.` -> its module, loaded on use like _LAZY
 
 

@@ -202,7 +202,7 @@ Match = Literal["exact", "normalised", "fuzzy"]  # str.find; equal once normalis
 
 @dataclass(frozen=True, slots=True)
 class Located:
-    """Where a quote is (found by workbench.labels.locate): an exact span of its document's text, how it
+    """Where a quote is (found by workbench.core.locate): an exact span of its document's text, how it
     was found and how well it matched."""
 
     doc_id: str
@@ -218,7 +218,7 @@ class Question:
 
     `located` says, per answer, how its quote matched (None: offsets without a quote); it is no part of
     the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is the same label.
-    `references`: the answer texts a generated answer is graded against (workbench.answers), where the
+    `references`: the answer texts a generated answer is graded against (workbench.results.answers), where the
     dataset has them; not part of the identity either, since no retrieval score reads them."""
 
     qid: str

@@ -19,12 +19,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from workbench.chunkers import Chunk, ChunkEnv, get_strategy
+from workbench.chunkers import ChunkEnv, get_strategy
 from workbench.chunkers.registry import Strategy
+from workbench.core.chunk import Chunk
+from workbench.core.params import IncompatibleParams, Param, resolve
+from workbench.core.stages import DENSE, STAGES, first_stages, get_stage
 from workbench.dataset import Dataset, Document
 from workbench.models.llm import LLM_SPEC
-from workbench.params import IncompatibleParams, Param, resolve
-from workbench.retrievers import DENSE, STAGES, first_stages, get_stage
 
 StageSpec = tuple[str, tuple[tuple[str, Any], ...], int]  # (stage name, sorted resolved params, stage version)
 MODIFIERS = {  # the +modifiers that are not retrieval stages, and what each does (the CLI lists them)

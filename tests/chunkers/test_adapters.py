@@ -16,11 +16,11 @@ from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter, T
 from llama_index.core.schema import MetadataMode
 from textgen import documents
 
-from workbench import registries
 from workbench.chunkers import STRATEGIES, ChunkEnv, Param, run_strategy, unregister
 from workbench.chunkers.adapters import locate, register_factory, register_function, register_node_parser
 from workbench.chunkers.registry import strategy
 from workbench.dataset import Document
+from workbench.run import registries
 from workbench.variant import Variant
 
 UNICODE = "Café naïve 😀.\n\n  中文段落。日本語です。 \n\nZürich —  end."
@@ -207,7 +207,7 @@ CHILD = """
 import json, sys
 import cloudpickle
 saved = cloudpickle.loads(open(sys.argv[1], "rb").read())  # before any workbench import, as in a Ray worker
-from workbench import registries
+from workbench.run import registries
 from workbench.chunkers import STRATEGIES, ChunkEnv, register_function, run_strategy
 from workbench.dataset import Document
 registries.restore(saved)

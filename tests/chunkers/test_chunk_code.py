@@ -11,11 +11,12 @@ from chunkcheck import ENV, PROPS, UNITS, assert_chunk_contract
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.chunkers import Chunk, run_strategy
+from workbench.chunkers import run_strategy
 from workbench.chunkers.recursive import Units
 from workbench.chunkers.units import unit_boundaries
+from workbench.core.chunk import Chunk
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Document
-from workbench.tokens import TiktokenTokenizer
 
 PY = '''"""A module."""
 

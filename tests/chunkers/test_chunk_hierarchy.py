@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textgen import documents
 
-from workbench.chunkers import Chunk, ChunkEnv, get_strategy, run_strategy
+from workbench.chunkers import ChunkEnv, get_strategy, run_strategy
 from workbench.chunkers.markdown import section_spans
+from workbench.core.chunk import Chunk
 from workbench.dataset import Document
 from workbench.variant import Variant
 

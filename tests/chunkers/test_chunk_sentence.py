@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from textgen import documents, texts
 
 from workbench.chunkers import ChunkEnv, run_strategy
-from workbench.chunkers.base import strip_span
 from workbench.chunkers.sentence import (
     EXTRA_ABBREVIATIONS,
     SENTENCE_SPLITTERS,
@@ -25,9 +24,10 @@ from workbench.chunkers.sentence import (
     sentence_splitter,
     sentences_of,
 )
+from workbench.core.chunk import strip_span
+from workbench.core.offline import use_bundled_nltk_data
 from workbench.dataset import Document
 from workbench.ingest import load_dataset
-from workbench.offline import use_bundled_nltk_data
 
 ENV = ChunkEnv()
 

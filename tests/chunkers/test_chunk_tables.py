@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from textgen import texts
 
-from workbench.chunkers import Chunk, ChunkEnv, run_strategy
+from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.tables import html_tables, markdown_tables
+from workbench.core.chunk import Chunk
 from workbench.dataset import Document
 
 ENV = ChunkEnv()

@@ -19,11 +19,11 @@ from chunkcheck import GENERATES  # the LLM strategies, left out for the reason 
 from conftest import REPO
 
 from workbench.chunkers import STRATEGIES, ChunkEnv, get_strategy, run_strategy
+from workbench.core.params import Param
 from workbench.dataset import Document
 from workbench.ingest import read_folder
 from workbench.ingest.jsonl import read_corpus
 from workbench.models.embed import Embedder
-from workbench.params import Param
 
 DRAWS = 3  # parameter settings per strategy
 SIZES = (24, 64, 200, 600)  # what a size is drawn from (a draw that breaks a cross-parameter rule is redrawn)

@@ -16,13 +16,13 @@ import workbench as wb
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.adapters import register_factory
 from workbench.chunkers.registry import check_overlap
-from workbench.cli import DEMO_GRID
+from workbench.cli.options import DEMO_GRID
+from workbench.core.offline import bundled_tiktoken
+from workbench.core.params import IncompatibleParams, Param
+from workbench.core.tokens import tiktoken_encoding
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
-from workbench.offline import bundled_tiktoken
-from workbench.params import IncompatibleParams, Param
 from workbench.retrieval.index import IndexStore
-from workbench.tokens import tiktoken_encoding
 from workbench.variant import parse_variant
 
 TEXTS = sorted((REPO / "tests" / "data" / "semantic").glob("*"))

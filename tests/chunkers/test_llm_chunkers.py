@@ -18,15 +18,15 @@ from chunkcheck import GENERATES
 
 from workbench.chunkers import STRATEGIES, ChunkEnv, run_strategy
 from workbench.chunkers.llm import LLMChunkWarning, parse_starts, parse_statements, passages
+from workbench.core.params import IncompatibleParams
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.models.llm import default_model_path, llm_fingerprint
-from workbench.params import IncompatibleParams
 from workbench.retrieval.index import ChunkIndex, IndexStore, returned_token_counts
-from workbench.sweep import sweep
-from workbench.tokens import TiktokenTokenizer
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 
 FACTS = Document("facts", "Two facts", (

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from workbench.chunkers import ChunkEnv, make_chunk, where
+from workbench.chunkers import ChunkEnv, where
+from workbench.core.chunk import make_chunk
 from workbench.dataset import Dataset, Document
 from workbench.ingest import READERS
 from workbench.variant import Variant

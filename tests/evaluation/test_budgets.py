@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench import plots
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Dataset, Hit, Question, Span
 from workbench.evaluation.metrics import pack, score_budgets
+from workbench.figures import plots
 from workbench.models.embed import Embedder
+from workbench.results.combine import combine
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.sweep import SweepResult, combine, sweep
-from workbench.tokens import TiktokenTokenizer
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 
 # evidence [10, 20) of doc d; A covers half of it, B the other half, C none

@@ -17,14 +17,15 @@ from llama_index.core.evaluation.retrieval.metrics import MRR, NDCG, HitRate
 from ranx import Qrels, Run, evaluate
 
 from bench.chroma_metrics import chroma_locate, chroma_omega, chroma_split
-from workbench.chunkers import Chunk, ChunkEnv, run_strategy
+from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Hit, Span
 from workbench.evaluation.metrics import score_omega, score_question
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.sweep import sweep
+from workbench.run.sweep import sweep
 from workbench.variant import Variant, parse_variant
 
 DATA = REPO / "data" / "chroma_small"

@@ -15,13 +15,14 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from workbench import plots
 from workbench.dataset import MIXED, Dataset, DatasetError, Document, Question, Span, doc_group
 from workbench.evaluation import stats
+from workbench.figures import plots
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.report import write_report
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 
 CHROMA = REPO / "tests" / "data" / "chroma_general"

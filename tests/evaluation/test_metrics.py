@@ -11,11 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.dataset import Dataset, Document, Hit, Question, Span
-from workbench.drilldown import drilldown, miss_reason
+from workbench.evaluation.evidence import TokenBounds
 from workbench.evaluation.metrics import (
     METRICS,
     OMEGA,
-    TokenBounds,
     pack,
     precision_omega,
     score_budgets,
@@ -23,6 +22,7 @@ from workbench.evaluation.metrics import (
     score_question,
     score_rankings,
 )
+from workbench.results.drilldown import drilldown, miss_reason
 
 
 def hit(doc: str, start: int, end: int, tokens: int = 0) -> Hit:

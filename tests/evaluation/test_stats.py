@@ -107,7 +107,7 @@ def test_a_groups_interval_depends_neither_on_other_groups_nor_on_row_order(per_
 
 
 def test_a_table_of_many_variants_gives_each_the_bits_of_its_own_rows_alone():
-    """A sweep summarises its whole table in one call (workbench.sweep), the widgets each variant
+    """A sweep summarises its whole table in one call (workbench.run.sweep), the widgets each variant
     as it comes: both must show the same intervals, to the last bit. With every variant's groups in
     one matrix product, its shape moved the last bits of some sums (9 of these 506 bounds, before)."""
     rng = np.random.default_rng(11)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from workbench.core.stages import STAGES, stage
 from workbench.dataset import Dataset, DatasetError, DatasetWarning, Document
 from workbench.ingest import READERS, load_dataset
-from workbench.retrievers import STAGES, stage
 
 SHIPPED = REPO / "tests" / "data"
 

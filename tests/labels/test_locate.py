@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textgen import texts
 
-from workbench.dataset import Document
-from workbench.labels.locate import (
+from workbench.core.locate import (
     AmbiguousQuote,
     Found,
     Located,
@@ -23,6 +22,7 @@ from workbench.labels.locate import (
     locate_quote,
     normalise,
 )
+from workbench.dataset import Document
 
 SOURCE = "Refunds are paid\nwithin  five days. Refunds are paid within five days."
 

@@ -11,7 +11,8 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.chunkers import ChunkEnv, make_chunk, run_strategy
+from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.core.chunk import make_chunk
 from workbench.dataset import Document
 from workbench.models.embed import OVERLAP, plan_windows
 from workbench.models.late import late_vectors

@@ -12,10 +12,10 @@ import pytest
 from conftest import free_port
 
 import workbench as wb
-from workbench.errors import describe
-from workbench.estimate import estimate_generation
+from workbench.core.errors import describe
 from workbench.models.base import from_spec
 from workbench.models.cache import JSONCache
+from workbench.models.estimate import estimate_generation
 from workbench.models.llm import LLM, LLMError, OutputError, Prompt, Stopped, llm_fingerprint, llm_of, parse_output
 
 CAPITAL = Prompt("capital", 1, "What is the capital of {country}? Answer in one word.")

@@ -24,15 +24,17 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from workbench import plots, report
+from workbench import report
 from workbench.dataset import Dataset, Document, Question, Span
 from workbench.evaluation import stats
+from workbench.figures import plotdata, plots
 from workbench.models.embed import Embedder
 from workbench.report import compact_table, p_best_table, summary_table, variants_table, write_report
 from workbench.report.tables import cell
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.results.verdict import verdict
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
-from workbench.verdict import verdict
 
 EVIL = "<script>alert(1)</script>"
 VARIANTS = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8)]
@@ -333,7 +335,7 @@ def test_a_re_export_from_the_figure_cache_never_imports_matplotlib(result: Swee
 def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult) -> None:
     """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of
     the figure (a legend, a title or a tick label running off it would colour them)."""
-    swept = plots.swept_parameters(result)
+    swept = plotdata.swept_parameters(result)
     for width in (report.FIGURE_WIDTH, report.NARROW_WIDTH):
         for name, png in report.default_pngs(result, 120, width=width, swept=swept).items():
             pixels = matplotlib.image.imread(io.BytesIO(png))[..., :3]
@@ -358,8 +360,8 @@ def mid_word(text: str, i: int) -> bool:
 def test_cut_windows_begin_and_end_at_word_boundaries_and_say_where_they_are_cut() -> None:
     """Passages around evidence at every word of a text: no end falls inside a word or on a blank,
     the evidence stays whole, and a URL longer than the reach of a boundary is stepped over, not cut."""
+    from workbench.figures.viewer import chunk_html
     from workbench.report import cuts
-    from workbench.viewer import chunk_html
 
     words = [("x" * (1 + i % 9)) for i in range(400)]
     words[150] = "https://example.org/" + "a" * 120  # no boundary within reach

@@ -17,9 +17,10 @@ from workbench.dataset import Dataset
 from workbench.evaluation.settings import Settings
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
+from workbench.results.combine import combine
 from workbench.retrieval.ann import Ann
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import combine, sweep
+from workbench.run.sweep import sweep
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from workbench.chunkers import Chunk, ChunkEnv, run_strategy
+from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.core.chunk import Chunk
 from workbench.dataset import Document
 from workbench.models.embed import Embedder
 from workbench.retrieval.automerge import Tree, merge, tree

@@ -11,14 +11,16 @@ import pytest
 from conftest import REPO
 
 import workbench.retrieval.preview
-from workbench.chunkers import make_chunk, register_function, unregister
+from workbench.chunkers import register_function, unregister
+from workbench.core.chunk import make_chunk
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
+from workbench.results.combine import combine
 from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_cache, token_embedder
-from workbench.sweep import combine, sweep, sweep_steps
+from workbench.run.sweep import sweep, sweep_steps
 from workbench.variant import Variant
 
 VARIANTS = [

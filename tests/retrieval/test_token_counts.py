@@ -8,10 +8,10 @@ import pytest
 from conftest import REPO
 
 from workbench.chunkers import ChunkEnv
+from workbench.core.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
 from workbench.retrieval.index import chunk_cost, embed_texts, returned_token_counts
-from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
 VARIANTS = [

@@ -13,12 +13,14 @@ import ipywidgets as w
 import pytest
 
 from workbench.chunkers import STRATEGIES, register_function
+from workbench.core.params import Param
 from workbench.dataset import Dataset
 from workbench.evaluation.metrics import DEFAULT_K
+from workbench.figures.draw import figure_to_png_bytes
+from workbench.figures.plots import overview
 from workbench.models.embed import Embedder
-from workbench.params import Param
-from workbench.plots import figure_to_png_bytes, overview
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 from workbench.widgets import Panel, Sweeper, control, panel, read
 

@@ -14,7 +14,8 @@ from workbench.evaluation import stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
-from workbench.sweep import SweepResult, sweep
+from workbench.results.result import SweepResult
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 from workbench.widgets.state import (
     MAX_VALUES,

@@ -19,11 +19,12 @@ import pytest
 
 from workbench.chunkers import ChunkEnv, register_function
 from workbench.dataset import Dataset
+from workbench.figures.viewer import EVIDENCE
 from workbench.models.embed import Embedder
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import SweepResult, sweep
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
-from workbench.viewer import EVIDENCE
 from workbench.widgets import Sweeper, sweeper
 from workbench.widgets.base import project_dir
 from workbench.widgets.state import GridSpec, Redraw

@@ -8,10 +8,11 @@ from workbench.chunkers import external  # noqa: F401  (registers langchain_recu
 from workbench.chunkers import automerge  # noqa: F401  (registers auto_merging: LlamaIndex's hierarchy)
 # isort: on
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import STRATEGIES, get_strategy, run_strategy, unregister
 from workbench.chunkers.where import where
-from workbench.params import Param
+from workbench.core.chunk import Chunk, make_chunk
+from workbench.core.params import Param
 
 __all__ = [
     "STRATEGIES", "Chunk", "ChunkEnv", "Param", "get_strategy", "make_chunk", "register_factory", "register_function",

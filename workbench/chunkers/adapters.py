@@ -18,11 +18,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import STRATEGIES, ChunkFn, strategy, unregister
+from workbench.core.chunk import Chunk, make_chunk
+from workbench.core.locate import NotFound, find_in_order
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.labels.locate import NotFound, find_in_order
-from workbench.params import Param
 
 Pieces = Iterable[tuple[str, int | None]]  # (piece text, start hint) in document order
 

@@ -19,11 +19,12 @@ from functools import cache
 from typing import Any
 
 from workbench.chunkers.adapters import locate, node_pieces
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.external import library_version
 from workbench.chunkers.registry import strategy
+from workbench.core.chunk import Bounds, Chunk, make_chunk
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.params import Param
 
 SIZES = (2048, 512, 128)  # HierarchicalNodeParser.from_defaults' chunk sizes, in cl100k tokens
 

@@ -1,10 +1,5 @@
-"""The one result type every chunker returns, and what a chunker may ask of its environment.
-
-A chunk is a span of its source: `text == doc.text[start:end]` by construction. What is embedded
-(`embed_text`, e.g. with a contextual header or an LLM-written `context`) and what is returned to
-the LLM (`parent_*`, for small-to-big retrieval; `context_text`, a proposition sent instead of its
-passage) are explicit fields, never hidden rewrites of `text`.
-"""
+"""What a chunker may ask of its environment (tokenizers, cached vectors, LLMs). The chunk type
+every chunker returns is workbench.core.chunk.Chunk."""
 
 from __future__ import annotations
 
@@ -16,53 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from workbench.dataset import Document, Span
-from workbench.io import CACHE_DIR
-from workbench.tokens import Tokenizer, get_tokenizer
-
-Bounds = tuple[int, int]  # [start, end) character offsets within one document, before it is a Chunk
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    doc_id: str
-    start: int
-    end: int
-    text: str
-    heading: str = ""  # heading path of the section, e.g. "Billing > Refunds"
-    embed_text: str | None = None  # embedded instead of `text` when set
-    parent_start: int | None = None  # returned instead of [start, end) when set (small-to-big)
-    parent_end: int | None = None
-    context_text: str | None = None  # sent to the LLM instead of the returned span's text, and counted as context
-    context: str | None = None  # an LLM's sentences situating the chunk in its document (+context), embedded above it
-
-    @property
-    def span(self) -> Span:
-        return Span(self.doc_id, self.start, self.end)
-
-    @property
-    def returned(self) -> Span:
-        """The span handed to the LLM: the parent when there is one, else the chunk itself."""
-        if self.parent_start is None or self.parent_end is None:
-            return self.span
-        return Span(self.doc_id, self.parent_start, self.parent_end)
-
-
-def make_chunk(doc: Document, start: int, end: int, **extra: Any) -> Chunk:
-    """The only way chunkers build chunks: the text is always sliced from the source."""
-    if not 0 <= start < end <= len(doc.text):
-        raise ValueError(f"chunk [{start}, {end}) out of range for {doc.doc_id!r} (len {len(doc.text)})")
-    return Chunk(doc.doc_id, start, end, doc.text[start:end], **extra)
-
-
-def strip_span(text: str, start: int, end: int) -> Bounds | None:
-    """[start, end) without its leading and trailing whitespace; None if nothing is left."""
-    piece = text[start:end]
-    stripped = piece.strip()
-    if not stripped:
-        return None
-    lead = len(piece) - len(piece.lstrip())
-    return start + lead, start + lead + len(stripped)
+from workbench.core.chunk import Bounds
+from workbench.core.io import CACHE_DIR
+from workbench.core.tokens import Tokenizer, get_tokenizer
+from workbench.models.llm import llm_of
 
 
 @dataclass
@@ -74,7 +26,7 @@ class ChunkEnv:
     embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> L2-normalised vectors
     model_tokenizer: Any = None  # the embedding model's HF tokenizer, for tokenizer="model"
     llm_cache_dir: str | Path | None = CACHE_DIR  # where the LLMs made by `llm` cache their generations
-    llm_engine: Any = None  # where they generate (a workbench.engine engine; None: in this process)
+    llm_engine: Any = None  # where they generate (a workbench.run.engine engine; None: in this process)
     stop: Callable[[], bool] | None = None  # asked between generations (LLM.generate's `stop`): a sweep's Stop
     llms: dict[str, Any] = field(default_factory=dict)  # model spec -> workbench.models.llm.LLM, made by `llm`
     # what LLM strategies spent on the chunks made with this env: "tokens_generated" and "llm_seconds" (a
@@ -91,8 +43,6 @@ class ChunkEnv:
         """The LLM (workbench.models.llm.LLM) a strategy's `model` parameter names, made on first
         use and kept; its weights load only for its first uncached generation."""
         if spec not in self.llms:
-            from workbench.models.llm import llm_of  # the model layer is above the chunkers: asked for only here
-
             self.llms[spec] = llm_of(spec, self.llm_cache_dir, self.llm_engine)
         return self.llms[spec]
 

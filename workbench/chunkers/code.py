@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.recursive import Units, recursive_spans
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
+from workbench.core.chunk import Bounds, Chunk, make_chunk, strip_span
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.params import Param
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser

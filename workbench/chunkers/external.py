@@ -17,8 +17,8 @@ from typing import Any
 
 from workbench.chunkers.adapters import factory_strategy
 from workbench.chunkers.registry import check_overlap, strategy
-from workbench.params import UNIT_PARAM, Param
-from workbench.tokens import TiktokenTokenizer
+from workbench.core.params import UNIT_PARAM, Param
+from workbench.core.tokens import TiktokenTokenizer
 
 ENCODING = "cl100k_base"  # the tiktoken encoding that counts "tokens" (LlamaIndex's default too)
 OVERLAP_RULE = check_overlap("chunk_size", "chunk_overlap")

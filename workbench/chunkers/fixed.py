@@ -5,11 +5,12 @@ The baseline every other strategy is measured against: fast, predictable, blind 
 
 from __future__ import annotations
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import check_overlap, strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, char_windows, unit_boundaries
+from workbench.core.chunk import Chunk, make_chunk
+from workbench.core.params import UNIT_PARAM, Param
 from workbench.dataset import Document
-from workbench.params import UNIT_PARAM, Param
 
 
 @strategy(

@@ -14,14 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.fixed import fixed
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import covered, cut_windows, pack, sentences_of
 from workbench.chunkers.units import TOKENIZER, unit_boundaries
+from workbench.core.chunk import Bounds, Chunk, make_chunk, strip_span
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.params import Param
 
 MAX_PARENT_TOKENS = Param(0, "trim returned parents to this many tokens around the child (0 = no cap)", lo=0,
                           unit="tokens")

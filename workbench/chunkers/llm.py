@@ -26,13 +26,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import Asks, strategy
 from workbench.chunkers.sentence import pack, sentences_of
 from workbench.chunkers.units import TOKENIZER
+from workbench.core.chunk import Bounds, Chunk, make_chunk
+from workbench.core.params import Param
 from workbench.dataset import Document
 from workbench.models.llm import LLM_SPEC, Prompt, llm_fingerprint
-from workbench.params import Param
 
 
 class LLMChunkWarning(UserWarning):

@@ -14,13 +14,14 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import check_overlap, strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
+from workbench.core.chunk import Bounds, Chunk, make_chunk
+from workbench.core.params import UNIT_PARAM, Param
 from workbench.dataset import Document
 from workbench.ingest.text import heading_title
-from workbench.params import UNIT_PARAM, Param
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

@@ -14,11 +14,11 @@ holding only whitespace are skipped; each chunk is trimmed of edge whitespace an
 
 from __future__ import annotations
 
-from workbench.chunkers.base import Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import check_overlap, strategy
-from workbench.chunkers.units import windows
+from workbench.core.chunk import Chunk, make_chunk, strip_span, windows
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.params import Param
 
 
 def page_spans(doc: Document) -> list[tuple[int, int]]:

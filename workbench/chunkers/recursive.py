@@ -17,11 +17,12 @@ from itertools import pairwise
 
 import numpy as np
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import check_overlap, strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
+from workbench.core.chunk import Bounds, Chunk, make_chunk, strip_span
+from workbench.core.params import UNIT_PARAM, Param
 from workbench.dataset import Document
-from workbench.params import UNIT_PARAM, Param
 
 # Coarsest first. A separator that starts with whitespace opens the next piece ("\n## " keeps the
 # heading mark with its section); one that starts with a mark closes the previous piece (". "

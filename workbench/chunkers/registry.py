@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.chunkers.base import Chunk, ChunkEnv
+from workbench.chunkers.base import ChunkEnv
+from workbench.core.chunk import Chunk
+from workbench.core.params import Param, add_entry, get_entry, resolve
 from workbench.dataset import Document
-from workbench.params import Param, add_entry, get_entry, resolve
 
 ChunkFn = Callable[..., list[Chunk]]  # fn(doc, env, **params) -> chunks
 
@@ -44,7 +45,7 @@ class Strategy:
     # the variant's index entry and scores, so another model never serves them
     models: tuple[str, ...] = ()
     # fn(doc, env, **params) -> [Asks]: what the strategy's LLMs will be asked for the document, found without
-    # generating (workbench.estimate); None: not known before generating
+    # generating (workbench.run.estimate); None: not known before generating
     generations: Callable[..., list[Asks]] | None = None
     # calls ChunkEnv.embed (semantic): its sentence vectors are the embedder's, computed and cached where the
     # embedder is, so an engine never ships its documents to workers (workbench.retrieval.index.chunk_corpus)

@@ -26,12 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.sentence import SENTENCE_SPLITTERS, pack, sentences_of
 from workbench.chunkers.units import TOKENIZER
+from workbench.core.chunk import Bounds, Chunk, make_chunk
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.params import Param
 
 
 def group_texts(text: str, sentences: list[Bounds], buffer_size: int) -> list[str]:

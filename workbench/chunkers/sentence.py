@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import strategy
-from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries, windows
+from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
+from workbench.core.chunk import Bounds, Chunk, make_chunk, strip_span, windows
+from workbench.core.offline import use_bundled_nltk_data
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.offline import use_bundled_nltk_data
-from workbench.params import Param
 
 # Abbreviations punkt's English model lacks; "etc." is left out on purpose: it often ends a sentence.
 EXTRA_ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", "fig", "al", "approx")

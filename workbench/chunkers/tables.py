@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from itertools import pairwise
 
-from workbench.chunkers.base import Bounds, Chunk, ChunkEnv, make_chunk, strip_span
+from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.markdown import line_offset, parse_blocks, sections
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
+from workbench.core.chunk import Bounds, Chunk, make_chunk, strip_span
+from workbench.core.params import Param
 from workbench.dataset import Document
-from workbench.params import Param
 
 ROWS = ("fit", "each")  # pack rows up to `size`, or one row per chunk
 

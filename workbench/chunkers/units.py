@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.chunkers.base import ChunkEnv
-from workbench.params import UNIT_PARAM, Param
-from workbench.tokens import MODEL_TOKENIZER, TIKTOKEN_ENCODINGS
+from workbench.core.params import UNIT_PARAM, Param
+from workbench.core.tokens import MODEL_TOKENIZER, TIKTOKEN_ENCODINGS
 
 UNIT = Param("tokens", "size unit: tokens of `tokenizer`, or characters", choices=("tokens", "chars"))
 SIZE = Param(256, "chunk size in `unit`", lo=1, label=True, unit=UNIT_PARAM)
@@ -29,17 +29,6 @@ def unit_boundaries(text: str, unit: str, tokenizer: str, env: ChunkEnv) -> np.n
         env.boundaries[key] = env.tokenizer(tokenizer).boundaries(text)
         env.boundaries[key].flags.writeable = False
     return env.boundaries[key]
-
-
-def windows(n: int, size: int, overlap: int) -> list[tuple[int, int]]:
-    """Unit windows [i, i + size) stepping by size - overlap, the last one ending at n."""
-    step = size - overlap
-    out = []
-    for i in range(0, max(n, 1), step):
-        out.append((i, min(i + size, n)))
-        if i + size >= n:
-            break
-    return out
 
 
 def char_windows(b: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]]:

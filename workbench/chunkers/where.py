@@ -12,10 +12,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from functools import lru_cache
 
-from workbench.chunkers.base import Chunk
 from workbench.chunkers.code import scope_at
 from workbench.chunkers.markdown import section_spans
 from workbench.chunkers.pages import page_range
+from workbench.core.chunk import Chunk
 from workbench.dataset import Document
 
 SEP = " · "

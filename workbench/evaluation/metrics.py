@@ -14,7 +14,21 @@ from math import log2
 import numpy as np
 import pandas as pd
 
-from workbench.dataset import Dataset, Hit, Question, RankedHits, Span
+from workbench.dataset import Hit, Question, RankedHits, Span
+from workbench.evaluation.evidence import (
+    Evidence,
+    EvidenceTable,
+    Intervals,
+    TokenBounds,
+    by_doc,
+    clip,
+    evidence_intervals,
+    merge,
+    overlap,
+    prepare,
+    prepare_all,
+    total,
+)
 
 # Per-k metrics, in output (and display) order. "recall_tokens" is emitted only when token
 # boundaries are given.
@@ -50,61 +64,6 @@ def default_k(ks: Iterable[int]) -> int:
         raise ValueError("no cut-off k > 0 was swept")
     return DEFAULT_K if DEFAULT_K in ks else ks[-1]
 
-Intervals = list[tuple[int, int]]  # sorted, disjoint, non-empty half-open [start, end)
-
-
-def merge(intervals: Iterable[tuple[int, int]]) -> Intervals:
-    """Union of intervals as sorted disjoint ones (touching intervals merge; empty ones vanish)."""
-    out: Intervals = []
-    for s, e in sorted(intervals):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            if e > out[-1][1]:
-                out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
-
-
-def total(intervals: Intervals) -> int:
-    return sum(e - s for s, e in intervals)
-
-
-def clip(intervals: Intervals, start: int, end: int) -> Intervals:
-    """The parts of `intervals` inside [start, end) (positive length only)."""
-    return [(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]
-
-
-def overlap(a: Intervals, b: Intervals) -> int:
-    """|a ∩ b| for two sorted disjoint interval lists (two-pointer sweep)."""
-    i = j = n = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        n += max(0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return n
-
-
-def by_doc(spans: Iterable[Span]) -> dict[str, Intervals]:
-    """Spans grouped per document and merged: the character set they cover."""
-    raw: dict[str, list[tuple[int, int]]] = {}
-    for s in spans:
-        raw.setdefault(s.doc_id, []).append((s.start, s.end))
-    return {d: merge(iv) for d, iv in raw.items()}
-
-
-def _evidence(evidence: Sequence[Span]) -> dict[str, Intervals]:
-    if not evidence:
-        raise ValueError("evidence: a question needs at least one answer span")
-    for s in evidence:
-        if not 0 <= s.start < s.end:
-            raise ValueError(f"evidence: span {s} must satisfy 0 <= start < end")
-    return by_doc(evidence)
-
 
 def string_column(values: Sequence[str], at: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """values[at] as a pandas str column, each distinct value converted once: built from repeated
@@ -129,158 +88,6 @@ def _check_threshold(frac_threshold: float) -> None:
         raise ValueError(f"frac_threshold must be in (0, 1], got {frac_threshold!r}")
 
 
-class _EvidenceTokens:
-    """Evidence tokens of one question and, per token, its evidence characters.
-
-    A token (from a tokenizer's char boundaries) is an evidence token if it overlaps the evidence;
-    it counts as covered when all of its evidence characters are retrieved. Built once per
-    question, so each k costs a few searchsorted calls."""
-
-    def __init__(self, ev: Mapping[str, Intervals], bounds: Mapping[str, np.ndarray]):
-        self.pieces: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self.n = 0
-        for doc, ivs in ev.items():
-            if doc not in bounds:
-                raise KeyError(f"token_bounds: no boundaries for document {doc!r}")
-            b = np.asarray(bounds[doc])
-            ids, lo, hi = [], [], []
-            for s, e in ivs:
-                first = int(np.searchsorted(b, s, side="right")) - 1
-                last = int(np.searchsorted(b, e, side="left"))  # tokens first .. last-1 overlap [s, e)
-                for t in range(first, last):
-                    a, z = max(int(b[t]), s), min(int(b[t + 1]), e)
-                    if z > a:
-                        ids.append(t)
-                        lo.append(a)
-                        hi.append(z)
-            self.pieces[doc] = tuple(np.array(x, dtype=np.int64) for x in (ids, lo, hi))
-            self.n += len(set(ids))
-
-    def recall(self, covered: Mapping[str, Intervals]) -> float:
-        hit = 0
-        for doc, (ids, lo, hi) in self.pieces.items():
-            cov = covered.get(doc, [])
-            if not cov or not len(ids):
-                continue
-            cs = np.array([s for s, _ in cov])
-            ce = np.array([e for _, e in cov])
-            j = np.searchsorted(cs, lo, side="right") - 1
-            inside = (j >= 0) & (ce[np.maximum(j, 0)] >= hi)
-            missing = set(ids[~inside].tolist())
-            hit += len(set(ids.tolist()) - missing)
-        return hit / self.n if self.n else 0.0
-
-
-class _Evidence:
-    """One question's evidence prepared for scoring: its spans, their union per document, its
-    length in characters and, given token boundaries, its evidence tokens."""
-
-    def __init__(self, evidence: Sequence[Span], bounds: Mapping[str, np.ndarray] | None):
-        self.spans = tuple(evidence)
-        self.by_doc = _evidence(self.spans)
-        self.length = sum(total(v) for v in self.by_doc.values())
-        self.tokens = None if bounds is None else _EvidenceTokens(self.by_doc, bounds)
-
-    def recall_tokens(self, covered: Mapping[str, Intervals], covered_len: int) -> float:
-        """_EvidenceTokens.recall, answered without it when nothing or everything is covered."""
-        if not covered_len:
-            return 0.0
-        if covered_len == self.length and self.tokens.n:
-            return 1.0
-        return self.tokens.recall(covered)
-
-
-class TokenBounds(dict[str, np.ndarray]):
-    """doc_id -> token boundaries (the `token_bounds` of score_question), which also keeps each
-    question's prepared evidence once found: a sweep scores the same questions for every variant."""
-
-    def __init__(self, bounds: Mapping[str, np.ndarray]):
-        super().__init__(bounds)
-        self._evidence: dict[tuple[Span, ...], _Evidence] = {}
-        self._questions: Sequence[Question] | None = None  # the last questions `prepared` was asked for
-        self._prepared: list[_Evidence] = []
-        self._table: _EvidenceTable | None = None
-
-    def evidence(self, evidence: Sequence[Span]) -> _Evidence:
-        key = tuple(evidence)
-        if key not in self._evidence:
-            self._evidence[key] = _Evidence(key, self)
-        return self._evidence[key]
-
-    def prepared(self, questions: Sequence[Question]) -> list[_Evidence]:
-        """Each question's prepared evidence, kept for the same questions (the same sequence, as a
-        sweep scores its dataset's questions for every variant)."""
-        if questions is not self._questions:
-            self._questions, self._table = questions, None
-            self._prepared = [self.evidence(q.answers) for q in questions]
-        return self._prepared
-
-    def evidence_table(self, questions: Sequence[Question]) -> _EvidenceTable:
-        """The questions' evidence as flat arrays, kept as `prepared` is."""
-        prepared = self.prepared(questions)
-        if self._table is None:
-            self._table = _EvidenceTable(prepared)
-        return self._table
-
-
-class _EvidenceTable:
-    """The evidence of many questions as flat arrays: what score_omega and `_states` read to score
-    every question at once. Rows are the merged evidence intervals (question, doc, start, end);
-    `span_*` the answer spans as given (hit_strict); with token boundaries, `piece_*` each evidence
-    token's evidence characters within one row, ordered by token (`piece_token`)."""
-
-    def __init__(self, prepared: Sequence[_Evidence]):
-        rows = [(i, doc, s, e) for i, ev in enumerate(prepared) for doc, ivs in ev.by_doc.items() for s, e in ivs]
-        question, doc, start, end = zip(*rows, strict=True) if rows else ((), (), (), ())
-        self.question = np.array(question, dtype=np.int64)
-        self.doc = np.array(doc, dtype=object)
-        self.start, self.end = np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
-        self.length = np.array([ev.length for ev in prepared], dtype=np.int64)  # |E| per question
-        spans = [(i, a.doc_id, a.start, a.end) for i, ev in enumerate(prepared) for a in ev.spans]
-        self.span_question = np.array([x[0] for x in spans], dtype=np.int64)
-        self.span_doc = np.array([x[1] for x in spans], dtype=object)
-        self.span_start = np.array([x[2] for x in spans], dtype=np.int64)
-        self.span_end = np.array([x[3] for x in spans], dtype=np.int64)
-        self.tokens = bool(prepared) and prepared[0].tokens is not None
-        if self.tokens:
-            self._pieces(prepared)
-
-    def _pieces(self, prepared: Sequence[_Evidence]) -> None:
-        """The evidence token pieces of _EvidenceTokens, each with its row and its token's number
-        (tokens numbered across all questions, a token of two rows of one question once)."""
-        row, token, lo, hi, n = [], [], [], [], []
-        first_row, tokens_before = 0, 0
-        for ev in prepared:
-            n.append(ev.tokens.n)
-            for doc, ivs in ev.by_doc.items():
-                ids, a, z = ev.tokens.pieces[doc]
-                starts = np.array([s for s, _ in ivs], dtype=np.int64)
-                row.append(first_row + np.searchsorted(starts, a, side="right") - 1)
-                distinct, which = np.unique(ids, return_inverse=True)
-                token.append(tokens_before + which)
-                lo.append(a)
-                hi.append(z)
-                first_row += len(ivs)
-                tokens_before += len(distinct)
-        order = np.argsort(np.concatenate(token), kind="stable") if token else np.zeros(0, dtype=np.int64)
-        self.piece_row, self.piece_token, self.piece_lo, self.piece_hi = (
-            np.concatenate(x)[order] if x else np.zeros(0, dtype=np.int64) for x in (row, token, lo, hi))
-        self.token_question = np.repeat(np.arange(len(n)), n)
-        self.n_tokens = np.array(n, dtype=np.int64)  # distinct evidence tokens per question
-
-
-def _prepared(evidence: Sequence[Span], token_bounds: Mapping[str, np.ndarray] | None) -> _Evidence:
-    if isinstance(token_bounds, TokenBounds):
-        return token_bounds.evidence(evidence)
-    return _Evidence(evidence, token_bounds)
-
-
-def _prepared_all(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> list[_Evidence]:
-    if isinstance(token_bounds, TokenBounds):
-        return token_bounds.prepared(questions)
-    return [_Evidence(q.answers, token_bounds) for q in questions]
-
-
 def _names(tokens: bool) -> tuple[str, ...]:
     """The metrics of one cut-off, in the order score_question emits them."""
     head = ("hit", "hit_strict", "hit_frac", "recall")
@@ -288,7 +95,7 @@ def _names(tokens: bool) -> tuple[str, ...]:
     return (*head, "recall_tokens", *tail) if tokens else (*head, *tail)
 
 
-def _values(ev: _Evidence, ranked: Sequence[Hit], ks: list[int], frac_threshold: float) -> list[float]:
+def _values(ev: Evidence, ranked: Sequence[Hit], ks: list[int], frac_threshold: float) -> list[float]:
     """The values of score_question, flat: for each k (ascending), one per `_names` metric."""
     spans, by_doc, ev_len = ev.spans, ev.by_doc, ev.length
     tokens = ev.tokens is not None
@@ -352,7 +159,7 @@ def score_question(
     given, "recall_tokens" is added."""
     ks = _check_ks(ks)
     _check_threshold(frac_threshold)
-    ev = _prepared(evidence, token_bounds)
+    ev = prepare(evidence, token_bounds)
     names = _names(ev.tokens is not None)
     values = _values(ev, ranked, ks, frac_threshold)
     return [(m, k, values[i * len(names) + j]) for i, k in enumerate(ks) for j, m in enumerate(names)]
@@ -387,14 +194,14 @@ def score_rankings(
     )
 
 
-def _table(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> _EvidenceTable:
+def _table(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> EvidenceTable:
     """The questions' evidence table, kept by a TokenBounds between calls."""
     if isinstance(token_bounds, TokenBounds):
         return token_bounds.evidence_table(questions)
-    return _EvidenceTable(_prepared_all(questions, token_bounds))
+    return EvidenceTable(prepare_all(questions, token_bounds))
 
 
-def _states(table: _EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int,
+def _states(table: EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int,
             frac_threshold: float) -> dict[str, np.ndarray]:
     """Every per-k metric of every question after each rank: name -> (questions x depth + 1)
     array, column r the value of score_question at k = r (column 0: nothing retrieved).
@@ -470,7 +277,7 @@ def _by_rank(question: np.ndarray, first: np.ndarray, weight: np.ndarray, nq: in
     return np.cumsum(sums.reshape(nq, slots), axis=1)[:, : depth + 1]
 
 
-def _recall_tokens(table: _EvidenceTable, lo: np.ndarray, hi: np.ndarray, seg_first: np.ndarray, nq: int,
+def _recall_tokens(table: EvidenceTable, lo: np.ndarray, hi: np.ndarray, seg_first: np.ndarray, nq: int,
                    depth: int) -> np.ndarray:
     """recall_tokens after each rank: a piece is covered by the rank its last segment is, a token
     by the rank of its last piece. (A segment of no length inside a piece is covered whenever the
@@ -559,7 +366,7 @@ def precision_omega(evidence: Sequence[Span], chunk_spans: Sequence[Span]) -> fl
 
     The best precision any retriever could reach with this chunking (it retrieves exactly the
     chunks it needs, and nothing else); k-independent. Overlapping chunks count once (a union)."""
-    ev = _evidence(evidence)
+    ev = evidence_intervals(evidence)
     needed = by_doc(c for c in chunk_spans if clip(ev.get(c.doc_id, []), c.start, c.end))
     inter = sum(overlap(ev[d], needed[d]) for d in needed)
     union = sum(total(v) for v in ev.values()) + sum(total(v) for v in needed.values()) - inter
@@ -574,12 +381,12 @@ def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span],
     `chunk_spans` are all the spans the variant can return (Chunk.returned); a TokenBounds as
     `token_bounds` keeps the questions' prepared evidence between calls (as in score_rankings)."""
     table = (token_bounds.evidence_table(questions) if isinstance(token_bounds, TokenBounds)
-             else _EvidenceTable(_prepared_all(questions, None)))
+             else EvidenceTable(prepare_all(questions, None)))
     return pd.DataFrame({"qid": [q.qid for q in questions], "k": OMEGA_K, "metric": OMEGA,
                          "value": _omega_all(table, chunk_spans)})
 
 
-def _omega_all(table: _EvidenceTable, chunk_spans: Sequence[Span]) -> np.ndarray:
+def _omega_all(table: EvidenceTable, chunk_spans: Sequence[Span]) -> np.ndarray:
     """Precision-Ω of every question of `table`, in numpy over all of them.
 
     Why it holds: documents are laid end to end on one line, so a chunk or an interval is a pair of
@@ -630,9 +437,3 @@ def _omega_all(table: _EvidenceTable, chunk_spans: Sequence[Span]) -> np.ndarray
     return inter / (table.length + needed - inter)
 
 
-def token_bounds(dataset: Dataset, tokenizer: str = "cl100k_base") -> TokenBounds:
-    """Token boundaries of every document, the input of "recall_tokens" (compute once per dataset)."""
-    from workbench.tokens import get_tokenizer
-
-    tok = get_tokenizer(tokenizer)
-    return TokenBounds({d.doc_id: tok.boundaries(d.text) for d in dataset.documents})

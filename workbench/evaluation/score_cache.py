@@ -5,7 +5,7 @@ every ranking (seconds per variant), only to find the numbers of last time. A va
 a function of its key, the dataset (questions and corpus), the model and the scoring settings
 (Settings.scored: ks, budgets, budget encoding, mode), and of the code that retrieves and scores:
 all of them name the entry, the code by a hash of its source files, so an edit to a metric or to search can never
-serve old numbers. Entries are folders published atomically (workbench.io.publish): the
+serve old numbers. Entries are folders published atomically (workbench.core.io.publish): the
 per-question scores and the top hits (Parquet) and the index cost the variants table shows (JSON).
 """
 
@@ -19,18 +19,18 @@ from typing import Any
 
 import pandas as pd
 
-from workbench import retrievers
+from workbench.core import stages as stage_registry
+from workbench.core.io import publish, source_fingerprint
 from workbench.dataset import Dataset
-from workbench.evaluation import metrics, scoring
+from workbench.evaluation import evidence, metrics, scoring
 from workbench.evaluation.settings import Settings
-from workbench.io import publish, source_fingerprint
 from workbench.models.context import context_fingerprint
 from workbench.models.rerank import reranker_fingerprint
 from workbench.retrieval import ann, bm25, index, rerank, search, stages
 from workbench.variant import Variant
 
 # what turns an index into rankings (the stages and the depth rule) and rankings into scores
-_CODE = (metrics, scoring, index, ann, bm25, retrievers, stages, rerank, search)
+_CODE = (evidence, metrics, scoring, index, ann, bm25, stage_registry, stages, rerank, search)
 
 
 @cache
@@ -52,7 +52,7 @@ class ScoreCache:
         +context name (an LLM's or a reranker's files are not in the key, which names them by path)."""
         models = index.chunking_models(variant) + [
             reranker_fingerprint(value) for name, params, _ in variant.stages for param, value in params
-            if param in retrievers.get_stage(name).models and value is not None]
+            if param in stage_registry.get_stage(name).models and value is not None]
         models += [context_fingerprint(dict(variant.context))] if variant.context is not None else []
         return self.folder / "-".join([variant.key, *models])
 

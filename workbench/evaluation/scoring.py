@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.dataset import Hit, Question, RankedHits, Span
-from workbench.evaluation import metrics
+from workbench.evaluation import evidence, metrics
 from workbench.evaluation.settings import Settings
 
 SCORE_COLUMNS = ["qid", "k", "budget", "metric", "value"]
@@ -20,7 +20,7 @@ HIT_COLUMNS = ["qid", "rank", "doc_id", "start", "end", "score", "chunk_id"]
 
 
 def score(questions: Sequence[Question], ranked: Sequence[Sequence[Hit]], spans: Sequence[Span], settings: Settings,
-          bounds: metrics.TokenBounds) -> pd.DataFrame:
+          bounds: evidence.TokenBounds) -> pd.DataFrame:
     """Every metric at every k and budget (rows of one kind of cut-off each, see SweepResult), and
     precision-Ω over the variant's distinct returned `spans`."""
     parts = [metrics.score_rankings(questions, ranked, settings.ks, token_bounds=bounds).assign(budget=0),

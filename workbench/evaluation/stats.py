@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
-from workbench.io import atomic_write, source_fingerprint
+from workbench.core.io import atomic_write, source_fingerprint
 
 KEYS = ["variant", "metric", "k"]  # what a per-question table must name (see _keys for what it may)
 
@@ -188,7 +188,7 @@ def summarize(
     are bootstrapped together in one vectorised call, apart from other variants' (whose number
     would change the shape of the matrix product, and so the last bits of its sums): a table of
     many variants summarised at once gives each the intervals of its own rows summarised alone,
-    bit for bit, at one call's cost (a sweep's, see workbench.sweep). Percentile by default: for
+    bit for bit, at one call's cost (a sweep's, see workbench.run.sweep). Percentile by default: for
     means of n ~ 500 its bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without
     BCa's jackknife.
     cache: a cache folder (the IndexStore's), where a table summarised before is read back (`_cached`)."""

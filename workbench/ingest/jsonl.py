@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbench.core.locate import Located, QuoteError, locate_quote, verify_quote
 from workbench.dataset import DatasetError, DatasetWarning, Document, Loaded, Question, Span, answer_problem
-from workbench.labels.locate import Located, QuoteError, locate_quote, verify_quote
 
 CORPUS_EXAMPLE = '{"doc_id": "billing", "title": "Billing", "text": "Refunds are paid within five days."}'
 QUOTE_EXAMPLE = ('{"qid": "q1", "question": "How long do refunds take?", '

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from workbench.core.io import write_text
+from workbench.core.locate import AmbiguousQuote, QuoteDrift, QuoteNotFound
 from workbench.dataset import DatasetError, Document, Span
 from workbench.ingest.folder import load_documents
 from workbench.ingest.jsonl import question_fields, read_answer, read_jsonl
-from workbench.io import write_text
-from workbench.labels.locate import AmbiguousQuote, QuoteDrift, QuoteNotFound
 
 Status = Literal["offsets", "exact", "normalised", "fuzzy", "ambiguous", "missing", "drift", "invalid"]
 BROKEN = ("ambiguous", "missing", "drift", "invalid")  # what load_dataset refuses

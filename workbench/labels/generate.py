@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rapidfuzz import fuzz, utils
 
+from workbench.core.io import write_text
+from workbench.core.locate import THRESHOLD, QuoteError, locate_quote
 from workbench.dataset import Dataset, Document, Span
-from workbench.io import write_text
-from workbench.labels.locate import THRESHOLD, QuoteError, locate_quote
+from workbench.ingest.folder import load_documents
 
 if TYPE_CHECKING:  # the model layer sits above labels: imported when a model is needed, never at import time
     from workbench.models.llm import LLM, Prompt
@@ -88,8 +89,6 @@ def documents(source: Dataset | Sequence[Document] | str | Path) -> list[Documen
     if isinstance(source, Dataset):
         return list(source.documents)
     if isinstance(source, (str, Path)):
-        from workbench.ingest.folder import load_documents  # ingest imports labels.locate: no cycle at import time
-
         return load_documents(source, require_questions=False)[0]
     docs = list(source)
     if not docs or not all(isinstance(d, Document) for d in docs):

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.io import publish
+from workbench.core.locate import QuoteError, QuoteNotFound, locate_quote
 from workbench.dataset import DatasetError, Document
 from workbench.ingest.folder import read_folder
 from workbench.ingest.jsonl import read_corpus, read_jsonl
-from workbench.io import publish
-from workbench.labels.locate import QuoteError, QuoteNotFound, locate_quote
 
 REFERENCE = "reference_answer"  # the per-question field that keeps a format's reference answer text
 

@@ -125,7 +125,7 @@ class Model(ABC):
 
 
 class Engine(Protocol):
-    """Where a model's batches are computed when not in this process (workbench.engine runs them
+    """Where a model's batches are computed when not in this process (workbench.run.engine runs them
     on Ray): `getattr(model, method)(batch)` for every batch, in order. The caller keeps the caches."""
 
     chunk_chars: int  # a corpus of more characters is chunked on the engine, in batches of about this many

@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from workbench.chunkers import Chunk
+from workbench.core.chunk import Chunk
+from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Document
 from workbench.models.llm import LLM, Prompt, llm_fingerprint
-from workbench.tokens import TiktokenTokenizer
 
 # Anthropic's contextual retrieval prompt. Its name and version name every generation and the
 # index entries of +context variants (context_fingerprint): bump the version when the wording changes.

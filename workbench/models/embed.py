@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from workbench.chunkers.units import windows
-from workbench.io import CACHE_DIR
+from workbench.core.chunk import windows
+from workbench.core.io import CACHE_DIR
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import (
@@ -145,7 +145,7 @@ class Embedder(Model):
     this model's torch vectors, else onnx; `backend` is what it resolved to.
     `device` ("cpu", "cuda", "auto") is not: one model gives the same vectors on either, up to
     float noise, so a cache filled on a GPU serves a CPU run. `threads` bounds torch's threads
-    and onnxruntime's. `engine` (workbench.engine) computes the uncached texts elsewhere, e.g. on a
+    and onnxruntime's. `engine` (workbench.run.engine) computes the uncached texts elsewhere, e.g. on a
     Ray cluster, in the batches this process would run; the vectors come back here to be cached.
     """
 

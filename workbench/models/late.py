@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import scipy.sparse
 
-from workbench.chunkers.base import Chunk
+from workbench.core.chunk import Chunk
 from workbench.dataset import Document
 from workbench.models.embed import DocTokens, Embedder
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from workbench.io import CACHE_DIR, publish
+from workbench.core.io import CACHE_DIR, publish
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, quiet_loading, resolve_device
 from workbench.models.cache import JSONCache, cache_file, json_key
 from workbench.models.endpoint import OPENAI_PREFIX, parse_endpoint, post
@@ -183,7 +183,7 @@ class LLM(Model):
     bounded by its max_tokens. The backend and the endpoint are part of `fingerprint`: the same
     model served elsewhere may decode differently, so it gets its own cache file.
 
-    `engine` (workbench.engine; local backend) generates the uncached batches elsewhere, e.g. on a
+    `engine` (workbench.run.engine; local backend) generates the uncached batches elsewhere, e.g. on a
     Ray cluster, each worker with its own copy of the model: the same batches in the same order, so
     the texts are a local run's, and this process never loads the model.
     """

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.io import publish
+from workbench.core.io import publish
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 # onnxruntime graph fusions left out of a backend's sessions, because they slow it down. The int8

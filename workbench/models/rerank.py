@@ -62,7 +62,7 @@ class RerankStats:
 
 class Reranker(Model):
     """Scores (question, passage) pairs, higher = more relevant; `score` reads the cache first.
-    `engine` (workbench.engine) computes the uncached batches elsewhere, e.g. on a Ray cluster:
+    `engine` (workbench.run.engine) computes the uncached batches elsewhere, e.g. on a Ray cluster:
     the driver makes the same batches in the same order, so the scores are a local run's."""
 
     cache: RerankCache | None

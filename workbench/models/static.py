@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.io import CACHE_DIR
+from workbench.core.io import CACHE_DIR
 from workbench.models.base import _hash_files
 from workbench.models.cache import VectorCache, cache_file
 from workbench.models.embed import DEFAULT_BATCH, DocTokens, Embedder, EmbedStats
@@ -104,7 +104,7 @@ class FunctionEmbedder(Embedder):
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0
 
-    tokenizer = None  # tokenizer="model" is refused (workbench.tokens.get_tokenizer)
+    tokenizer = None  # tokenizer="model" is refused (workbench.core.tokens.get_tokenizer)
 
     def token_embeddings(self, texts: Mapping[str, str]) -> Iterator[tuple[str, DocTokens]]:
         raise ValueError(f"model {self.name!r} is a function with no token embeddings: late chunking and the "

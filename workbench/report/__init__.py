@@ -16,22 +16,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench import plotdata
+from workbench.core.io import atomic_write
 from workbench.dataset import Dataset
-from workbench.io import atomic_write
+from workbench.figures import plotdata
 from workbench.report import cuts
 from workbench.report.cuts import CUT_QUESTIONS
 from workbench.report.figures import FIGURE_WIDTH, NARROW_WIDTH, default_figures, default_pngs, describe_figure
 from workbench.report.html import reproduce_code, write_page
 from workbench.report.tables import compact_table, p_best_table, summary_table, variants_table
+from workbench.results.verdict import Verdict, verdict
 from workbench.retrieval.index import IndexStore
-from workbench.verdict import Verdict, verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from workbench.answers import Answers
-    from workbench.sweep import SweepResult
+    from workbench.results.answers import Answers
+    from workbench.results.result import SweepResult
 
 __all__ = ["CUT_QUESTIONS", "FIGURE_WIDTH", "NARROW_WIDTH", "compact_table", "default_figures", "default_pngs",
            "describe_figure", "export", "p_best_table", "reproduce_code", "summary_table", "variants_table",
@@ -56,7 +56,7 @@ def write_report(
     the default figures' when `figures` is None too, else none (a figure of your own is shown at
     its one width). With the dataset, "Where the cuts fall" draws the chunks the best and the
     runner-up retrieved (the hits the sweep kept); without it that section says why it is left
-    out. With `answers` (workbench.answers.evaluate of this result), an "Answer quality" section.
+    out. With `answers` (workbench.results.answers.evaluate of this result), an "Answer quality" section.
     `judged`: this result's verdict when the caller has it already (the CLI prints it too), else
     computed here. `figure_cache`: the folder of figures drawn before (see `default_pngs`), for the
     by-group figure. Nothing is embedded or searched."""
@@ -95,7 +95,7 @@ def export(
     root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root
     cache = None if root is None else root / "figures"
     if figures is not None:  # Figures: matplotlib is imported already
-        from workbench import plots
+        from workbench.figures import plots
 
         images = {name: plots.figure_to_png_bytes(fig, dpi=120) for name, fig in figures.items()}  # rendered once
     else:  # drawn, or read back from the store's figure cache when drawn before from the same content

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from workbench.chunkers import where
 from workbench.dataset import Dataset, Question, Span
-from workbench.viewer import around, chunk_html, span_chunks
+from workbench.figures.viewer import around, chunk_html, span_chunks
 
 if TYPE_CHECKING:
-    from workbench.sweep import SweepResult
-    from workbench.verdict import Verdict
+    from workbench.results.result import SweepResult
+    from workbench.results.verdict import Verdict
 
 CUT_QUESTIONS = 3  # questions drawn in "Where the cuts fall"
 WORD_REACH = 40  # a passage end moves at most this far to reach a word boundary (a URL or a hash may have none)

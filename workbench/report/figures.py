@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from workbench import plotdata
+from workbench.core.io import atomic_write, source_fingerprint
 from workbench.evaluation import metrics
-from workbench.io import atomic_write, source_fingerprint
+from workbench.figures import plotdata
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from workbench.sweep import SweepResult
+    from workbench.results.result import SweepResult
 
 EXTRA_FIGURES = ("hit", "ndcg", "iou", "precision_omega")  # drawn by default next to the overview
 FIGURE_WIDTH = 12.0  # inches: every default figure has this width, so all show at one size
@@ -88,7 +88,7 @@ def _figure_makers(result: SweepResult, width: float, swept: Sequence[str] | Non
 def _draw(name: str, *args: Any, **kwargs: Any) -> Figure:
     """plots.<name>(*args, **kwargs), plots (and so matplotlib) imported only when a figure is
     drawn: a report whose figures are all in the figure cache never imports it."""
-    from workbench import plots
+    from workbench.figures import plots
 
     return getattr(plots, name)(*args, **kwargs)
 
@@ -122,7 +122,8 @@ def _content_key(result: SweepResult) -> str:
     volatile = ("date", "texts_embedded", "texts_cached", "token_pass_documents")
     h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
                         default=str).encode())
-    plots = Path(importlib.util.find_spec("workbench.plots").origin)  # its file: importing it imports matplotlib
+    # its file: importing it imports matplotlib
+    plots = Path(importlib.util.find_spec("workbench.figures.plots").origin)
     h.update(source_fingerprint(plots, plotdata, sys.modules[__name__]).encode())
     h.update(importlib.metadata.version("matplotlib").encode())
     return h.hexdigest()
@@ -151,7 +152,7 @@ def _cached_png(cache: str | Path | None, content: str, make: Callable[[], Figur
     fig = make()
     if fig is None:
         return None
-    from workbench import plots  # imported by make() already
+    from workbench.figures import plots  # imported by make() already
 
     png = plots.figure_to_png_bytes(fig, dpi=dpi)
     if path is not None:

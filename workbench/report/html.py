@@ -13,23 +13,23 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
 
-from workbench import plotdata
 from workbench.dataset import MIXED, Dataset
 from workbench.evaluation import metrics, stats
+from workbench.figures import plotdata
 from workbench.models.base import model_fingerprint
 from workbench.models.embed import default_model_path
 from workbench.report.figures import NARROW_WIDTH, by_group_png, describe_figure
 from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
-from workbench.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
+from workbench.results.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from matplotlib.figure import Figure
 
-    from workbench.answers import Answers
-    from workbench.sweep import SweepResult
-    from workbench.verdict import Verdict
+    from workbench.results.answers import Answers
+    from workbench.results.result import SweepResult
+    from workbench.results.verdict import Verdict
 
 MAX_ANSWERS = 200  # "Answer quality" lists at most this many answers, the first questions' of every row
 MAX_GROUPS = 12  # "By group" draws at most this many groups (a dataset split by prefix may have one per document)
@@ -156,7 +156,7 @@ def _png(fig: Figure | bytes, dpi: int) -> str:
     if isinstance(fig, bytes):
         png = fig
     else:  # a Figure: matplotlib is imported already
-        from workbench import plots
+        from workbench.figures import plots
 
         png = plots.figure_to_png_bytes(fig, dpi)
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
@@ -380,7 +380,7 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, ca
 
 
 def _answers(answers: Answers) -> str:
-    """The answer-quality table (workbench.answers), floor first and ceiling last, and the answers
+    """The answer-quality table (workbench.results.answers), floor first and ceiling last, and the answers
     themselves, collapsed (the first MAX_ANSWERS, every row's answers to the same questions)."""
     t, c = answers.table, answers.config
     judge = "judge" in t.columns

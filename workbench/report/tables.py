@@ -13,7 +13,7 @@ from workbench.evaluation import metrics, stats
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
-    from workbench.sweep import SweepResult
+    from workbench.results.result import SweepResult
 
 METRIC_ORDER = (*metrics.METRICS, metrics.OMEGA)
 COMPACT = ("recall", "hit", "mrr", "ndcg", metrics.OMEGA, "context_tokens")  # the scores table, at the verdict's k

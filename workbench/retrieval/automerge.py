@@ -20,9 +20,9 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from workbench.chunkers.base import Chunk
-from workbench.params import Param
-from workbench.retrievers import Index, Queries, Ranking, stage
+from workbench.core.chunk import Chunk
+from workbench.core.params import Param
+from workbench.core.stages import Index, Queries, Ranking, stage
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from workbench.chunkers import Chunk, ChunkEnv, get_strategy
+from workbench.chunkers import ChunkEnv, get_strategy
+from workbench.core.chunk import Chunk
+from workbench.core.io import CACHE_DIR, publish
+from workbench.core.stages import get_stage
+from workbench.core.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.dataset import Dataset, Document, Hit, Question, RankedHits, Span
-from workbench.io import CACHE_DIR, publish
 from workbench.models.base import Engine
 from workbench.models.context import context_fingerprint, contextualize
 from workbench.models.embed import Embedder
@@ -33,8 +36,6 @@ from workbench.models.llm import LLM, llm_fingerprint, llm_of
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
-from workbench.retrievers import get_stage
-from workbench.tokens import TIKTOKEN_ENCODINGS, TiktokenTokenizer
 from workbench.variant import Variant
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ class IndexStore:
         """With an engine, write for every variant without an entry what its LLMs write (the contexts of
         +context, an LLM strategy's chunks) before any is built: the builds then find them cached, so
         the workers load the LLM once and then the embedder, not each in turn for every variant (only one
-        model's actors live at a time: see workbench.engine.RayEngine). Not for a strategy that embeds
+        model's actors live at a time: see workbench.run.engine.RayEngine). Not for a strategy that embeds
         as it chunks (semantic), whose sentence vectors would count as no variant's texts_embedded."""
         if self.engine is None:
             return

@@ -50,9 +50,10 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from workbench.chunkers import Chunk, ChunkEnv, make_chunk
+from workbench.chunkers import ChunkEnv
+from workbench.core.chunk import Chunk, make_chunk
+from workbench.core.io import publish
 from workbench.dataset import Dataset, Document
-from workbench.io import publish
 from workbench.models.embed import DocTokens, Embedder, EmbedStats
 from workbench.models.late import pooled_vectors
 from workbench.retrieval.bm25 import LexicalIndex

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.params import Param
+from workbench.core.stages import Index, Queries, Ranking, stage
 from workbench.models.rerank import LLM_SPEC, reranker_fingerprint
-from workbench.params import Param
 from workbench.retrieval.index import embed_texts
-from workbench.retrievers import Index, Queries, Ranking, stage
 
 
 def _check(params: dict[str, Any]) -> None:

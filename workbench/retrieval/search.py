@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workbench.core.stages import Queries, Ranking, get_stage
 from workbench.dataset import Hit, Question, RankedHits
 from workbench.retrieval.index import ChunkIndex
-from workbench.retrievers import Queries, Ranking, get_stage
 from workbench.variant import DENSE_ONLY, StageSpec
 
 

@@ -1,12 +1,12 @@
-"""The retrieval stages: dense, bm25 and hybrid, registered in workbench.retrievers (see there for
+"""The retrieval stages: dense, bm25 and hybrid, registered in workbench.core.stages (see there for
 their one shape). A new stage is one function here, or in a module of its own, with `@stage(...)`.
 """
 
 from __future__ import annotations
 
-from workbench.params import Param
+from workbench.core.params import Param
+from workbench.core.stages import DENSE, Index, Queries, Ranking, stage
 from workbench.retrieval.bm25 import rrf
-from workbench.retrievers import DENSE, Index, Queries, Ranking, stage
 
 
 @stage(DENSE, "cosine similarity of the question's and the chunks' embeddings (exact FAISS search)")

@@ -11,13 +11,14 @@ from typing import Any
 
 import ipywidgets as w
 
+from workbench.core.errors import describe
 from workbench.dataset import Dataset
-from workbench.errors import describe
 from workbench.models.choose import ModelSpec
 from workbench.models.embed import Embedder
+from workbench.results.result import SweepResult
+from workbench.results.verdict import sweep_warnings
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import SweepResult, resolve_models
-from workbench.verdict import sweep_warnings
+from workbench.run.sweep import resolve_models
 
 ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
 WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks

@@ -19,14 +19,14 @@ from matplotlib.figure import Figure
 
 from workbench.chunkers import get_strategy
 from workbench.chunkers.sentence import SENTENCE_SPLITTERS
+from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset, Span
-from workbench.io import CACHE_DIR
+from workbench.figures.viewer import chunk_html
 from workbench.models.embed import Embedder
 from workbench.report import summary_table
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import sweep
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
-from workbench.viewer import chunk_html
 from workbench.widgets.base import PanelBase, row, whole_label
 from workbench.widgets.explorer_state import ExplorerCut, ExplorerState
 from workbench.widgets.render import Picture

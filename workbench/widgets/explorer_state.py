@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.chunkers import Chunk, ChunkEnv, make_chunk
-from workbench.chunkers.base import Bounds
+from workbench.chunkers import ChunkEnv
 from workbench.chunkers.semantic import SemanticCut, cut_from_vectors, group_texts
 from workbench.chunkers.sentence import sentence_splitter
+from workbench.core.chunk import Bounds, Chunk, make_chunk
+from workbench.core.tokens import MODEL_TOKENIZER
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
-from workbench.tokens import MODEL_TOKENIZER
 from workbench.variant import Variant
 
 

@@ -17,11 +17,11 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from workbench.chunkers import Chunk
+from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset
+from workbench.figures.viewer import EVIDENCE, chunk_style
 from workbench.models.embed import Embedder
 from workbench.variant import Variant, parse_variant
-from workbench.viewer import EVIDENCE, chunk_style
 from workbench.widgets.base import FULL_WIDTH, Guarded, row
 from workbench.widgets.labeler_state import LabelerState, Piece
 

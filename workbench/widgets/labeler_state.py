@@ -16,16 +16,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from workbench.chunkers import Chunk, ChunkEnv
+from workbench.chunkers import ChunkEnv
+from workbench.core.chunk import Chunk
+from workbench.core.io import write_text
 from workbench.dataset import Dataset, DatasetError, Document, answer_problem, drop_empty
+from workbench.figures.viewer import pieces
 from workbench.ingest.folder import read_folder
 from workbench.ingest.jsonl import field as json_field
 from workbench.ingest.jsonl import read_corpus, read_jsonl
 from workbench.ingest.report import Skip, report
-from workbench.io import write_text
 from workbench.models.embed import Embedder
 from workbench.variant import Variant, parse_variant
-from workbench.viewer import pieces
 
 UNDO_DEPTH = 100  # actions `undo` can take back, newest first
 

@@ -7,7 +7,7 @@ sweeps it once if it is new (the IndexStore and the vector cache make a revisit 
 it into the panel's result and redraws. Everything already measured is only filtered, never
 recomputed. Figures are shown as PNG in an Image widget, which needs no matplotlib backend.
 A variant whose chunker asks an LLM gets the estimate of its generations on the message line
-before they start (workbench.estimate.generation_estimates). The panel measures in the kernel's
+before they start (workbench.run.estimate.generation_estimates). The panel measures in the kernel's
 own thread, so a click could not reach a Stop button while it generates: the sweeper has one.
 """
 
@@ -22,15 +22,19 @@ from typing import Any
 import ipywidgets as w
 
 from workbench.chunkers import STRATEGIES
+from workbench.core.io import CACHE_DIR
+from workbench.core.params import Param
 from workbench.dataset import Dataset
-from workbench.estimate import generates, generation_estimates, generation_line
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
-from workbench.io import CACHE_DIR
+from workbench.figures.draw import figure_to_png_bytes
+from workbench.figures.plots import overview
 from workbench.models.embed import Embedder
-from workbench.params import Param
-from workbench.plots import figure_to_png_bytes, overview
+from workbench.models.estimate import generation_line
+from workbench.results.combine import combine
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.sweep import SweepResult, combine, sweep
+from workbench.run.estimate import generates, generation_estimates
+from workbench.run.sweep import sweep
 from workbench.variant import Variant
 from workbench.widgets.base import PanelBase, row
 from workbench.widgets.state import sweep_settings

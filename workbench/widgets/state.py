@@ -19,20 +19,23 @@ from typing import Any
 import pandas as pd
 
 from workbench.chunkers import STRATEGIES
+from workbench.core.errors import describe
+from workbench.core.io import write_text
+from workbench.core.params import Param
+from workbench.core.stages import first_stages
 from workbench.dataset import Dataset
-from workbench.errors import describe
-from workbench.estimate import GenerationEstimate, generation_estimates, generation_line
 from workbench.evaluation import stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
-from workbench.io import write_text
 from workbench.models.choose import result_key, variant_key
 from workbench.models.embed import Embedder
+from workbench.models.estimate import GenerationEstimate, generation_line
 from workbench.models.llm import Stopped
-from workbench.params import Param
+from workbench.results.combine import combine, models_in
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.retrievers import first_stages
-from workbench.sweep import SweepResult, combine, models_in, sweep_steps
+from workbench.run.estimate import generation_estimates
+from workbench.run.sweep import sweep_steps
 from workbench.variant import Variant, expand
 
 MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
@@ -290,7 +293,7 @@ class SweepRun:
     at a time, model after model, with progress accounting and a stop flag checked between variants
     and between an LLM's generations (what finished is kept: every variant, every generation, in
     the caches, so the next Run resumes). When some build will generate, what it will generate is
-    estimated first (`estimate_line`, workbench.estimate.generation_estimates); a grid without one
+    estimated first (`estimate_line`, workbench.run.estimate.generation_estimates); a grid without one
     costs nothing more. `run()` is synchronous; the widget calls it in a thread. `on_step(run)` is
     called once the estimate is made, after each finished variant and after a stop or an error,
     e.g. to redraw."""

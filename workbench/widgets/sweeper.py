@@ -24,29 +24,23 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from workbench import report
-from workbench.chunkers import STRATEGIES, Chunk
+from workbench.chunkers import STRATEGIES
+from workbench.core.chunk import Chunk
+from workbench.core.io import CACHE_DIR
+from workbench.core.stages import first_stages
 from workbench.dataset import Dataset, Hit, Question
-from workbench.drilldown import drilldown
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import DEFAULT_KS, default_k
-from workbench.io import CACHE_DIR
+from workbench.figures.plotdata import RECALL, has_budgets, swept_parameters
+from workbench.figures.plots import budget_curves, by_model, by_parameter, heatmap, overview
+from workbench.figures.viewer import around, chunk_html, span_chunks
 from workbench.models.choose import ModelSpec, result_key, variant_key
 from workbench.models.embed import Embedder
-from workbench.plots import (
-    RECALL,
-    budget_curves,
-    by_model,
-    by_parameter,
-    has_budgets,
-    heatmap,
-    overview,
-    swept_parameters,
-)
+from workbench.results.drilldown import drilldown
+from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.retrievers import first_stages
-from workbench.sweep import SweepResult, rankings
+from workbench.run.sweep import rankings
 from workbench.variant import Variant
-from workbench.viewer import around, chunk_html, span_chunks
 from workbench.widgets.base import FULL_WIDTH, PanelBase, project_dir, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (

@@ -8,10 +8,8 @@ result is a set of tidy DataFrames that plots, widgets and the report read witho
 from __future__ import annotations
 
 import gc
-import json
 import platform
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,217 +23,26 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset, Hit
-from workbench.engine import get_engine
-from workbench.evaluation import metrics, stats
+from workbench.evaluation import evidence, metrics, stats
 from workbench.evaluation.score_cache import ScoreCache
-from workbench.evaluation.scoring import HIT_COLUMNS, hits_table, score
-from workbench.evaluation.settings import MUST_MATCH, Settings
-from workbench.io import CACHE_DIR, atomic_write, write_text
+from workbench.evaluation.scoring import hits_table, score
+from workbench.evaluation.settings import Settings
 from workbench.models.base import Engine
-from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
+from workbench.models.choose import ModelSpec, embedders_of, result_key
 from workbench.models.context import context_fingerprint
 from workbench.models.embed import Embedder
+from workbench.results.combine import combine, unique_labels
+from workbench.results.result import SUMMARY_COLUMNS, SweepResult
 from workbench.retrieval.index import ChunkIndex, IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_embedder
 from workbench.retrieval.search import queries, ranked_for, search
+from workbench.run.engine import get_engine
 from workbench.variant import Variant
 
 _VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas",
               "onnxruntime")
-SUMMARY_COLUMNS = ["key", "variant", "model", "metric", "k", "budget", "mean", "ci_low", "ci_high", "n"]
-
-
-@dataclass
-class SweepResult:
-    """Everything a sweep measured, as tidy tables.
-
-    per_question: one row per variant x question x cut-off x metric:
-                  [key, variant, model, qid, k, budget, metric, value]
-    summary:      one row per variant x metric x cut-off:
-                  [key, variant, model, metric, k, budget, mean, ci_low, ci_high, n]
-    variants:     one row per variant: key, variant (its label), model (its name), strategy, modifiers, retriever
-                  (its stages' names) and their parameters (rrf_k for hybrid), one column per
-                  parameter, index cost (chunks, truncated_chunks: those longer than the model's
-                  window, 0 for BM25 alone; chars, tokens embedded, overlap chars, build_seconds:
-                  when its index was built, perhaps in an earlier run; for a variant an LLM indexes (a
-                  strategy whose chunks it writes, +context), index_tokens_generated and index_llm_seconds:
-                  what its generations cost when made, cached or not, and for such a strategy
-                  index_llm_fallbacks, the answers not used), seconds (this run's),
-                  preview (True: scored from pooled vectors, see workbench.retrieval.preview) and, with
-                  Settings.ann, index (what searched it: "flat" or the approximate index and its
-                  parameters) and ann_recall (the share of the exact top max(ks) chunks it found per
-                  question, averaged; empty when flat)
-    hits:         each variant's top max(ks) returned units per question, what the report draws:
-                  [key, variant, model, qid, rank, doc_id, start, end, score, chunk_id]
-    config:       provenance: dataset and models (a `models` list of name, fingerprint, backend and
-                  window; `model`, `model_fingerprint`, `backend`, `model_window` too when there is
-                  one), the Settings (ks, budgets,
-                  budget_encoding, mode, confidence; preview = True for a preview sweep), grid,
-                  versions, date, and what this run computed: texts_embedded, texts_cached and
-                  token_pass_documents (the documents a preview's token pass ran over; 0 when cached)
-
-    A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
-    (context tokens, counted in config["budget_encoding"]) for a metric at an equal context
-    budget (metrics.score_budgets); k = 0 and budget = 0 for a k-independent metric
-    (precision_omega). So `k > 0` selects the per-k rows and `budget > 0` the budget rows.
-
-    A row is about a (variant, model): `key` is the Variant.key for the bundled default model and
-    `<variant key>@<8 hex digits of the model fingerprint>` for any other (workbench.models.choose.result_key);
-    `variant` is its label, for people, made unique within the result (with " · <model name>" when the
-    result holds several models). Every function that takes variants accepts either (see `key_of`).
-    """
-
-    per_question: pd.DataFrame
-    summary: pd.DataFrame
-    variants: pd.DataFrame
-    config: dict[str, Any] = field(default_factory=dict)
-    hits: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["key", "variant", *HIT_COLUMNS]))
-    # the cache folder of the sweep that made it, where `ties` and `by_group` keep their intervals
-    # (stats._cached: a re-run computes none); None for a loaded result
-    cache: Path | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def keys(self) -> list[str]:
-        """Variant keys in sweep (grid) order."""
-        return list(self._label_by_key)
-
-    @property
-    def labels(self) -> list[str]:
-        """Variant labels in sweep (grid) order (unique within the result)."""
-        return list(self._label_by_key.values())
-
-    @property
-    def _label_by_key(self) -> dict[str, str]:
-        table = self.variants if len(self.variants) else self.summary
-        return dict(zip(table["key"], table["variant"], strict=True))
-
-    @property
-    def ks(self) -> list[int]:
-        """The swept cut-offs k (from the config, else the summary's k > 0)."""
-        ks = self.config.get("ks") or sorted(k for k in self.summary["k"].unique() if k > 0)
-        return [int(k) for k in ks]
-
-    @property
-    def budgets(self) -> list[int]:
-        """The swept context budgets in tokens (from the config, else the summary's budget > 0)."""
-        if "budgets" in self.config:
-            return [int(b) for b in self.config["budgets"]]
-        return sorted(int(b) for b in self.summary.get("budget", pd.Series(dtype=int)).unique() if b > 0)
-
-    @property
-    def grid_params(self) -> list[str]:
-        """The parameter names of the grid, in first-seen order (columns of `variants`)."""
-        names = dict.fromkeys(p for spec in self.config.get("grid", []) for p in spec.get("params", {}))
-        return [p for p in names if p in self.variants.columns]
-
-    def variant(self, key: str) -> Variant:
-        """The Variant of a measured variant (key or label), made again from the grid, e.g. to
-        load its chunks or rankings."""
-        key = self.key_of(key)
-        for spec in self.config.get("grid", []):
-            v = Variant.from_spec(spec)
-            if v.key == variant_key(key):
-                return v
-        raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
-
-    def ranking(self, metric: str = "recall", k: int = 5) -> pd.DataFrame:
-        """The summary's rows of mean `metric` at cut-off k, best first (highest, or lowest for a cost such as
-        context tokens; ties in the summary's order): one row per (variant, model), so that a result of
-        several models says which model each row was measured with (its `model` and `key` columns)."""
-        table = self.summary
-        rows = table[(table["metric"] == metric) & (table["k"] == k) & (table["budget"] == 0)]
-        if rows.empty:
-            raise ValueError(f"no {metric!r} at k={k} in the result; metrics: {sorted(table['metric'].unique())}, "
-                             f"ks: {self.ks}")
-        sign = 1 if stats.lower_is_better(metric) else -1
-        return rows.sort_values("mean", key=lambda mean: sign * mean, kind="stable").reset_index(drop=True)
-
-    def top(self, n: int, metric: str = "recall", k: int = 5) -> list[Variant]:
-        """The n best variants by mean `metric` at cut-off k (`ranking`), e.g. the best of a preview sweep,
-        to confirm with a real one. Each variant comes once, at the rank of its best row: on a result of
-        several models, sweep them again with the same models; `ranking` says which model each row had."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
-        best: dict[str, str] = {}  # variant key -> its best row's key
-        for key in self.ranking(metric, k)["key"]:
-            best.setdefault(variant_key(key), key)
-        return [self.variant(key) for key in list(best.values())[:n]]
-
-    def ties(self, metric: str = "recall", k: int | None = None, seed: int = 0) -> pd.DataFrame:
-        """The ranking by mean `metric`@k (default: metrics.default_k of the swept ks) with what its
-        questions cannot order, at the sweep's confidence (stats.ranking_ties): a preview says which
-        neighbours it cannot tell apart, and its `tied_with_top` rows are what a real sweep confirms.
-        Columns: key, variant, then ranking_ties's."""
-        k = metrics.default_k(self.ks) if k is None else k
-        table = stats.ranking_ties(self.per_question, metric, k, self.config.get("confidence", 0.95), seed=seed,
-                                   cache=self.cache)
-        return table.assign(variant=table["key"].map(self.label_of))[["key", "variant", *table.columns[1:]]]
-
-    def label_of(self, key: str) -> str:
-        return self._label_by_key[self.key_of(key)]
-
-    def key_of(self, variant: str | Variant) -> str:
-        """The key of a variant given as a Variant, its key or its label; ValueError if unknown."""
-        by_key = self._label_by_key
-        name = variant.key if isinstance(variant, Variant) else variant
-        if name in by_key:
-            return name
-        keys = [k for k, label in by_key.items() if label == name]
-        if not keys:
-            raise ValueError(f"variant {name!r} is not in the result; known: {list(by_key.values())}")
-        return keys[0]
-
-    def by_group(self, groups: Dataset | Mapping[str, str], metric: str | None = None,
-                 k: int | None = None) -> pd.DataFrame:
-        """The summary split by group of questions: `summary`'s columns after a `group` column
-        (stats.summarize_by_group at the sweep's confidence). `groups` is qid -> group, or a
-        Dataset (its Dataset.groups_of_questions(): `group` fields, else doc id prefixes).
-        `metric` and `k`: only that metric at that cut-off, without a budget (the same rows: each
-        row's interval is its own; the others' bootstraps are not paid for)."""
-        if isinstance(groups, Dataset):
-            groups = groups.groups_of_questions()
-        pq = self.per_question
-        if metric is not None:
-            pq = pq[(pq["metric"] == metric) & (pq["k"] == k) & (pq.get("budget", 0) == 0)]
-        return stats.summarize_by_group(pq, groups, self.config.get("confidence", 0.95), cache=self.cache)
-
-    def save(self, folder: str | Path) -> dict[str, Path]:
-        """Write the tables (CSV + Parquet) and config.json, each atomically."""
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {
-            "summary": out / "summary.csv",
-            "variants": out / "variants.csv",
-            "per_question": out / "per_question.parquet",
-            "hits": out / "hits.parquet",
-            "config": out / "config.json",
-        }
-        atomic_write(paths["summary"], lambda p: self.summary.to_csv(p, index=False))
-        atomic_write(paths["variants"], lambda p: self.variants.to_csv(p, index=False))
-        atomic_write(paths["per_question"], lambda p: self.per_question.to_parquet(p, index=False))
-        atomic_write(paths["hits"], lambda p: self.hits.to_parquet(p, index=False))
-        write_text(paths["config"], json.dumps(self.config, indent=2, default=str))
-        return paths
-
-
-    @classmethod
-    def load(cls, folder: str | Path) -> SweepResult:
-        """A result as `save` wrote it (e.g. a baseline kept for `workbench check`); a missing or
-        unreadable table is named."""
-        out = Path(folder)
-        if not (out / "config.json").is_file():
-            raise FileNotFoundError(f"{out}: not a saved sweep result (no config.json; `python -m workbench sweep "
-                                    "--out` writes one)")
-        tables = {}
-        for name, read in (("summary.csv", pd.read_csv), ("variants.csv", pd.read_csv),
-                           ("per_question.parquet", pd.read_parquet), ("hits.parquet", pd.read_parquet)):
-            try:
-                tables[name] = read(out / name)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{out / name}: cannot read the saved table ({e})") from e
-        return cls(tables["per_question.parquet"], tables["summary.csv"], tables["variants.csv"],
-                   json.loads((out / "config.json").read_text(encoding="utf-8")), tables["hits.parquet"])
 
 
 def versions() -> dict[str, str]:
@@ -327,23 +134,23 @@ class Context:
         return ScoreCache(self.store.root, self.dataset, self.embedder.fingerprint, self.settings)
 
     @cached_property
-    def inputs(self) -> tuple[np.ndarray, metrics.TokenBounds, TokenCache | None]:
+    def inputs(self) -> tuple[np.ndarray, evidence.TokenBounds, TokenCache | None]:
         with self.embedder.progress_bars(self.progress):
             if self.settings.preview:  # the one model pass of a preview, and the questions', with CPU work meanwhile
                 qvecs, tokens, self.built, bounds = preview_inputs(self.dataset, self.variants, self.embedder,
                                                                    self.store.root, self._scoring_inputs)
             else:
                 qvecs = self.embedder.encode([q.question for q in self.dataset.questions], "questions")
-                tokens, bounds = None, metrics.token_bounds(self.dataset)
+                tokens, bounds = None, evidence.token_bounds(self.dataset)
         if tokens is not None and tokens.computed:
             self.token_pass_documents += len(self.dataset.documents)
         return qvecs, bounds, tokens
 
-    def _scoring_inputs(self) -> metrics.TokenBounds:
+    def _scoring_inputs(self) -> evidence.TokenBounds:
         """The documents' token boundaries, and the bootstrap made ready for this many questions (a
         preview's new scores are summarised: what that does first, done while its passes run)."""
         stats.prepare(len(self.dataset.questions))
-        return metrics.token_bounds(self.dataset)
+        return evidence.token_bounds(self.dataset)
 
     def config(self) -> dict[str, Any]:
         """A result's provenance, less what each step adds (grid, counts, date)."""
@@ -530,7 +337,7 @@ def sweep(
 
     engine: where the default embedder computes uncached texts, the rerankers of `+rerank` their
     uncached pairs and the LLMs of `+context` and of LLM strategies their uncached generations
-    (workbench.engine): "local", "ray" (a local Ray instance, started and stopped by this call) or
+    (workbench.run.engine): "local", "ray" (a local Ray instance, started and stopped by this call) or
     an engine such as a RayEngine; the results are a local run's to the last digit.
     An Embedder you pass takes its own engine=.
     stop: asked between generations (see `sweep_steps`); once true, Stopped is raised.
@@ -563,72 +370,6 @@ def sweep(
     return result
 
 
-def unique_labels(keys: Sequence[str], labels: Sequence[str]) -> list[str]:
-    """Labels for people, unique: a label shared by variants of different keys (e.g. two versions
-    of a registered function) gets the start of the key appended, "mine(size=64) #3fa2c1"."""
-    counts = Counter(labels)
-    return [f"{label} #{key[:6]}" if counts[label] > 1 else label for key, label in zip(keys, labels, strict=True)]
-
-
-def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
-    """Stack sweeps of the same data, ks and mode: combine(r1, r2) or combine([r1, r2]); a
-    (variant, model) measured twice keeps its first measurement. Runs of different models or
-    backends join as one result of several models (config["models"]; labels name the model).
-    Raises ValueError naming the config field that differs."""
-    results = tuple(r for item in results for r in (item if isinstance(item, list | tuple) else [item]))
-    if not results:
-        raise ValueError("combine: no results")
-    if not all(isinstance(r, SweepResult) for r in results):
-        wrong = sorted({type(r).__name__ for r in results if not isinstance(r, SweepResult)})
-        raise TypeError(f"combine takes SweepResults (or lists of them), got {wrong}")
-    first = results[0].config
-    for r in results[1:]:
-        for name in MUST_MATCH:
-            if r.config.get(name) != first.get(name):
-                raise ValueError(
-                    f"cannot combine results with different {name}: {first.get(name)!r} vs {r.config.get(name)!r}"
-                )
-    seen: set[str] = set()
-    parts = []
-    for r in results:
-        new = [k for k in r.keys if k not in seen]
-        seen.update(new)
-        parts.append([_with_model(t if len(new) == len(r.keys) else t[t["key"].isin(new)], r.config)
-                      for t in (r.per_question, r.summary, r.variants, r.hits)])
-    per_question, summary, variants, hits = (pd.concat(tables, ignore_index=True)
-                                             for tables in zip(*parts, strict=True))
-    models = list({m["fingerprint"]: m for r in results for m in models_in(r.config)}.values())
-    # labels unique across the results too (each result's own were unique within it), naming the model when several
-    keys, labels = list(variants["key"]), list(variants["variant"])
-    if len(models) > 1:
-        labels = [label if label.endswith(f" · {m}") else f"{label} · {m}"
-                  for label, m in zip(labels, variants["model"], strict=True)]
-    relabel = dict(zip(keys, unique_labels(keys, labels), strict=True))
-    per_question, summary, variants, hits = (_relabelled(t, relabel) for t in (per_question, summary, variants, hits))
-    grid = {json.dumps(g, sort_keys=True, default=str): g for r in results for g in r.config.get("grid", [])}
-    single = {} if len(models) > 1 else {name: first.get(name) for name in _SINGLE_MODEL if name in first}
-    config = {k: v for k, v in first.items() if k not in _SINGLE_MODEL} | single | {
-        "models": models,
-        "grid": list(grid.values()),
-        "texts_embedded": sum(r.config.get("texts_embedded", 0) for r in results),
-        "texts_cached": sum(r.config.get("texts_cached", 0) for r in results),
-        "token_pass_documents": sum(r.config.get("token_pass_documents", 0) for r in results),
-        "date": max(str(r.config.get("date", "")) for r in results),
-    }
-    return SweepResult(per_question, summary, variants, config, hits, results[0].cache)
-
-
-_SINGLE_MODEL = ("model", "model_fingerprint", "backend", "model_window")  # in a config of one model only
-
-
-def models_in(config: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A result's models: config["models"], or (a result saved before it) its one model."""
-    if "models" in config:
-        return list(config["models"])
-    return [{"name": config.get("model"), "fingerprint": config.get("model_fingerprint"),
-             "backend": config.get("backend", "torch"), "window": config.get("model_window")}]
-
-
 def _named(table: pd.DataFrame, named: Mapping[str, str]) -> pd.DataFrame:
     """`table` after `named`'s columns, each one string on every row (metrics.string_column)."""
     first = np.zeros(len(table), dtype=np.intp)
@@ -636,16 +377,3 @@ def _named(table: pd.DataFrame, named: Mapping[str, str]) -> pd.DataFrame:
                       table.reset_index(drop=True)], axis=1)
 
 
-def _relabelled(table: pd.DataFrame, relabel: Mapping[str, str]) -> pd.DataFrame:
-    """`table` with each row's variant label `relabel[key]`, each distinct key looked up once
-    (a SQuAD preview grid's 543,048 per_question rows: 9 ms against Series.map's 77, measured apart)."""
-    codes, keys = pd.factorize(table["key"])
-    return table.assign(variant=metrics.string_column([relabel[k] for k in keys], codes))
-
-
-def _with_model(table: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
-    """`table` with its `model` column, added after `variant` from the config of a result saved before it."""
-    if "model" in table.columns:
-        return table
-    return table.assign(model=config.get("model")).reindex(
-        columns=[*table.columns[:2], "model", *table.columns[2:]])

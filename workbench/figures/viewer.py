@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from workbench.chunkers import Chunk, make_chunk, where
+from workbench.chunkers import where
+from workbench.core.chunk import Chunk, make_chunk
 from workbench.dataset import Dataset, Span
 
 COLORS = ("#dbeafe", "#fde68a")  # alternate chunks

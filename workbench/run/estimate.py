@@ -22,11 +22,6 @@ measured on that model the same way. One measurement, on a machine that may be b
 (a probe of a few windows reads slower than a whole pass: about 15k word pieces/s against 25k on
 SQuAD's 16 shortest articles, 3 Dec).
 
-Generation (`estimate_generation`, for whatever asks an LLM over many items): the items missing
-from the generation cache, the tokens they will generate, and the time at a rate measured the same
-way, on a sample of them (kept in the cache): one generation to warm the model up, then a batch.
-Its tokens are the sample's mean per item times the items left (at most max_tokens each).
-
 In a sweep: a +context build's contexts are estimated so (by the store's LLM, on the build's
 chunks), one GenerationEstimate per build. A build whose chunker itself generates is not chunked
 here, since that would generate all of it: its strategy's `generations` hook (chunkers.registry.Asks)
@@ -61,18 +56,19 @@ from typing import Any
 
 import numpy as np
 
-from workbench.chunkers import Chunk, ChunkEnv, get_strategy
+from workbench.chunkers import ChunkEnv, get_strategy
 from workbench.chunkers.registry import Asks
+from workbench.core.chunk import Chunk
+from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset, Document
 from workbench.evaluation.settings import Settings
-from workbench.io import CACHE_DIR
 from workbench.models.cache import text_key
 from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
-from workbench.models.llm import LLM, Prompt
+from workbench.models.estimate import GenerationEstimate, duration, estimate_generation, generation_parts
 from workbench.retrieval.index import IndexStore, embed_texts
 from workbench.retrieval.preview import token_cache_path, token_embedder
-from workbench.sweep import Context, check_grid, resolve_store
+from workbench.run.sweep import Context, check_grid, resolve_store
 from workbench.variant import Variant
 
 PROBE_CHARS = 4000  # the text a token pass measures the rate on when no text is left to sample
@@ -132,105 +128,9 @@ class Estimate:
                 f"{f' ({self.pass_rate:,.0f} for the token pass)' if self.pass_rate else ''}, measured {self.measured}")
 
 
-@dataclass(frozen=True)
-class GenerationEstimate:
-    """What an LLM will generate for a prompt over many items, before it starts."""
-
-    prompt: str  # "name v1"
-    items: int  # generations asked for
-    to_generate: int  # not in the generation cache, the sample left out
-    max_tokens: int  # per generation
-    tokens: int  # expected tokens to generate: the sample's mean per generation times `to_generate`
-    rate: float | None  # generated tokens per second, measured now (None: nothing to generate)
-    sampled: int  # generations made to measure the rate, now in the cache
-    later: tuple[int, int] = (0, 0)  # more generations whose prompts wait on the answers: at least, at most
-    per_item: float | None = None  # the sample's mean tokens per generation (None: nothing was sampled)
-
-    @property
-    def cached(self) -> bool:
-        """Nothing was generated to estimate it, nor will be: every generation was in the cache."""
-        return self.to_generate == 0 and not self.sampled and self.later[1] == 0
-
-    @property
-    def seconds(self) -> float:
-        return self.tokens / self.rate if self.rate else 0.0
-
-    def line(self) -> str:
-        if self.cached:
-            return f"estimate ({self.prompt}): all {self.items:,} generations cached, nothing to generate"
-        if self.to_generate == 0 and not self.sampled:
-            made = f"all {self.items:,} generations known now are cached"
-        else:
-            made = (f"{self.to_generate:,} of {self.items:,} generations to make, about {self.tokens:,} tokens (at "
-                    f"most {self.to_generate * self.max_tokens:,}): about {duration(self.seconds)} at "
-                    f"{self.rate or 0:,.1f} tokens/s, measured on {self.sampled - 1} of them after one to warm up "
-                    "(generated now, kept in the cache)")
-        lo, hi = self.later
-        if not hi:
-            return f"estimate ({self.prompt}): {made}"
-        if self.per_item is None or not self.rate:
-            return (f"estimate ({self.prompt}): {made}; then {lo:,} to {hi:,} more whose prompts wait on the answers "
-                    "(not timed: nothing was generated to measure)")
-        tokens = [round(self.per_item * n) for n in (lo, hi)]
-        return (f"estimate ({self.prompt}): {made}; then {lo:,} to {hi:,} more whose prompts wait on the answers: "
-                f"{tokens[0]:,} to {tokens[1]:,} tokens, {duration(tokens[0] / self.rate)} to "
-                f"{duration(tokens[1] / self.rate)}")
-
-
-def estimate_generation(llm: LLM, prompt: Prompt, items: Sequence[dict[str, Any]], max_tokens: int, *,
-                        later: tuple[int, int] = (0, 0), stop: Callable[[], bool] | None = None,
-                        ) -> GenerationEstimate:
-    """What `llm.generate(prompt, items, max_tokens=max_tokens)` will generate and how long it will
-    take (see the module docstring), and `later`: bounds on the generations that follow from the
-    answers. A fully cached run costs a cache look-up: nothing loads. `stop`: asked between the
-    sample's batches (LLM.generate), so a Stop stops the estimate too."""
-    todo = [i for i, hit in zip(items, llm.cached(prompt, items, max_tokens), strict=True) if not hit]
-    todo = list({k: i for k, i in zip(llm.keys(prompt, todo, max_tokens), todo, strict=True)}.values())  # distinct
-    name = f"{prompt.name} v{prompt.version}"
-    if not todo:
-        return GenerationEstimate(name, len(items), 0, max_tokens, 0, None, 0, later)
-    n = min(llm.batch_size + 1, max(2, len(todo) // 2), len(todo))
-    sample = [todo[i] for i in sorted(np.random.default_rng(0).choice(len(todo), n, replace=False))]
-    # not timed: the first sets the model up
-    llm.generate(prompt, sample[:1], max_tokens=max_tokens, desc="warming up", stop=stop)
-    timed = llm.generate(prompt, sample[1:], max_tokens=max_tokens, desc="measuring the rate", stop=stop)
-    made = [g for g in timed if not g.cached]
-    tokens = sum(g.generated_tokens for g in made)
-    seconds = sum(g.seconds for g in made)
-    left = len(todo) - n
-    per_item = tokens / len(made) if made else float(max_tokens)
-    rate = tokens / seconds if tokens and seconds else None
-    return GenerationEstimate(name, len(items), left, max_tokens, round(per_item * left), rate, n, later, per_item)
-
-
-def generation_parts(generations: Sequence[GenerationEstimate], unestimated: int) -> list[str]:
-    """What is left to generate, one part per estimate, for an estimate's line."""
-    parts = [g.line().removeprefix("estimate ") for g in generations if not g.cached]
-    if unestimated:
-        parts.append(f"({unestimated} indexes not estimated): their generations cannot be counted before generating "
-                     "(+context over an LLM chunker, or a chunker that says nothing of its generations)")
-    return parts
-
-
-def generation_line(generations: Sequence[GenerationEstimate], unestimated: int) -> str:
-    """The generation estimates alone, as a line ("" when nothing is to be generated): what the widgets show."""
-    parts = generation_parts(generations, unestimated)
-    return "estimate " + "; ".join(parts) if parts else ""
-
-
 def generates(variant: Variant) -> bool:
     """Whether building the variant's index asks an LLM: +context, or a chunker that names one."""
     return variant.context is not None or bool(get_strategy(variant.strategy).models)
-
-
-def duration(seconds: float) -> str:
-    """12 s, 6 min 10 s, 1 h 5 min."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def padded_word_pieces(lengths: Sequence[int], batch: int) -> int:

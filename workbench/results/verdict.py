@@ -22,7 +22,7 @@ import pandas as pd
 from workbench.evaluation import metrics, stats
 
 if TYPE_CHECKING:
-    from workbench.sweep import SweepResult
+    from workbench.results.result import SweepResult
 
 COST = "context_tokens"
 SAME_COST = 0.95  # a tied variant within 5% of the top's context tokens is no cheaper headline

@@ -42,17 +42,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from workbench.core.io import atomic_write, write_text
+from workbench.core.tokens import TiktokenTokenizer, tiktoken_encoding
 from workbench.dataset import Dataset, Hit, Question, Span
-from workbench.estimate import estimate_generation
-from workbench.evaluation import metrics, stats
-from workbench.io import atomic_write, write_text
+from workbench.evaluation import evidence, metrics, stats
 from workbench.models.cache import RerankCache, cache_file, json_key
+from workbench.models.estimate import estimate_generation
 from workbench.models.llm import LLM, LLMError, Prompt
 from workbench.models.rerank import JUDGE_BATCH, answer_ids, p_yes
-from workbench.tokens import TiktokenTokenizer, tiktoken_encoding
 
 if TYPE_CHECKING:
-    from workbench.sweep import SweepResult
+    from workbench.results.result import SweepResult
 
 DEFAULT_TOP = 2
 DEFAULT_CONTEXT_TOKENS = 1024  # one budget of the sweep's DEFAULT_BUDGETS: a few chunks, well inside SmolLM2's 8k
@@ -106,7 +106,7 @@ def grade(answer: str, references: Sequence[str]) -> tuple[float, float]:
 
 def evidence_text(dataset: Dataset, question: Question) -> str:
     """The text of a question's evidence spans, merged per document, in the order they are given."""
-    merged = metrics.by_doc(question.answers)
+    merged = evidence.by_doc(question.answers)
     return "\n\n".join(dataset.docs[d].text[s:e] for d in merged for s, e in merged[d])
 
 
@@ -210,7 +210,7 @@ def evaluate(
     judges each answer (local backend: it reads next-token logits). `confidence`: of the intervals
     (default: the sweep's). `stop()` is asked between batches of generations (LLM.generate).
     `on_estimate(line)`, when given, hears before each prompt's generations what they will cost
-    (workbench.estimate.estimate_generation: its timed sample is kept, so nothing is generated twice)."""
+    (workbench.run.estimate.estimate_generation: its timed sample is kept, so nothing is generated twice)."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ValueError(f"top must be an int >= 1, got {top!r}")
     if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.offline import bundled_tiktoken_file
+from workbench.core.offline import bundled_tiktoken_file
 
 TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
 MODEL_TOKENIZER = "model"

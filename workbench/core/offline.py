@@ -4,7 +4,7 @@ tiktoken's encodings and NLTK's punkt_tab and stopwords, so nothing is ever down
 Nothing here (nor anywhere in the workbench) sets an environment variable: a user's other code in
 the same kernel keeps the HF_HUB_OFFLINE, TIKTOKEN_CACHE_DIR or NLTK_DATA it had. Models load with
 local files only (workbench.models.base), tiktoken's encodings are built from the bundled files
-(workbench.tokens), and NLTK is given the bundled folder on `nltk.data.path` when punkt loads.
+(workbench.core.tokens), and NLTK is given the bundled folder on `nltk.data.path` when punkt loads.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pandas as pd
 from workbench.evaluation import metrics, stats
 
 if TYPE_CHECKING:
-    from workbench.sweep import SweepResult
+    from workbench.results.result import SweepResult
 
 STATUSES = ("drop", "ok", "better", "new", "missing")  # "drop" and "missing" fail the gate
 DEFAULT_MAX_DROP = 0.02  # the largest real drop of the metric (absolute) the gate lets pass

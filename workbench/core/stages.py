@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.params import Param, add_entry, get_entry, resolve
+from workbench.core.params import Param, add_entry, get_entry, resolve
 
 Ranking = tuple[np.ndarray, np.ndarray]  # (scores, row ids of the chunk table), best first
 

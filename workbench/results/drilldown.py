@@ -10,9 +10,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from workbench.chunkers import make_chunk, where
+from workbench.chunkers import where
+from workbench.core.chunk import make_chunk
 from workbench.dataset import Dataset, Hit, Question
-from workbench.evaluation.metrics import by_doc, clip, overlap, total
+from workbench.evaluation.evidence import by_doc, clip, overlap, total
 
 COLUMNS = ["rank", "score", "doc_id", "where", "start", "end", "tokens", "touches_evidence", "covered_chars", "text"]
 

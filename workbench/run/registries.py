@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.chunkers.registry import STRATEGIES
+from workbench.core.stages import STAGES
 from workbench.ingest.folder import READERS
-from workbench.retrievers import STAGES
 
 Snapshot = tuple[dict[str, Any], ...]  # a copy of each table, in TABLES order
 TABLES = (STRATEGIES, STAGES, READERS)

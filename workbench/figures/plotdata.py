@@ -1,7 +1,7 @@
 """What the figures of a SweepResult show, computed without matplotlib: the parameters swept, the
 groups of variants a line joins, axis labels, the overview's panels, the variants' colours.
 
-workbench.plots draws from these; the report reads them too, for its captions, its legend and the
+workbench.figures.plots draws from these; the report reads them too, for its captions, its legend and the
 names of the figures it reads back from the figure cache, so a report whose figures are all
 cached never imports matplotlib (the costliest import of a warm re-run).
 """
@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 
 from workbench.chunkers import STRATEGIES
+from workbench.core.params import UNIT_PARAM
+from workbench.core.stages import STAGES, get_stage
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import default_k
-from workbench.params import UNIT_PARAM
-from workbench.retrievers import STAGES, get_stage
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
-    from workbench.sweep import SweepResult
+    from workbench.results.result import SweepResult
 
 RECALL, MRR, COST = "recall", "mrr", "context_tokens"
 _MODIFIERS = ("contextual_header", "late")

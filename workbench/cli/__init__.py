@@ -1,0 +1,32 @@
+"""`python -m workbench COMMAND`: one module per command, each with `add_parser` and `run`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.cli import answers, check, labels, strategies, sweep
+from workbench.cli.sweep import answer
+
+__all__ = ["answer", "main"]
+
+COMMANDS = {"sweep": sweep, "check": check, "answers": answers, "strategies": strategies, "labels": labels,
+            "import": labels}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m workbench", description="Chunking workbench for RAG retrieval.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for module in dict.fromkeys(COMMANDS.values()):
+        module.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv  # kept in the result, to run it again
+    COMMANDS[args.command].run(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,259 @@
+"""`sweep`: the headless sweep behind `make demo`, and the lines a run ends with (the verdict, the top variants)."""
+
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import textwrap
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from workbench.cli.options import EPILOG, sweep_arguments
+from workbench.core.errors import describe
+from workbench.dataset import Dataset, DatasetError, DatasetWarning
+from workbench.evaluation import metrics
+from workbench.evaluation.settings import Settings
+from workbench.ingest import load_dataset
+from workbench.models.base import resolve_device
+from workbench.models.choose import embedders_of
+from workbench.retrieval.ann import Ann
+from workbench.run.engine import get_engine
+from workbench.variant import Variant, parse_variant
+
+if TYPE_CHECKING:
+    from workbench.results.answers import Answers
+    from workbench.results.result import SweepResult
+    from workbench.results.verdict import Verdict
+from workbench.cli.options import DEMO_GRID, TOP, WIDTH, load_grid, print_warnings
+
+CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
+
+
+def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Answers] | None = None,
+             ) -> tuple[SweepResult, Answers | None, Verdict | None]:
+    """The sweep the options describe, what `then` makes of it (answer quality) and its verdict
+    (None when it has none), saved to --out (with plots and the report unless --no-report), with
+    its progress and the paths it wrote printed unless --quiet."""
+    from workbench.retrieval.index import IndexStore
+    from workbench.run.estimate import estimate
+    from workbench.run.sweep import sweep
+
+    try:
+        variants = [parse_variant(v) for v in args.variant]
+    except ValueError as e:
+        raise SystemExit(f"error: --variant: {e}") from e
+    if args.grid:
+        variants += load_grid(args.grid)
+    variants = variants or [parse_variant(v) for v in DEMO_GRID]
+    if args.max_questions is not None and args.max_questions < 1:
+        raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    if args.top < 1:
+        raise SystemExit(f"error: --top must be >= 1, got {args.top}")
+    try:
+        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
+            dataset = load_dataset(args.data, args.questions, strict=args.strict)
+    except DatasetError as e:
+        raise SystemExit(f"error: {e}") from e
+    print_warnings(caught)
+    if args.max_questions:
+        dataset = dataset.select(max_questions=args.max_questions)
+    if args.distractors is not None:
+        try:
+            dataset = dataset.with_distractors(args.distractors)
+        except ValueError as e:
+            raise SystemExit(f"error: --distractors: {e}") from e
+    t0 = time.perf_counter()
+    try:
+        device = resolve_device(args.device)
+    except ValueError as e:
+        raise SystemExit(f"error: --device: {e}") from e
+    try:  # before the model loads: a bad setting costs nothing
+        settings = Settings(ks=tuple(args.ks), budgets=tuple(args.budgets), budget_encoding=args.budget_encoding,
+                            mode=args.mode, preview=args.preview,
+                            ann=Ann.parse(args.ann) if args.ann else None)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from e
+    try:
+        engine = get_engine(args.engine, args.address)
+    except (ImportError, ValueError, ConnectionError) as e:
+        raise SystemExit(f"error: {'--address' if args.address else '--engine'}: {e}") from e
+    try:
+        specs = [None if m == "default" else m for m in args.model or ["default"]]
+        embedders = embedders_of(specs, args.cache, threads=args.threads, progress=not args.quiet,
+                                 backend=args.backend, device=device, **({"engine": engine} if engine else {}))
+    except ValueError as e:  # the model folder, or a backend the device cannot run
+        option = "--device" if "device=" in str(e) else "--model"
+        raise SystemExit(f"error: {option}: {e}") from e
+    if not args.quiet:
+        print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
+              f"{len(variants)} variants, model{'s' * (len(embedders) > 1)} {', '.join(e.name for e in embedders)}")
+    store = IndexStore(args.cache, mmap=args.mmap)
+    try:
+        if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
+            for e in embedders:
+                if e.window_tokens is not None:  # a model with a transformer: what the estimate times
+                    line = estimate(dataset, variants, settings, embedder=e, store=store).line()
+                    print(textwrap.fill(f"{e.name}: " * (len(embedders) > 1) + line, WIDTH, subsequent_indent="  "))
+        result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
+        result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
+        answers = then(result, dataset) if then else None
+        judged = judge(result, args.cache)
+        if getattr(args, "no_report", True):
+            paths = result.save(args.out) | (answers.save(args.out) if answers else {})
+        else:
+            from workbench.report import export
+
+            paths = export(result, args.out, dataset=dataset, store=args.cache, answers=answers, judged=judged)
+    except Exception as e:  # one line, never a traceback: what failed, where, and why
+        raise SystemExit(f"error: {describe(e)}") from e
+    if not args.quiet:
+        embedded = sum(e.stats.embedded for e in embedders)
+        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), embedded)}")
+        print(_wrote(args.out, paths))
+        if args.preview:
+            print("\n".join(_preview_lines(args, result)))
+        print()
+    return result, answers, judged
+
+
+def judge(result: SweepResult, cache: Path) -> Verdict | None:
+    """The verdict, computed once for the report and the closing lines (its paired comparisons read
+    back from `cache` on a re-run); None when the result allows none (`answer` then says why)."""
+    from workbench.results.verdict import verdict
+
+    try:
+        return verdict(result, cache=cache)
+    except ValueError:
+        return None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser(
+        "sweep",
+        help="chunk, embed, index and score a grid of variants",
+        description="Chunk the corpus with every variant, embed and index it (cached), retrieve for every "
+        "question and write tidy results, plots and a self-contained report.html. Before a cold grid it "
+        "prints an estimate (texts to embed, time at a measured rate); it ends with the verdict and the top "
+        "variants.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sweep_arguments(s)
+
+
+def run(args: argparse.Namespace) -> None:
+    result, _, judged = measure(args)
+    print("\n".join(answer(result, args.top, judged)))
+
+
+def _wrote(folder: Path, paths: dict[str, Path]) -> str:
+    """Where the run's files are, in one line: the folder, the report first, the figures counted."""
+    names = sorted((p.name for p in paths.values()), key=lambda n: n != "report.html")
+    figures = [n for n in names if n.endswith(".png")]
+    files = ", ".join(n for n in names if n not in figures)
+    return f"wrote {folder}/: {files}" + (f" and {len(figures)} figures (.png)" if figures else "")
+
+
+def answer(result: SweepResult, top: int = TOP, judged: Verdict | None = None) -> list[str]:
+    """What a run ends with, as lines: the verdict's sentences (its warnings last), wrapped, then its
+    `top` variants on the verdict's metric (the headline marked, and added when it ranks lower); one
+    line saying why when the result allows no verdict (e.g. no recall), and the warnings. `judged`:
+    the verdict when computed already, else computed here."""
+    from workbench.results.verdict import sweep_warnings, verdict
+
+    try:
+        v = judged if judged is not None else verdict(result)
+    except ValueError as e:  # the warnings still hold
+        return [f"No verdict: {e}. The tables hold every score.", *sweep_warnings(result.variants, result.config)]
+    at = f"{v.metric}@{v.k}"
+    preview = " (a preview: pooled vectors, confirm before you trust it)" if result.config.get("preview") else ""
+    out = [f"Verdict on {at} over {v.questions} questions{preview}:"]
+    out += [line for sentence in v.sentences() for line in textwrap.wrap(sentence, WIDTH, initial_indent="  ",
+                                                                          subsequent_indent="  ")]
+    ranked = v.table.reset_index(drop=True)
+    shown = ranked[(ranked.index < top) | (ranked["key"] == v.best)]
+    level = f"{result.config.get('confidence', 0.95):.0%}"
+    head = ["", "#", "variant", f"{at} [{level} CI]", f"context tokens@{v.k}", "chunks", "truncated"]
+    rows = [["*" if r.key == v.best else "", str(i + 1), r.variant, f"{r.mean:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+             _count(r.context_tokens), _count(getattr(r, "chunks", None)),
+             _truncated(getattr(r, "truncated_chunks", None), getattr(r, "chunks", None))]
+            for i, r in zip(shown.index, shown.itertuples(index=False), strict=True)]
+    widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head))]
+    left = {1, 2}  # rank and label read left to right; numbers align right
+    out += [""] + ["  ".join(cell.ljust(w) if c in left else cell.rjust(w)
+                             for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                   for row in [head, *rows]]
+    more = "; --top N for more" if len(shown) < len(ranked) else ""
+    out.append(f"* the headline; {len(shown)} of {len(ranked)} variants, by {at}{more}")
+    return out
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:,.0f}"
+
+
+def _truncated(n: float | None, chunks: float | None) -> str:
+    """Chunks longer than the model's window, with their share when there are any."""
+    if n is None or pd.isna(n) or not n or not chunks:
+        return _count(n)
+    return f"{n:,.0f} ({n / chunks:.0%})"
+
+
+def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
+    """What the run computed, for its closing line: the indexes built, or the preview's token pass,
+    and the texts embedded (`embedded`: the estimate's sample too)."""
+    c = result.config
+    if not c.get("preview"):
+        texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
+        return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
+    texts = f"{embedded} texts embedded" if embedded else "no text embedded"
+    passed = c["token_pass_documents"]
+    tokens = (f"a token pass over {passed} documents (computed now)" if passed
+              else f"the cached token pass over {c['documents']} documents (no model pass)")
+    return f"a preview of {n_variants} variants from {tokens}, {texts}"
+
+
+def _preview_lines(args: argparse.Namespace, result: SweepResult) -> list[str]:
+    """What a preview can order (its own paired bootstrap over questions, SweepResult.ties), and
+    the real sweep of the variants tied with its top: the set that should hold the real best."""
+    from workbench.evaluation import stats
+
+    ties = result.ties(k=metrics.default_k(args.ks))
+    level = f"{result.config.get('confidence', 0.95):.0%}"
+    runs = stats.cannot_order(ties)
+    out = [textwrap.fill(f"preview: cannot tell apart ({level} paired interval holds 0): {', '.join(run)}", WIDTH,
+                         subsequent_indent="  ") for run in runs]
+    if not runs:
+        out.append(f"preview: every neighbour in its ranking is apart at {level}")
+    tied = [result.variant(key) for key in ties.loc[ties["tied_with_top"], "key"]]
+    out.append(f"preview: confirm the {len(tied)} variant{'s' * (len(tied) > 1)} tied with its best with real "
+               f"embeddings:\n  {_confirm_command(args, tied)}")
+    return out
+
+
+def _confirm_command(args: argparse.Namespace, best: list[Variant]) -> str:
+    """The real sweep of a preview's best, runnable as printed: every option given (but the grid
+    and --preview), the variants, and an --out of its own beside the preview's, which it keeps."""
+    given = argparse.ArgumentParser()
+    sweep_arguments(given)
+    defaults = vars(given.parse_args([]))
+    words = ["python", "-m", "workbench", "sweep"]
+    for name, value in vars(args).items():
+        if name in CONFIRM_SETS or name not in defaults or value == defaults[name]:  # not given (or argv)
+            continue
+        option = f"--{name.replace('_', '-')}"
+        if isinstance(value, bool):
+            words.append(option)
+        elif name == "model":  # repeatable
+            words += [w for m in value for w in (option, m)]
+        else:
+            words += [option, *map(str, value if isinstance(value, list) else [value])]
+    out = args.out if args.out.name else args.out.resolve()
+    words += ["--out", str(out.with_name(f"{out.name}-confirm"))]
+    return shlex.join(words + [w for v in best for w in ("-v", v.text)])
