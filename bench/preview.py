@@ -179,7 +179,7 @@ def recall(result: SweepResult) -> pd.Series:
 def ranked(result: SweepResult, keys: list[str], seed: int = 0) -> pd.DataFrame:
     """stats.ranking_ties of the variants `keys` of a result (recall@K, at the sweep's confidence)."""
     pq = result.per_question[result.per_question["key"].isin(keys)]
-    return stats.ranking_ties(pq, "recall", K, result.config.get("confidence", 0.95), seed=seed)
+    return stats.ranking_ties(pq, "recall", K, result.confidence, seed=seed)
 
 
 def noise(preview: SweepResult, real: SweepResult) -> dict:

@@ -44,7 +44,8 @@ def run(dataset, cache: Path, engine: RayEngine | None) -> dict:
     wall = time.perf_counter() - t0
     with sqlite3.connect(cache_file(cache, "embeddings", embedder.fingerprint)) as db:
         vectors = dict(db.execute("SELECT key, v FROM vec"))
-    return {"wall_s": wall, "texts_embedded": result.config["texts_embedded"], "result": result, "vectors": vectors}
+    return {"wall_s": wall, "texts_embedded": result.provenance.computed.texts_embedded, "result": result,
+            "vectors": vectors}
 
 
 def same(a: dict, b: dict) -> bool:

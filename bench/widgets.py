@@ -56,7 +56,7 @@ def main() -> None:
     t0 = time.perf_counter()
     result = wb.sweep(ds, variants(), store=args.cache, progress=False)
     sweep_s = time.perf_counter() - t0
-    keys, ks = result.keys, list(result.config["ks"])
+    keys, ks = result.keys, result.ks
     k = ks[-2]
 
     def key(i: int) -> str:

@@ -47,7 +47,8 @@ def test_a_cache_written_before_the_layout_change_is_reused(tmp_path: Path) -> N
     embedder = Embedder(cache_dir=cache, progress=False)
     result = sweep(load_dataset(DATA), [parse_variant(t) for t in texts], ks=(1, 5), embedder=embedder, store=cache,
                    progress=False)
-    assert result.config["texts_embedded"] == 0 and embedder.stats.embedded == 0  # every vector from the old cache
+    # every vector from the old cache
+    assert result.provenance.computed.texts_embedded == 0 and embedder.stats.embedded == 0
     built = result.variants.set_index("key")["built"]
     bumped = {json.loads((OLD / "keys.json").read_text())[t]: parse_variant(t).key for t in BUMPED}
     assert set(built.index[built]) == set(bumped.values())  # every other entry and the BM25 index loaded

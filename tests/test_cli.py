@@ -185,7 +185,7 @@ def test_without_recall_the_answer_says_there_is_no_verdict(tiny: Dataset, embed
     result = sweep(tiny, [parse_variant("fixed:size=24")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
     assert answer(result)[0].startswith("Verdict on recall@1")
     odd = SweepResult(*(t[t["metric"] != "recall"] for t in (result.per_question, result.summary)), result.variants,
-                      result.config, result.hits)
+                      result.provenance, result.hits)
     out = answer(odd)
     assert len(out) == 1 and out[0].startswith("No verdict: metric 'recall' not in the result")
 

@@ -170,4 +170,4 @@ def test_an_endpoint_writes_the_contexts_and_a_rerun_generates_nothing(
     assert [c.context for c in again.get(variant, one, embedder).chunks] == [c.context for c in chunks]
     assert again.llm(variant).stats.generated == 0 and again.llm(variant).stats.cached == len(chunks)
     written = [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()]
-    assert written and not [w for w in written if SECRET in w] and SECRET not in repr(result.config)
+    assert written and not [w for w in written if SECRET in w] and SECRET not in repr(result.provenance.config())

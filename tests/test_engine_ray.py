@@ -48,7 +48,7 @@ def assert_same(result: SweepResult, vectors: dict[bytes, bytes], local: tuple[S
     expected, expected_vectors = local
     for table in ("per_question", "summary", "hits"):
         pd.testing.assert_frame_equal(getattr(result, table), getattr(expected, table), check_exact=True)
-    assert result.config["texts_embedded"] == expected.config["texts_embedded"] > 0
+    assert result.provenance.computed.texts_embedded == expected.provenance.computed.texts_embedded > 0
     assert vectors.keys() == expected_vectors.keys()
     assert vectors == expected_vectors
 

@@ -32,7 +32,7 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
     assert embedder.stats.embedded == est.sampled > 0  # the rate is measured on real texts, which are kept
     assert est.rate > 0 and est.seconds == est.word_pieces / est.rate > 0
     result = sweep(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
-    assert result.config["texts_embedded"] == est.texts  # what is left to embed is what the sweep embeds
+    assert result.provenance.computed.texts_embedded == est.texts  # what is left to embed is what the sweep embeds
     assert f"{est.texts:,} texts to embed" in est.line() and f"measured on {est.sampled - 1} of them" in est.line()
     for ks in ((1, 3), (1, 2)):  # scores cached, or only the index entries and vectors
         fresh = Embedder(cache_dir=tmp_path, progress=False)
@@ -47,14 +47,14 @@ def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_p
     est = estimate(tiny, grid, embedder=embedder, store=tmp_path)
     assert est.approximate and "about" in est.line()  # semantic's cuts wait on vectors: counted from placeholders
     assert (est.token_passes, est.token_pass_documents) == (1, len(tiny.documents))  # +late reads each document
-    embedded = sweep(tiny, grid, embedder=embedder, store=tmp_path, progress=False).config["texts_embedded"]
+    embedded = sweep(tiny, grid, embedder=embedder, store=tmp_path, progress=False).provenance.computed.texts_embedded
     assert abs(embedded - est.texts) <= embedded // 4
 
     preview = estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
     assert (preview.texts, preview.builds, preview.token_passes) == (0, 0, 1)  # the questions are cached
     assert preview.rate > 0 and "token pass" in preview.measured and "not kept" in preview.measured
     result = sweep(tiny, grid, preview=True, embedder=embedder, store=tmp_path, progress=False)
-    assert result.config["token_pass_documents"] == len(tiny.documents)
+    assert result.provenance.computed.token_pass_documents == len(tiny.documents)
     assert estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path).cached
 
 

@@ -55,9 +55,9 @@ def test_one_result_holds_every_model(both: tuple[SweepResult, Path]) -> None:
     for table in (result.per_question, result.summary, result.hits):
         assert set(table["model"]) == {"all-MiniLM-L6-v2", "wordllama"}
         assert dict(zip(table["key"], table["model"], strict=False)) == dict(zip(v["key"], v["model"], strict=True))
-    assert [m["name"] for m in result.config["models"]] == ["all-MiniLM-L6-v2", "wordllama"]
-    assert result.config["models"][0]["window"] > 0 and result.config["models"][1]["window"] is None
-    assert "model_fingerprint" not in result.config
+    assert [m.name for m in result.provenance.models] == ["all-MiniLM-L6-v2", "wordllama"]
+    assert result.provenance.models[0].window > 0 and result.provenance.models[1].window is None
+    assert result.provenance.model is None and "model_fingerprint" not in result.provenance.config()
     assert result.variant(v["key"].iloc[4]) == GRID[1]  # a (variant, model) key gives its variant back
     scores = result.hits.groupby("model")["score"].apply(list)
     assert scores["all-MiniLM-L6-v2"] != pytest.approx(scores["wordllama"])  # two models, two sets of vectors
@@ -66,11 +66,11 @@ def test_one_result_holds_every_model(both: tuple[SweepResult, Path]) -> None:
 def test_combine_of_single_model_runs_equals_the_two_model_run(tiny: Dataset, both: tuple[SweepResult, Path]) -> None:
     result, cache = both
     singles = [sweep(tiny, GRID, models=[m], store=cache, ks=(1, 3), budgets=(), progress=False) for m in MODELS]
-    assert "model_fingerprint" in singles[1].config and singles[1].config["model"] == "wordllama"
+    assert singles[1].provenance.model.name == "wordllama" and "model_fingerprint" in singles[1].provenance.config()
     joined = combine(singles)
     cols = ["key", "variant", "model", "qid", "k", "metric", "value"]
     pd.testing.assert_frame_equal(joined.per_question[cols], result.per_question[cols])
-    assert joined.labels == result.labels and joined.config["models"] == result.config["models"]
+    assert joined.labels == result.labels and joined.provenance.models == result.provenance.models
 
 
 def test_paired_comparison_across_models(both: tuple[SweepResult, Path], tiny: Dataset) -> None:
@@ -116,7 +116,7 @@ def test_which_chunking_for_which_model_plot(both: tuple[SweepResult, Path]) -> 
 def _one_model(result: SweepResult) -> SweepResult:
     keep = result.keys[:3]
     pick = [t[t["key"].isin(keep)] for t in (result.per_question, result.summary, result.variants, result.hits)]
-    return SweepResult(pick[0], pick[1], pick[2], result.config, pick[3])
+    return SweepResult(pick[0], pick[1], pick[2], result.provenance, pick[3])
 
 
 def test_each_model_has_its_own_window_and_tokenizer(long_log: Dataset, tmp_path: Path) -> None:

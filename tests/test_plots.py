@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 
 import matplotlib
 
@@ -166,7 +167,7 @@ def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -
         return pd.concat([t.assign(variant=t.variant.map(names) + f" #{j}", key=t.key + f"-{j}") for j in range(5)],
                          ignore_index=True)
 
-    big = SweepResult(copies(result.per_question), copies(result.summary), copies(result.variants), result.config)
+    big = SweepResult(copies(result.per_question), copies(result.summary), copies(result.variants), result.provenance)
     fig = plots.overview(big)
     assert len(errorbars(fig.axes[0])) == 15
     canvas = FigureCanvasAgg(fig)
@@ -263,5 +264,5 @@ def test_overview_panels_are_what_is_drawn(result: SweepResult) -> None:
     assert [ax.get_title() for ax in fig.axes] == [title for title, _ in panels]
     assert len(panels) == 4 and all(len(hint.split()) >= 3 for _, hint in panels)
     no_budgets = SweepResult(result.per_question, result.summary[result.summary.budget == 0], result.variants,
-                             {k: v for k, v in result.config.items() if k != "budgets"})
+                             result.provenance.with_(settings=replace(result.provenance.settings, budgets=())))
     assert len(plots.overview(no_budgets).axes) == len(plots.overview_panels(no_budgets)) == 3

@@ -58,7 +58,7 @@ def test_swept_parameters_puts_sizes_first(result: SweepResult) -> None:
     # the grid lists parameters alphabetically (overlap, size, ...); the size comes first anyway,
     # and the semantic variant's single percentile is not swept
     assert plotdata.swept_parameters(result) == ["size", "overlap"]
-    one = SweepResult(result.per_question, result.summary, result.variants.iloc[[0]], result.config)
+    one = SweepResult(result.per_question, result.summary, result.variants.iloc[[0]], result.provenance)
     assert plotdata.swept_parameters(one) == []
 
 
@@ -196,7 +196,7 @@ def test_by_parameter_groups_strategies_that_lack_a_parameter(result: SweepResul
     """A text parameter that one strategy lacks (NaN among strings, as in a mixed-strategy result)
     still groups: one line more, named after the missing value."""
     unit = ["chars", float("nan"), *result.variants["unit"][2:]]  # two values and a blank among sized variants
-    mixed = SweepResult(result.per_question, result.summary, result.variants.assign(unit=unit), result.config)
+    mixed = SweepResult(result.per_question, result.summary, result.variants.assign(unit=unit), result.provenance)
     fig = plots.by_parameter(mixed, "size", k=3)
     assert len(fig.axes) >= 3
 
@@ -209,7 +209,7 @@ def test_a_text_parameter_is_drawn_at_category_positions(result: SweepResult) ->
 
     variants = with_model(result.variants)
     variants.loc[len(result.variants):, "tokenizer"] = "model"
-    mixed = SweepResult(with_model(result.per_question), with_model(result.summary), variants, result.config)
+    mixed = SweepResult(with_model(result.per_question), with_model(result.summary), variants, result.provenance)
     assert "tokenizer" in plotdata.swept_parameters(mixed)
     ax = plots.by_parameter(mixed, "tokenizer", k=3).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["cl100k_base", "model"]
@@ -218,9 +218,9 @@ def test_a_text_parameter_is_drawn_at_category_positions(result: SweepResult) ->
 
 def subset(result: SweepResult, variants: list[Variant]) -> SweepResult:
     keys = {v.key for v in variants}
-    grid = [g for g in result.config["grid"] if Variant.from_spec(g).key in keys]
+    grid = tuple(g for g in result.provenance.grid if Variant.from_spec(g).key in keys)
     return SweepResult(*(t[t["key"].isin(keys)] for t in (result.per_question, result.summary, result.variants)),
-                       result.config | {"grid": grid})
+                       result.provenance.with_(grid=grid))
 
 
 def at(size: int, overlap: int) -> Variant:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     first = sweep(tiny, GRID, ks=(1, 3), embedder=embedder, store=IndexStore(cache), progress=False)
     labels = [v.label for v in GRID]
     assert list(first.variants["variant"]) == labels and first.variants["built"].all()
-    assert first.config["texts_embedded"] > 0
+    assert first.provenance.computed.texts_embedded > 0
     pq = first.per_question
     assert list(pq.columns) == ["key", "variant", "model", "qid", "k", "budget", "metric", "value"]
     assert dict(zip(pq["key"], pq["variant"], strict=True)) == {v.key: v.label for v in GRID}
@@ -51,7 +52,7 @@ def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     # a second run, as a new process would: nothing embedded, nothing built, identical numbers
     fresh = Embedder(cache_dir=cache, progress=False)
     second = sweep(tiny, GRID, ks=(1, 3), embedder=fresh, store=IndexStore(cache), progress=False)
-    assert second.config["texts_embedded"] == 0 and fresh.stats.embedded == 0
+    assert second.provenance.computed.texts_embedded == 0 and fresh.stats.embedded == 0
     assert not second.variants["built"].any()
     assert "model" not in fresh.__dict__  # queries and chunks all came from the cache
     pd.testing.assert_frame_equal(first.per_question, second.per_question)
@@ -211,10 +212,11 @@ def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, e
         combine(base, "results/demo")
     assert both.labels == [a.label, b.label, new.label]
     assert len(both.summary) == len(base.summary) + len(extra.summary) // 2
-    assert len(both.config["grid"]) == 3
+    assert len(both.provenance.grid) == 3
     kept = both.summary[both.summary.variant == b.label]
     assert kept.equals(base.summary[base.summary.variant == b.label])
-    other = SweepResult(extra.per_question, extra.summary, extra.variants, extra.config | {"ks": [1, 5]})
+    settings = replace(extra.provenance.settings, ks=(1, 5))
+    other = SweepResult(extra.per_question, extra.summary, extra.variants, extra.provenance.with_(settings=settings))
     with pytest.raises(ValueError, match="different ks"):
         combine([base, other])
 
@@ -283,7 +285,7 @@ def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embe
     window = embedder.window_tokens
     fit, over = (Variant.make("fixed", size=n, tokenizer="model") for n in (window, window + 1))
     sized = sweep(data, [fit, over], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
-    assert sized.config["model_window"] == embedder.window_tokens == 254
+    assert sized.provenance.window == embedder.window_tokens == 254
     assert sized.variants["truncated_chunks"].tolist()[0] == 0 < sized.variants["truncated_chunks"].tolist()[1]
     assert (again["seconds"] < 0.5 * first["build_seconds"].max()).all()  # this run's: read from the caches
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from workbench.cli.options import WIDTH
 from workbench.evaluation import stats
 from workbench.models.embed import Embedder
 from workbench.report import write_report
+from workbench.results.provenance import ModelInfo, Provenance
 from workbench.results.result import SweepResult
 from workbench.results.verdict import document_warning, evidence_warning, sweep_warnings, truncation_warning, verdict
 from workbench.widgets.panel import Panel
@@ -35,7 +37,7 @@ def constructed(recall: dict[str, np.ndarray], tokens: dict[str, float]) -> Swee
     variants = pd.DataFrame({"key": [f"key-{n}" for n in recall], "variant": list(recall),
                              "chunks": [int(tokens[n]) // 10 for n in recall],
                              "tokens_embedded": [int(tokens[n]) * 3 for n in recall]})
-    return SweepResult(pq, stats.summarize(pq, n_resamples=500), variants, {"ks": [5]})
+    return SweepResult(pq, stats.summarize(pq, n_resamples=500), variants, Provenance.from_config({"ks": [5]}))
 
 
 def test_a_clear_winner_is_named_and_not_called_tied() -> None:
@@ -116,7 +118,8 @@ def test_truncated_chunks_get_a_warning_in_the_verdict() -> None:
                          {"small": 300, "big": 1200})
     assert not any("truncated" in s for s in verdict(result).sentences())  # no column, no claim
     variants = result.variants.assign(truncated_chunks=[0, 110], retriever=["dense", "dense"])  # big: 120 chunks
-    warned = SweepResult(result.per_question, result.summary, variants, result.config | {"model_window": 254})
+    window = result.provenance.with_(models=(ModelInfo("m", "0" * 16, window=254),))
+    warned = SweepResult(result.per_question, result.summary, variants, window)
     warning = verdict(warned).sentences()[-1]
     assert warning.startswith("Warning: 1 of 2 variants embed chunks longer than the 254 word pieces the model reads "
                               "(big 92% of their chunks), so they are ranked by the head of each chunk only")
@@ -196,7 +199,7 @@ def squad_swept(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) ->
 def test_short_evidence_and_one_document_are_warned_of_in_the_cli_the_report_and_the_widgets(
         squad_swept: SweepResult, tmp_path: Path) -> None:
     r = squad_swept
-    assert r.config["evidence_chars"] == 10.0 and r.config["main_document"] == ["squad-dev-00", 106]
+    assert r.provenance.dataset.evidence_chars == 10.0 and r.provenance.dataset.main_document == ("squad-dev-00", 106)
     assert sorted(r.variants["min_chunk_chars"]) == [263, 272]  # a chunk's tail is its smallest
     evidence, document = verdict(r).sentences()[-2:]
     assert evidence.startswith("Warning: the median evidence span is 10 characters, and every chunk of 2 of 2 "
@@ -221,7 +224,8 @@ def test_a_spread_out_set_with_long_evidence_gets_no_warning(embedder: Embedder,
     ds = load_dataset(REPO / "tests" / "data" / "chroma_general")
     r = sweep(ds, [parse_variant("sentence:size=128+bm25")], store=tmp_path, embedder=embedder, progress=False,
               ks=(1, 5))
-    assert r.config["main_document"] == ["state_of_the_union", 7] and r.variants["min_chunk_chars"].item() == 134
-    assert sweep_warnings(r.variants, r.config) == [] and not verdict(r).warnings
-    assert document_warning(r.config | {"main_document": ["state_of_the_union", 11]}) is not None  # 11 > half of 20
-    assert document_warning(r.config | {"main_document": ["state_of_the_union", 20], "documents": 1}) is None
+    d = r.provenance.dataset
+    assert d.main_document == ("state_of_the_union", 7) and r.variants["min_chunk_chars"].item() == 134
+    assert sweep_warnings(r.variants, r.provenance) == [] and not verdict(r).warnings
+    assert document_warning(replace(d, main_document=("state_of_the_union", 11))) is not None  # 11 > half of 20
+    assert document_warning(replace(d, main_document=("state_of_the_union", 20), documents=1)) is None

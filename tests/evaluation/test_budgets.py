@@ -120,7 +120,7 @@ def test_parents_are_counted_once(result: SweepResult, tiny: Dataset, embedder: 
 def test_per_k_numbers_do_not_change_with_budgets(result: SweepResult, tiny: Dataset, embedder: Embedder,
                                                   store: Path) -> None:
     plain = sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=IndexStore(store), progress=False, budgets=())
-    assert (plain.per_question["budget"] == 0).all() and plain.config["budgets"] == []
+    assert (plain.per_question["budget"] == 0).all() and plain.budgets == []
     with_budgets = result.per_question[result.per_question["budget"] == 0].reset_index(drop=True)
     pd.testing.assert_frame_equal(with_budgets, plain.per_question)
     pd.testing.assert_frame_equal(result.summary[result.summary["budget"] == 0].reset_index(drop=True),

@@ -101,7 +101,7 @@ def test_summarize_by_group_is_summarize_of_each_group(result: SweepResult, chro
     assert list(dict.fromkeys(table["group"])) == list(dict.fromkeys(groups.values()))
     pq = result.per_question
     for name, part in table.groupby("group", sort=False):
-        alone = stats.summarize(pq[pq["qid"].map(groups) == name], confidence=result.config["confidence"])
+        alone = stats.summarize(pq[pq["qid"].map(groups) == name], confidence=result.confidence)
         pd.testing.assert_frame_equal(part.drop(columns="group").reset_index(drop=True), alone)
     recall = table[(table["metric"] == "recall") & (table["k"] == 3)]
     assert recall["mean"].nunique() > 1  # the groups do differ, so the split says something
@@ -134,7 +134,7 @@ def test_by_group_of_one_metric_alone_equals_the_whole_by_group_at_it(result: Sw
     for k in (1, 3):
         at = pq[(pq["metric"] == "recall") & (pq["k"] == k) & (pq["budget"] == 0)]
         expected = whole[(whole["metric"] == "recall") & (whole["k"] == k) & (whole["budget"] == 0)]
-        alone = stats.summarize_by_group(at, groups, result.config["confidence"])
+        alone = stats.summarize_by_group(at, groups, result.confidence)
         pd.testing.assert_frame_equal(alone, expected.reset_index(drop=True))
 
 

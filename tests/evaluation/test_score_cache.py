@@ -49,6 +49,6 @@ def test_another_setting_or_changed_code_scores_again(tiny: Dataset, tmp_path: P
     monkeypatch.setattr("workbench.evaluation.score_cache.code_fingerprint", lambda: "edited-metrics")
     again, _ = run(tiny, cache)
     assert len({p.name for p in (cache / "scores").iterdir()}) == 3  # an edit to scoring code never reads old numbers
-    entry = ScoreCache(cache, tiny, again.config["model_fingerprint"], Settings(ks=(1, 3), budgets=(64,)))
+    entry = ScoreCache(cache, tiny, again.provenance.models[0].fingerprint, Settings(ks=(1, 3), budgets=(64,)))
     assert all(entry.get(v) is not None for v in GRID)
     assert entry.get(Variant.make("fixed", size=96)) is None

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -31,6 +32,7 @@ from workbench.figures import plotdata, plots
 from workbench.models.embed import Embedder
 from workbench.report import compact_table, p_best_table, summary_table, variants_table, write_report
 from workbench.report.tables import cell
+from workbench.results.provenance import ModelInfo
 from workbench.results.result import SweepResult
 from workbench.results.verdict import verdict
 from workbench.run.sweep import sweep
@@ -45,7 +47,7 @@ def result(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathF
     r = sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path_factory.mktemp("report"), progress=False)
     # a user-chosen label that tries to inject markup, in every table that carries labels
     rename = {VARIANTS[1].label: EVIL}
-    return SweepResult(*(t.replace({"variant": rename}) for t in (r.per_question, r.summary, r.variants)), r.config)
+    return SweepResult(*(t.replace({"variant": rename}) for t in (r.per_question, r.summary, r.variants)), r.provenance)
 
 
 class Tags(html.parser.HTMLParser):
@@ -78,9 +80,9 @@ def test_report_is_self_contained_and_complete(result: SweepResult, tmp_path: Pa
     assert len(images) == 2 and text.count('<img src="data:image/png;base64,') == 2
     for src in images:
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
-    c = result.config
-    for value in (c["dataset_fingerprint"], c["model_fingerprint"], c["corpus_fingerprint"], c["model"],
-                  c["date"], c["versions"]["torch"]):
+    p = result.provenance
+    for value in (p.dataset.fingerprint, p.models[0].fingerprint, p.dataset.corpus_fingerprint, p.models[0].name,
+                  p.date, p.versions["torch"]):
         assert value in text
     assert "Tiny &lt;run&gt;" in text
     # the malicious label is shown, escaped, in the score and variant tables
@@ -144,7 +146,7 @@ def test_a_failed_write_leaves_the_previous_report_intact(result: SweepResult, t
 def test_variant_table_shows_parameters_as_written_and_a_dash_where_none_applies(result: SweepResult,
                                                                                  tmp_path: Path) -> None:
     extra = result.variants.assign(breakpoint_percentile=[95.0, float("nan")])
-    r = SweepResult(result.per_question, result.summary, extra, result.config)
+    r = SweepResult(result.per_question, result.summary, extra, result.provenance)
     text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     variants = text[text.index('id="variants"'):text.index('id="provenance"')]
     assert "<td>95</td>" in variants and "<td>\u2014</td>" in variants and "nan" not in variants.lower()
@@ -226,7 +228,7 @@ def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset,
     variants = [Variant.make("fixed", size=12), Variant.make("recursive", size=40, custom_separators=[SEPARATOR, "\n"])]
     store = tmp_path / "cache"
     r = sweep(evil, variants, ks=(1, 2), embedder=embedder, store=store, progress=False)
-    r.config["model"] = PAYLOAD  # as if the model's folder were named so
+    r.provenance = r.provenance.with_(models=(replace(r.provenance.models[0], name=PAYLOAD),))  # a folder so named
     shutil.move(store / "index", tmp_path / "moved")  # the report draws the hits the sweep kept: no index needed
     text = report.export(r, tmp_path / "out", dataset=evil, store=store)["report"].read_text("utf-8")
     assert not (store / "index").exists()  # nothing was built to write it
@@ -276,14 +278,15 @@ def test_how_it_was_made_gives_code_that_makes_the_same_variants_or_the_cli_comm
                if line.strip().startswith("wb.Variant.make(")]
     assert [v.key for v in rebuilt] == result.keys
     assert "embedder=" not in code  # the default model and backend need no argument
-    other = {"model": "my-model", "model_fingerprint": "0123456789abcdef-onnx-int8", "backend": "onnx-int8"}
-    code = report.reproduce_code(result.config | other)
+    other = ModelInfo("my-model", "0123456789abcdef-onnx-int8", "onnx-int8")
+    code = report.reproduce_code(result.provenance.with_(models=(other,)))
     compile(code, "report snippet", "exec")
     assert "embedder=wb.Embedder('my-model', backend='onnx-int8'))  # the model's folder" in code
-    onnx = result.config | {"model_fingerprint": f"{result.config['model_fingerprint']}-onnx", "backend": "onnx"}
+    model = result.provenance.models[0]
+    onnx = result.provenance.with_(models=(replace(model, fingerprint=f"{model.fingerprint}-onnx", backend="onnx"),))
     assert "embedder=wb.Embedder(backend='onnx'))\n" in report.reproduce_code(onnx)
     command = "python -m workbench sweep --data 'my <data>' -v fixed:size=16"
-    r = SweepResult(result.per_question, result.summary, result.variants, result.config | {"command": command})
+    r = SweepResult(result.per_question, result.summary, result.variants, result.provenance.with_(command=command))
     made = write_report(r, tmp_path / "c.html", figures={}).read_text(encoding="utf-8")
     assert f"<pre>{html.escape(command)}</pre>" in made and "Code that makes it again" not in made
 
@@ -298,13 +301,13 @@ def test_a_re_export_reads_its_figures_back_and_redraws_what_changed(result: Swe
     second = report.export(result, tmp_path / "b", store=store)
     assert drawn == []  # the same content: every figure read from the store
     ran = result.variants.assign(seconds=result.variants["seconds"] + 1.5, built=False, texts_embedded=0)
-    report.export(SweepResult(result.per_question, result.summary, ran, result.config), tmp_path / "r", store=store)
+    report.export(SweepResult(result.per_question, result.summary, ran, result.provenance), tmp_path / "r", store=store)
     assert drawn == []  # a re-run from the caches: only this run's seconds and counts differ
     assert [second[f"{n}.png"].read_bytes() for n in ("overview", "hit")] == \
            [first[f"{n}.png"].read_bytes() for n in ("overview", "hit")]
     keep = result.per_question["key"] == result.keys[0]  # one variant fewer: every figure shows something else
     fewer = SweepResult(result.per_question[keep], result.summary[result.summary["key"] == result.keys[0]],
-                        result.variants[result.variants["key"] == result.keys[0]], result.config)
+                        result.variants[result.variants["key"] == result.keys[0]], result.provenance)
     pngs = {n for n in report.export(fewer, tmp_path / "c", store=store) if n.endswith(".png")}
     assert len(drawn) == 2 * len(pngs) > 0  # each at the report's width and at a phone's
 
@@ -390,7 +393,8 @@ def test_truncated_chunks_sit_beside_chunks_and_a_truncating_variant_is_warned_o
     stands in a box of its own, and its rows are marked in the verdict and variants tables."""
     chunks = result.variants["chunks"]
     cut = result.variants.assign(truncated_chunks=[int(chunks.iloc[0]) // 2, 0])
-    r = SweepResult(result.per_question, result.summary, cut, result.config | {"model_window": 256})
+    window = result.provenance.with_(models=(replace(result.provenance.models[0], window=256),))
+    r = SweepResult(result.per_question, result.summary, cut, window)
     text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     warning = verdict(r).sentences()[-1]
     assert warning.startswith("Warning: 1 of 2 variants embed chunks longer than")

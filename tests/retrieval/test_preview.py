@@ -109,7 +109,7 @@ def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_pa
     kw = {"ks": (1, 5), "budgets": (), "store": tmp_path, "progress": False}
     first = sweep(general, VARIANTS, embedder=Embedder(cache_dir=tmp_path, progress=False), preview=True, **kw)
     assert token_passes == [len(general.documents)]  # one pass over the corpus for every variant
-    assert first.config["preview"] is True and first.variants["preview"].tolist() == [True] * len(VARIANTS)
+    assert first.preview is True and first.variants["preview"].tolist() == [True] * len(VARIANTS)
     assert not (tmp_path / "index").exists()  # nothing in the IndexStore
     assert len(list((tmp_path / "tokens").iterdir())) == 1
 
@@ -122,7 +122,7 @@ def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_pa
 
     real = sweep(general, VARIANTS, embedder=again, **kw)
     assert real.variants["built"].all()  # every real index built now: none was left by the previews
-    assert not real.variants["preview"].any() and "preview" not in real.config
+    assert not real.variants["preview"].any() and not real.preview and "preview" not in real.provenance.config()
     with pytest.raises(ValueError, match="preview"):
         combine([first, real])
 

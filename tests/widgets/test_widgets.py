@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -168,8 +169,9 @@ def test_add_and_remove_variants_from_the_comparison(tiny: Dataset, embedder: Em
 
 
 def test_a_result_from_other_data_is_refused(tiny: Dataset, embedder: Embedder, store: Path, base: SweepResult) -> None:
-    other = SweepResult(base.per_question, base.summary, base.variants, base.config | {"dataset_fingerprint": "0" * 16})
-    with pytest.raises(ValueError, match="dataset_fingerprint"):
+    elsewhere = base.provenance.with_(dataset=replace(base.provenance.dataset, fingerprint="0" * 16))
+    other = SweepResult(base.per_question, base.summary, base.variants, elsewhere)
+    with pytest.raises(ValueError, match="the result was measured on"):
         panel(tiny, embedder, store, result=other)
 
 

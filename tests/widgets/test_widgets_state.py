@@ -14,6 +14,7 @@ from workbench.evaluation import stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
+from workbench.results.provenance import Provenance
 from workbench.results.result import SweepResult
 from workbench.run.sweep import sweep
 from workbench.variant import Variant
@@ -257,7 +258,8 @@ def test_the_memory_leaves_out_what_can_no_longer_be_made(tiny: Dataset, embedde
     assert memory.load() == Restored(None, {}, [])
     fixed = Variant.make("fixed", size=16)
     rows = pd.DataFrame({"key": [fixed.key], "variant": [fixed.label]})  # measured, its scores since deleted
-    gone = SweepResult(pd.DataFrame(), rows, rows, {"grid": [{"strategy": "gone", "params": {}}, fixed.spec()]})
+    grid = ({"strategy": "gone", "params": {}}, fixed.spec())
+    gone = SweepResult(pd.DataFrame(), rows, rows, Provenance.from_config({"grid": grid}))
     memory.save(GridSpec(["gone", "fixed"], {"size": "16"}, ("dense", "bm25"), (False, True)), gone)
     restored = memory.load()
     assert restored.grid == GridSpec(("fixed",), {"size": "16"}, ("dense", "bm25"), (False, True), (False,))

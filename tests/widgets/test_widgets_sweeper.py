@@ -21,6 +21,7 @@ from workbench.chunkers import ChunkEnv, register_function
 from workbench.dataset import Dataset
 from workbench.figures.viewer import EVIDENCE
 from workbench.models.embed import Embedder
+from workbench.results.provenance import ModelInfo
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.sweep import sweep
@@ -180,7 +181,7 @@ def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embe
     assert "pick two different" in sw.cmp_summary.value and "#b00020" not in sw.message.value
 
     other = SweepResult(result.per_question, result.summary, result.variants,
-                        result.config | {"models": [{"name": "other", "fingerprint": "x"}]})
+                        result.provenance.with_(models=(ModelInfo("other", "x"),)))
     with pytest.raises(ValueError, match=r"result has model_fingerprint of \['other'\], none of the panel's"):
         sweeper(tiny, embedder, store, result=other)
 

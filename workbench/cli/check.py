@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--baseline", type=Path, required=True, help="a saved run (`sweep --out`) to compare against")
     g.add_argument("--current", type=Path, help="a saved run to check instead of sweeping")
     g.add_argument("--metric", choices=metrics.METRICS, default="recall", help="metric compared (default: %(default)s)")
-    g.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="its cut-off (default: %(default)s)")
+    g.add_argument("--k", type=int, help="its cut-off (default: the current run's, 5 when it was swept)")
     g.add_argument("--max-drop", type=float, default=DEFAULT_MAX_DROP,
                    help="largest real drop of the metric that passes, absolute (default: %(default)s)")
     sweep_arguments(g, out=CHECK_OUT)
@@ -71,18 +71,21 @@ def run(args: argparse.Namespace) -> None:
             print(e.code, file=sys.stderr)
             raise SystemExit(2) from None
         raise
-    for what in ("dataset_fingerprint", "model_fingerprint"):
-        if baseline.config.get(what) != current.config.get(what):
-            print(f"note: the runs differ in {what.split('_')[0]} ({baseline.config.get(what)} -> "
-                  f"{current.config.get(what)}); each variant is compared on the questions both answered")
+    old, new = baseline.provenance, current.provenance
+    for what, a, b in (("dataset", old.dataset.fingerprint, new.dataset.fingerprint),
+                       ("model", [m.fingerprint for m in old.models], [m.fingerprint for m in new.models])):
+        if a != b:
+            print(f"note: the runs differ in {what} ({a} -> {b}); each variant is compared on the questions both "
+                  "answered")
     shown = table.drop(columns="key").rename(columns={"n": "questions"})
     print(shown.to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep=""))
+    k = current.default_k if args.k is None else args.k
     drops, missing = (int((table["status"] == s).sum()) for s in ("drop", "missing"))
     from workbench.results.gate import failed
 
     if failed(table):
-        print(f"FAIL: {drops} variant(s) dropped {args.metric}@{args.k} by more than {args.max_drop} with the "
+        print(f"FAIL: {drops} variant(s) dropped {args.metric}@{k} by more than {args.max_drop} with the "
               f"interval below 0; {missing} baseline variant(s) not measured")
         raise SystemExit(1)
-    print(f"PASS: no variant's {args.metric}@{args.k} dropped by more than {args.max_drop} "
+    print(f"PASS: no variant's {args.metric}@{k} dropped by more than {args.max_drop} "
           f"({len(table)} compared or new)")

@@ -17,7 +17,6 @@ import pandas as pd
 from workbench.cli.options import EPILOG, sweep_arguments
 from workbench.core.errors import describe
 from workbench.dataset import Dataset, DatasetError, DatasetWarning
-from workbench.evaluation import metrics
 from workbench.evaluation.settings import Settings
 from workbench.ingest import load_dataset
 from workbench.models.base import resolve_device
@@ -101,7 +100,7 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
                     line = estimate(dataset, variants, settings, embedder=e, store=store).line()
                     print(textwrap.fill(f"{e.name}: " * (len(embedders) > 1) + line, WIDTH, subsequent_indent="  "))
         result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
-        result.config["command"] = shlex.join(["python", "-m", "workbench", *args.argv])
+        result.provenance = result.provenance.with_(command=shlex.join(["python", "-m", "workbench", *args.argv]))
         answers = then(result, dataset) if then else None
         judged = judge(result, args.cache)
         if getattr(args, "no_report", True):
@@ -170,15 +169,15 @@ def answer(result: SweepResult, top: int = TOP, judged: Verdict | None = None) -
     try:
         v = judged if judged is not None else verdict(result)
     except ValueError as e:  # the warnings still hold
-        return [f"No verdict: {e}. The tables hold every score.", *sweep_warnings(result.variants, result.config)]
+        return [f"No verdict: {e}. The tables hold every score.", *sweep_warnings(result.variants, result.provenance)]
     at = f"{v.metric}@{v.k}"
-    preview = " (a preview: pooled vectors, confirm before you trust it)" if result.config.get("preview") else ""
+    preview = " (a preview: pooled vectors, confirm before you trust it)" if result.preview else ""
     out = [f"Verdict on {at} over {v.questions} questions{preview}:"]
     out += [line for sentence in v.sentences() for line in textwrap.wrap(sentence, WIDTH, initial_indent="  ",
                                                                           subsequent_indent="  ")]
     ranked = v.table.reset_index(drop=True)
     shown = ranked[(ranked.index < top) | (ranked["key"] == v.best)]
-    level = f"{result.config.get('confidence', 0.95):.0%}"
+    level = f"{result.confidence:.0%}"
     head = ["", "#", "variant", f"{at} [{level} CI]", f"context tokens@{v.k}", "chunks", "truncated"]
     rows = [["*" if r.key == v.best else "", str(i + 1), r.variant, f"{r.mean:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
              _count(r.context_tokens), _count(getattr(r, "chunks", None)),
@@ -208,14 +207,13 @@ def _truncated(n: float | None, chunks: float | None) -> str:
 def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
     """What the run computed, for its closing line: the indexes built, or the preview's token pass,
     and the texts embedded (`embedded`: the estimate's sample too)."""
-    c = result.config
-    if not c.get("preview"):
+    if not result.preview:
         texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
         return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
     texts = f"{embedded} texts embedded" if embedded else "no text embedded"
-    passed = c["token_pass_documents"]
+    passed = result.provenance.computed.token_pass_documents
     tokens = (f"a token pass over {passed} documents (computed now)" if passed
-              else f"the cached token pass over {c['documents']} documents (no model pass)")
+              else f"the cached token pass over {result.provenance.dataset.documents} documents (no model pass)")
     return f"a preview of {n_variants} variants from {tokens}, {texts}"
 
 
@@ -224,8 +222,8 @@ def _preview_lines(args: argparse.Namespace, result: SweepResult) -> list[str]:
     the real sweep of the variants tied with its top: the set that should hold the real best."""
     from workbench.evaluation import stats
 
-    ties = result.ties(k=metrics.default_k(args.ks))
-    level = f"{result.config.get('confidence', 0.95):.0%}"
+    ties = result.ties()
+    level = f"{result.confidence:.0%}"
     runs = stats.cannot_order(ties)
     out = [textwrap.fill(f"preview: cannot tell apart ({level} paired interval holds 0): {', '.join(run)}", WIDTH,
                          subsequent_indent="  ") for run in runs]

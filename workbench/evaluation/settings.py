@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from workbench.evaluation.metrics import DEFAULT_BUDGETS, DEFAULT_KS, check_budgets
+from workbench.evaluation.stats import CONFIDENCE
 from workbench.retrieval.ann import Ann
 
 MODES = ("corpus", "document")  # search every chunk, or only the chunks of the question's own document(s)
@@ -32,7 +33,7 @@ class Settings:
     budgets: tuple[int, ...] = DEFAULT_BUDGETS  # context budgets in tokens of budget_encoding; () scores none
     budget_encoding: str = "cl100k_base"
     mode: str = "corpus"  # one of MODES
-    confidence: float = 0.95  # of every bootstrap interval
+    confidence: float = CONFIDENCE  # of every bootstrap interval, and of every tie judged from them
     preview: bool = False  # vectors pooled from one token pass over the corpus (workbench.retrieval.preview)
     ann: Ann | None = None  # approximate search above a chunk count (workbench.retrieval.ann); None: always exact
 
@@ -87,6 +88,3 @@ class Settings:
             out["ann"] = self.ann.spec()
         return out
 
-
-# for `combine`; not the model: runs of different models join as one result of several
-MUST_MATCH = ("dataset_fingerprint", *(f.name for f in fields(Settings)))

@@ -38,6 +38,7 @@ from threadpoolctl import ThreadpoolController
 from workbench.core.io import atomic_write, source_fingerprint
 
 KEYS = ["variant", "metric", "k"]  # what a per-question table must name (see _keys for what it may)
+CONFIDENCE = 0.95  # the level of an interval, and of a tie, when none is chosen (Settings.confidence's default)
 
 
 def _keys(per_question: pd.DataFrame) -> list[str]:
@@ -137,7 +138,8 @@ def prepare(n: int, n_resamples: int = 2000, seed: int = 0) -> None:
 
 
 def mean_ci(
-    samples: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, method: str = "percentile"
+    samples: np.ndarray, confidence: float = CONFIDENCE, n_resamples: int = 2000, seed: int = 0,
+    method: str = "percentile",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap CI of the mean of each row of `samples` (rows x n), rows resampled alike.
 
@@ -174,7 +176,7 @@ class _Distribution:
 
 def summarize(
     per_question: pd.DataFrame,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     n_resamples: int = 2000,
     seed: int = 0,
     method: str = "percentile",
@@ -220,7 +222,7 @@ def summarize(
 def summarize_by_group(
     per_question: pd.DataFrame,
     groups: Mapping[str, str],
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     n_resamples: int = 2000,
     seed: int = 0,
     method: str = "percentile",
@@ -272,8 +274,9 @@ def _wins(x: np.ndarray, n_resamples: int, seed: int, higher_is_better: bool) ->
     return (best / best.sum(axis=1, keepdims=True)).sum(axis=0) / n_resamples
 
 
-def ranking_ties(per_question: pd.DataFrame, metric: str, k: int, confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0, budget: int = 0, cache: str | Path | None = None) -> pd.DataFrame:
+def ranking_ties(per_question: pd.DataFrame, metric: str, k: int, confidence: float = CONFIDENCE,
+                 n_resamples: int = 2000, seed: int = 0, budget: int = 0,
+                 cache: str | Path | None = None) -> pd.DataFrame:
     """The ranking by mean `metric`@k (best first, ties in first-seen order) and what the
     questions can order in it: for each variant the paired bootstrap interval (`mean_ci`,
     percentile, questions resampled alike for every variant) of its difference to the next one
@@ -404,7 +407,7 @@ def paired_compare(
     b: str,
     metric: str,
     k: int,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     n_resamples: int = 9999,
     seed: int = 0,
     method: str = "BCa",
@@ -458,11 +461,11 @@ def paired_compare(
 
 
 def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5, n_resamples: int = 2000,
-                 seed: int = 0, cache: str | Path | None = None) -> pd.DataFrame:
+                 seed: int = 0, confidence: float = CONFIDENCE, cache: str | Path | None = None) -> pd.DataFrame:
     """Every variant paired against the one with the best mean `metric`@k (the highest; the lowest
     for a cost, see `lower_is_better`), nearest the best first: the difference (variant minus the
-    best), its interval and p-value, so a table of means is never read as a ranking the data
-    cannot support.
+    best), its interval at `confidence` and p-value, so a table of means is never read as a ranking
+    the data cannot support.
 
     `p_holm` is the p-value corrected by Holm's step-down over the m - 1 comparisons with the best
     (`holm`): a difference is significant at 0.05 over the whole table when p_holm <= 0.05.
@@ -471,14 +474,14 @@ def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5,
     keyed by the rows at metric@k, the only ones compared."""
     sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
     if cache is not None:
-        args = {"metric": metric, "k": int(k), "n_resamples": n_resamples, "seed": seed}
+        args = {"metric": metric, "k": int(k), "n_resamples": n_resamples, "seed": seed, "confidence": confidence}
         return _cached(cache, "against_best", sel, args, lambda: against_best(per_question, **args))
     if sel.empty:
         raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
     ident = _keys(sel)[0]  # the key when the table has one, else the label
     means = sel.groupby(ident, sort=False)["value"].mean().sort_values(ascending=lower_is_better(metric), kind="stable")
     best = str(means.index[0])
-    rows = [paired_compare(per_question, best, v, metric, k, n_resamples=n_resamples, seed=seed)
+    rows = [paired_compare(per_question, best, v, metric, k, confidence=confidence, n_resamples=n_resamples, seed=seed)
             for v in means.index if v != best]
     cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n", "questions_needed"]
     table = pd.DataFrame(rows, columns=cols).rename(columns={"b": ident, "mean_b": "mean"})

@@ -115,7 +115,7 @@ def _budget_curves(
     ax.set_xscale("log", base=2)
     ax.set_xticks(result.budgets)
     ax.xaxis.set_major_formatter(ScalarFormatter())
-    encoding = result.config.get("budget_encoding", "cl100k_base")
+    encoding = result.provenance.settings.budget_encoding
     ax.set_xlabel(f"context budget\n({encoding} tokens)")  # two lines: a quarter of the report's width
     ax.set_ylabel(f"mean {metric}")
     ax.set_title(f"{metric} at equal budgets")

@@ -28,12 +28,12 @@ def missing(result: SweepResult, v: Verdict | None, dataset: Dataset | None) -> 
     """Why the cuts cannot be drawn, or "" when they can."""
     if v is None or v.runner_up is None:
         return "it needs two variants scored on recall."
-    if result.config.get("preview"):
+    if result.preview:
         return "this is a preview: its chunks were never embedded for real; a real sweep of the best shows their cuts."
     if dataset is None:
         return ("the report was written without the dataset (pass dataset= to report.export or write_report; "
                 "the CLI does).")
-    if dataset.fingerprint != result.config.get("dataset_fingerprint"):
+    if not result.provenance.about(dataset):
         return f"the dataset given ({dataset.name}) is not the one this result was measured on."
     if not {v.best, v.runner_up} <= set(result.hits["key"]):
         return "the result holds no retrieved chunks of these variants (it was measured before results kept them)."

@@ -19,6 +19,7 @@ import pandas as pd
 from workbench.core.io import atomic_write, source_fingerprint
 from workbench.evaluation import metrics
 from workbench.figures import plotdata
+from workbench.results.provenance import Computed
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -112,16 +113,16 @@ def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Seq
 
 def _content_key(result: SweepResult) -> str:
     """What the default figures are drawn from: the per-question scores, the variants (this run's
-    seconds and cache counts aside), the config (its date and cache counts aside) and the drawing
+    seconds and cache counts aside), the provenance (its date, counts and command aside) and the drawing
     code (plots.py, plotdata.py, this module, matplotlib)."""
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
     # a re-run from the caches differs only in what this run spent: no figure draws it
     ran = [c for c in ("seconds", "built", "texts_embedded") if c in result.variants.columns]
     h.update(result.variants.drop(columns=ran).to_csv(index=False).encode())
-    volatile = ("date", "texts_embedded", "texts_cached", "token_pass_documents")
-    h.update(json.dumps({k: v for k, v in result.config.items() if k not in volatile}, sort_keys=True,
-                        default=str).encode())
+    # nor what it computed, when, or the command that ran it (its --out): none of it is drawn
+    drawn = result.provenance.with_(computed=Computed(), date="", command=None).config()
+    h.update(json.dumps(drawn, sort_keys=True, default=str).encode())
     # its file: importing it imports matplotlib
     plots = Path(importlib.util.find_spec("workbench.figures.plots").origin)
     h.update(source_fingerprint(plots, plotdata, sys.modules[__name__]).encode())

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 import pandas as pd
 
 from workbench.dataset import MIXED, Dataset
-from workbench.evaluation import metrics, stats
+from workbench.evaluation import stats
 from workbench.figures import plotdata
 from workbench.models.base import model_fingerprint
 from workbench.models.embed import default_model_path
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from workbench.results.answers import Answers
+    from workbench.results.provenance import Provenance
     from workbench.results.result import SweepResult
     from workbench.results.verdict import Verdict
 
@@ -93,30 +94,31 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
     fall" section, `dataset` (optional) for "By group" (`_grouped_by`), `answers` (optional) for
     "Answer quality", `figure_cache` (optional) the folder the by-group figure is read back from
     when drawn before (figures.by_group_png)."""
-    c = result.config
-    head = (f"dataset <b>{_value(c.get('dataset', '?'))}</b> ({_value(c.get('questions', '?'))} questions), "
-            f"model <b>{_value(c.get('model', '?'))}</b>, mode {_value(c.get('mode', '?'))}, "
-            f"{_value(c.get('date', ''))}")
+    p = result.provenance
+    models = ", ".join(m.name for m in p.models) or "?"
+    head = (f"dataset <b>{_value(p.dataset.name)}</b> ({_value(p.dataset.questions or '?')} questions), "
+            f"model{'s' * (len(p.models) > 1)} <b>{_value(models)}</b>, mode {_value(p.settings.mode)}, "
+            f"{_value(p.date)}")
     out.write(f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
               '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
               f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
               f"<h1>{html.escape(title)}</h1>\n<p>{head}</p>\n")
-    if c.get("preview"):
+    if result.preview:
         out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
                   "the corpus (workbench.retrieval.preview), not embedded: the ranking is an estimate. Confirm the "
                   "best variants with a real sweep before choosing.</p>\n")
     if v is not None:
         out.write(_verdict(v))
     else:
-        truncation = truncation_warning(result.variants, c.get("model_window"))
-        out.write(_warnings(sweep_warnings(result.variants, c), truncation))
+        truncation = truncation_warning(result.variants, p.window)
+        out.write(_warnings(sweep_warnings(result.variants, p), truncation))
     if figures:
         out.write(f'<section id="figures"><h2>Figures</h2>\n<p>Variants are numbered in the figures:</p>\n'
                   f"{_legend_table(result)}")
         for name, fig in figures.items():
             out.write(_figure(result, name, fig, narrow.get(name), dpi))
         out.write("</section>\n")
-    k = v.k if v is not None else metrics.default_k(result.ks)
+    k = v.k if v is not None else result.default_k
     out.write(_scores(result, k))
     if v is not None:
         out.write(_against_best(v))
@@ -125,7 +127,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
     out.write(_by_group(result, dataset, k, dpi, figure_cache))
     out.write(cuts)
     out.write(_variants(result, k))
-    out.write(f"{_provenance(c)}</body>\n</html>\n")
+    out.write(f"{_provenance(p)}</body>\n</html>\n")
 
 
 def _value(v: Any) -> str:
@@ -242,36 +244,39 @@ def _legend_table(result: SweepResult) -> str:
     return f'<div class="scroll"><table>\n<tr><th>#</th><th>variant</th></tr>\n{rows}</table></div>\n'
 
 
-def reproduce_code(config: Mapping[str, Any]) -> str:
+def reproduce_code(provenance: Provenance) -> str:
     """Python that sweeps the same grid again (for a run that did not come from the CLI)."""
-    lines = ["import workbench as wb", "", f"dataset = wb.load_dataset({str(config.get('dataset', '?'))!r})"
+    p = provenance
+    lines = ["import workbench as wb", "", f"dataset = wb.load_dataset({p.dataset.name or '?'!r})"
              "  # the folder this dataset was loaded from", "variants = ["]
-    for g in config.get("grid", []):
+    for g in p.grid:
         args = [repr(g["strategy"]), *(f"{p}={v!r}" for p, v in g.get("params", {}).items()),
                 *(f"{m}=True" for m in ("contextual_header", "late") if g.get(m)),
                 *([f"contextual={g['context']!r}"] if "context" in g else [])]
         lines.append(f"    wb.Variant.make({', '.join(args)}),")
-    backend = config.get("backend", "torch")
-    model = str(config.get("model_fingerprint", "")).removesuffix(f"-{backend}")
+    m = p.models[0] if p.models else None
+    backend = m.backend if m else "torch"
+    model = m.fingerprint.removesuffix(f"-{backend}") if m else ""
     custom = model not in ("", model_fingerprint(default_model_path()))
-    args = [repr(str(config.get("model")))] * custom + [f"backend={backend!r}"] * (backend != "torch")
+    args = [repr(m.name if m else "?")] * custom + [f"backend={backend!r}"] * (backend != "torch")
     embedder = f", embedder=wb.Embedder({', '.join(args)})" if args else ""
-    lines += ["]", f"result = wb.sweep(dataset, variants, ks={list(config.get('ks', metrics.DEFAULT_KS))}, "
-              f"mode={config.get('mode', 'corpus')!r}{embedder})" + ("  # the model's folder" if custom else ""),
+    lines += ["]", f"result = wb.sweep(dataset, variants, ks={list(p.settings.ks)}, "
+              f"mode={p.settings.mode!r}{embedder})" + ("  # the model's folder" if custom else ""),
               'wb.report.export(result, "results/mine")']
     return "\n".join(lines)
 
 
-def _provenance(config: Mapping[str, Any]) -> str:
-    """How it was made, collapsed: every config field, versions as one line, and how to run it again."""
+def _provenance(provenance: Provenance) -> str:
+    """How it was made, collapsed: every field of its config.json, versions as one line, and how to run it again."""
+    config = provenance.config()
     rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_value(v)}</td></tr>\n"
                    for k, v in config.items() if k not in ("grid", "versions", "command"))
-    versions = ", ".join(f"{name} {version}" for name, version in config.get("versions", {}).items())
+    versions = ", ".join(f"{name} {version}" for name, version in provenance.versions.items())
     rows += f"<tr><th>versions</th><td>{html.escape(versions)}</td></tr>\n"
-    if config.get("command"):
-        again = f"<p>The command that made it:</p>\n<pre>{html.escape(str(config['command']))}</pre>\n"
+    if provenance.command:
+        again = f"<p>The command that made it:</p>\n<pre>{html.escape(provenance.command)}</pre>\n"
     else:
-        again = f"<p>Code that makes it again:</p>\n<pre>{html.escape(reproduce_code(config))}</pre>\n"
+        again = f"<p>Code that makes it again:</p>\n<pre>{html.escape(reproduce_code(provenance))}</pre>\n"
     return ('<section id="provenance"><h2>How it was made</h2>\n<details><summary>Dataset, model, fingerprints, '
             f'versions, date and how to run it again</summary>\n<table class="provenance">\n{rows}</table>\n{again}'
             "</details></section>\n")
@@ -326,7 +331,7 @@ def _against_best(v: Verdict) -> str:
 
 
 def _scores(result: SweepResult, k: int) -> str:
-    confidence = result.config.get("confidence", 0.95)
+    confidence = result.confidence
     ranked = stats.with_prob_best(result.summary, result.per_question)  # once, for both tables
     return (f'<section id="scores"><h2>Scores</h2>\n<p>Mean [{confidence:.0%} confidence interval] over questions at '
             f"k = {k}; context tokens are cl100k tokens handed to the LLM. P(best): the share of bootstrap resamples "
@@ -356,7 +361,7 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, ca
     if dataset is None or metric not in set(result.summary["metric"]):
         return ""
     heading, what = _grouped_by(dataset)
-    if dataset.fingerprint != result.config.get("dataset_fingerprint", dataset.fingerprint):
+    if not result.provenance.about(dataset):
         return (f'<section id="by-group"><h2>{heading}</h2>\n<p>Left out: the dataset given '
                 f"({html.escape(dataset.name)}) is not the one this result was measured on.</p></section>\n")
     groups = dataset.groups_of_questions()

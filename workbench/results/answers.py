@@ -218,10 +218,7 @@ def evaluate(
     if result.hits.empty or result.per_question.empty:
         raise ValueError("the result holds no questions (no hits: a result saved before hits were kept, or a sweep "
                          "of no questions): nothing to answer from")
-    if dataset.fingerprint != result.config.get("dataset_fingerprint", dataset.fingerprint):
-        raise ValueError(f"dataset {dataset.name!r} (fingerprint {dataset.fingerprint}) is not the one the result "
-                         f"was measured on ({result.config.get('dataset')!r}, "
-                         f"{result.config.get('dataset_fingerprint')}): its hits point into other texts")
+    result.provenance.check_about(dataset, "answers (the result's hits point into the texts it was measured on)")
     keys = ranked_keys(result, metric, k)[:top] if variants is None else list(dict.fromkeys(map(result.key_of,
                                                                                                  variants)))
     if not keys:
@@ -229,8 +226,8 @@ def evaluate(
     llm = LLM() if llm is None else llm
     if judge and llm.backend != "local":
         raise ValueError("judge=True reads the model's next-token logits: it needs an LLM with backend='local'")
-    encoding = result.config.get("budget_encoding", "cl100k_base")
-    confidence = result.config.get("confidence", 0.95) if confidence is None else confidence
+    encoding = result.provenance.settings.budget_encoding
+    confidence = result.confidence if confidence is None else confidence
     asked = set(result.hits["qid"])
     questions = {q.qid: q for q in dataset.questions if q.qid in asked}
     refs = {qid: q.references or (evidence_text(dataset, q),) for qid, q in questions.items()}

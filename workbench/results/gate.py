@@ -23,16 +23,19 @@ STATUSES = ("drop", "ok", "better", "new", "missing")  # "drop" and "missing" fa
 DEFAULT_MAX_DROP = 0.02  # the largest real drop of the metric (absolute) the gate lets pass
 
 
-def compare(baseline: SweepResult, current: SweepResult, metric: str = "recall", k: int = metrics.DEFAULT_K,
-            max_drop: float = DEFAULT_MAX_DROP, confidence: float = 0.95) -> pd.DataFrame:
+def compare(baseline: SweepResult, current: SweepResult, metric: str = "recall", k: int | None = None,
+            max_drop: float = DEFAULT_MAX_DROP, confidence: float | None = None) -> pd.DataFrame:
     """One row per variant of either run: [variant, key, status, n, baseline, current, diff, ci_low,
     ci_high, p_value]. status: "drop" when the interval of current - baseline lies below 0 and the
     drop exceeds `max_drop`; "better" when it lies above 0; "ok" otherwise; "new" (only in the
-    current run) and "missing" (only in the baseline, so it could not be checked).
+    current run) and "missing" (only in the baseline, so it could not be checked). k and confidence
+    default to the current run's (SweepResult.default_k, SweepResult.confidence).
 
     >>> table = compare(SweepResult.load("results/baseline"), result)  # doctest: +SKIP
     >>> failed(table)  # doctest: +SKIP
     """
+    k = current.default_k if k is None else k
+    confidence = current.confidence if confidence is None else confidence
     if metric not in metrics.METRICS:
         raise ValueError(f"metric must be one of {list(metrics.METRICS)}, got {metric!r}")
     if not 0 <= max_drop < 1:

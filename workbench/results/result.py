@@ -1,4 +1,6 @@
-"""A sweep's result: what it measured, as tidy tables, and its provenance."""
+"""A sweep's result: what it measured, as tidy tables, and its typed provenance; and the answers
+every reader asks of it (the default cut-off, the confidence, the ranking, the ties, the verdict),
+given once here."""
 
 from __future__ import annotations
 
@@ -6,15 +8,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from workbench.core.io import atomic_write, write_text
 from workbench.dataset import Dataset
-from workbench.evaluation import metrics, stats
+from workbench.evaluation import stats
 from workbench.evaluation.scoring import HIT_COLUMNS
 from workbench.models.choose import variant_key
+from workbench.results.provenance import Provenance
+from workbench.results.verdict import Verdict, verdict
 from workbench.variant import Variant
 
 SUMMARY_COLUMNS = ["key", "variant", "model", "metric", "k", "budget", "mean", "ci_low", "ci_high", "n"]
@@ -42,15 +45,12 @@ class SweepResult:
                   question, averaged; empty when flat)
     hits:         each variant's top max(ks) returned units per question, what the report draws:
                   [key, variant, model, qid, rank, doc_id, start, end, score, chunk_id]
-    config:       provenance: dataset and models (a `models` list of name, fingerprint, backend and
-                  window; `model`, `model_fingerprint`, `backend`, `model_window` too when there is
-                  one), the Settings (ks, budgets,
-                  budget_encoding, mode, confidence; preview = True for a preview sweep), grid,
-                  versions, date, and what this run computed: texts_embedded, texts_cached and
-                  token_pass_documents (the documents a preview's token pass ran over; 0 when cached)
+    provenance:   the dataset and models it was measured on, the Settings (ks, budgets, budget
+                  encoding, mode, confidence, preview, ann), the grid, versions, date and what the run
+                  computed (workbench.results.provenance); saved as config.json
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
-    (context tokens, counted in config["budget_encoding"]) for a metric at an equal context
+    (context tokens, counted in the settings' budget_encoding) for a metric at an equal context
     budget (metrics.score_budgets); k = 0 and budget = 0 for a k-independent metric
     (precision_omega). So `k > 0` selects the per-k rows and `budget > 0` the budget rows.
 
@@ -63,7 +63,7 @@ class SweepResult:
     per_question: pd.DataFrame
     summary: pd.DataFrame
     variants: pd.DataFrame
-    config: dict[str, Any] = field(default_factory=dict)
+    provenance: Provenance
     hits: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["key", "variant", *HIT_COLUMNS]))
     # the cache folder of the sweep that made it, where `ties` and `by_group` keep their intervals
     # (stats._cached: a re-run computes none); None for a loaded result
@@ -85,38 +85,51 @@ class SweepResult:
         return dict(zip(table["key"], table["variant"], strict=True))
 
     @property
+    def confidence(self) -> float:
+        """The level of every interval of the result, and of every tie read from it."""
+        return self.provenance.confidence
+
+    @property
+    def default_k(self) -> int:
+        """The cut-off a figure, a table or a verdict uses when none is chosen."""
+        return self.provenance.default_k
+
+    @property
     def ks(self) -> list[int]:
-        """The swept cut-offs k (from the config, else the summary's k > 0)."""
-        ks = self.config.get("ks") or sorted(k for k in self.summary["k"].unique() if k > 0)
-        return [int(k) for k in ks]
+        """The swept cut-offs k."""
+        return list(self.provenance.settings.ks)
 
     @property
     def budgets(self) -> list[int]:
-        """The swept context budgets in tokens (from the config, else the summary's budget > 0)."""
-        if "budgets" in self.config:
-            return [int(b) for b in self.config["budgets"]]
-        return sorted(int(b) for b in self.summary.get("budget", pd.Series(dtype=int)).unique() if b > 0)
+        """The swept context budgets, in tokens of the settings' budget_encoding."""
+        return list(self.provenance.settings.budgets)
+
+    @property
+    def preview(self) -> bool:
+        """Scored from pooled vectors (workbench.retrieval.preview): an estimate to confirm."""
+        return self.provenance.settings.preview
 
     @property
     def grid_params(self) -> list[str]:
         """The parameter names of the grid, in first-seen order (columns of `variants`)."""
-        names = dict.fromkeys(p for spec in self.config.get("grid", []) for p in spec.get("params", {}))
+        names = dict.fromkeys(p for spec in self.provenance.grid for p in spec.get("params", {}))
         return [p for p in names if p in self.variants.columns]
 
     def variant(self, key: str) -> Variant:
         """The Variant of a measured variant (key or label), made again from the grid, e.g. to
         load its chunks or rankings."""
         key = self.key_of(key)
-        for spec in self.config.get("grid", []):
+        for spec in self.provenance.grid:
             v = Variant.from_spec(spec)
             if v.key == variant_key(key):
                 return v
         raise ValueError(f"variant {self.label_of(key)} cannot be made again from the result's grid")
 
-    def ranking(self, metric: str = "recall", k: int = 5) -> pd.DataFrame:
-        """The summary's rows of mean `metric` at cut-off k, best first (highest, or lowest for a cost such as
-        context tokens; ties in the summary's order): one row per (variant, model), so that a result of
-        several models says which model each row was measured with (its `model` and `key` columns)."""
+    def ranking(self, metric: str = "recall", k: int | None = None) -> pd.DataFrame:
+        """The summary's rows of mean `metric` at cut-off k (default: `default_k`), best first (highest,
+        or lowest for a cost such as context tokens; ties in the summary's order): one row per (variant,
+        model), so that a result of several models says which model each row was measured with."""
+        k = self.default_k if k is None else k
         table = self.summary
         rows = table[(table["metric"] == metric) & (table["k"] == k) & (table["budget"] == 0)]
         if rows.empty:
@@ -125,7 +138,7 @@ class SweepResult:
         sign = 1 if stats.lower_is_better(metric) else -1
         return rows.sort_values("mean", key=lambda mean: sign * mean, kind="stable").reset_index(drop=True)
 
-    def top(self, n: int, metric: str = "recall", k: int = 5) -> list[Variant]:
+    def top(self, n: int, metric: str = "recall", k: int | None = None) -> list[Variant]:
         """The n best variants by mean `metric` at cut-off k (`ranking`), e.g. the best of a preview sweep,
         to confirm with a real one. Each variant comes once, at the rank of its best row: on a result of
         several models, sweep them again with the same models; `ranking` says which model each row had."""
@@ -137,14 +150,18 @@ class SweepResult:
         return [self.variant(key) for key in list(best.values())[:n]]
 
     def ties(self, metric: str = "recall", k: int | None = None, seed: int = 0) -> pd.DataFrame:
-        """The ranking by mean `metric`@k (default: metrics.default_k of the swept ks) with what its
-        questions cannot order, at the sweep's confidence (stats.ranking_ties): a preview says which
-        neighbours it cannot tell apart, and its `tied_with_top` rows are what a real sweep confirms.
+        """The ranking by mean `metric`@k (default: `default_k`) with what its questions cannot order,
+        at the result's confidence (stats.ranking_ties): a preview says which neighbours it cannot tell
+        apart, and its `tied_with_top` rows are what a real sweep confirms.
         Columns: key, variant, then ranking_ties's."""
-        k = metrics.default_k(self.ks) if k is None else k
-        table = stats.ranking_ties(self.per_question, metric, k, self.config.get("confidence", 0.95), seed=seed,
-                                   cache=self.cache)
+        k = self.default_k if k is None else k
+        table = stats.ranking_ties(self.per_question, metric, k, self.confidence, seed=seed, cache=self.cache)
         return table.assign(variant=table["key"].map(self.label_of))[["key", "variant", *table.columns[1:]]]
+
+    def verdict(self, metric: str = "recall", k: int | None = None) -> Verdict:
+        """What the result says, in sentences a team can act on, judged at the result's confidence
+        (workbench.results.verdict); its paired comparisons kept in the sweep's cache."""
+        return verdict(self, metric, k, cache=self.cache)
 
     def label_of(self, key: str) -> str:
         return self._label_by_key[self.key_of(key)]
@@ -172,7 +189,7 @@ class SweepResult:
         pq = self.per_question
         if metric is not None:
             pq = pq[(pq["metric"] == metric) & (pq["k"] == k) & (pq.get("budget", 0) == 0)]
-        return stats.summarize_by_group(pq, groups, self.config.get("confidence", 0.95), cache=self.cache)
+        return stats.summarize_by_group(pq, groups, self.confidence, cache=self.cache)
 
     def save(self, folder: str | Path) -> dict[str, Path]:
         """Write the tables (CSV + Parquet) and config.json, each atomically."""
@@ -189,9 +206,8 @@ class SweepResult:
         atomic_write(paths["variants"], lambda p: self.variants.to_csv(p, index=False))
         atomic_write(paths["per_question"], lambda p: self.per_question.to_parquet(p, index=False))
         atomic_write(paths["hits"], lambda p: self.hits.to_parquet(p, index=False))
-        write_text(paths["config"], json.dumps(self.config, indent=2, default=str))
+        write_text(paths["config"], json.dumps(self.provenance.config(), indent=2, default=str))
         return paths
-
 
     @classmethod
     def load(cls, folder: str | Path) -> SweepResult:
@@ -209,4 +225,5 @@ class SweepResult:
             except (OSError, ValueError) as e:
                 raise ValueError(f"{out / name}: cannot read the saved table ({e})") from e
         return cls(tables["per_question.parquet"], tables["summary.csv"], tables["variants.csv"],
-                   json.loads((out / "config.json").read_text(encoding="utf-8")), tables["hits.parquet"])
+                   Provenance.from_config(json.loads((out / "config.json").read_text(encoding="utf-8"))),
+                   tables["hits.parquet"])

@@ -7,21 +7,21 @@ context tokens of the tied that nothing dominates. It says how it compares with 
 how many questions would separate a tie, what it saves, the Pareto set of quality against context
 cost, and the warnings to read before trusting any number (`sweep_warnings`: chunks embedded truncated,
 evidence much shorter than every chunk, most questions on one document). It reads only the tidy
-tables and the config of a SweepResult, like plots and the report.
+tables and the provenance of a SweepResult, like plots and the report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from workbench.evaluation import metrics, stats
+from workbench.evaluation import stats
 
 if TYPE_CHECKING:
+    from workbench.results.provenance import DatasetIdentity, Provenance
     from workbench.results.result import SweepResult
 
 COST = "context_tokens"
@@ -150,7 +150,7 @@ def truncation_warning(variants: pd.DataFrame, window: int | None = None) -> str
 
 def evidence_warning(variants: pd.DataFrame, evidence_chars: float | None) -> str | None:
     """One sentence when some variant's smallest chunk (min_chunk_chars) is over EVIDENCE_RATIO
-    times the median evidence span (`evidence_chars`, the sweep's config): a returned chunk then
+    times the median evidence span (`evidence_chars`, the result's dataset): a returned chunk then
     holds mostly other text, so precision and IoU stay low whatever its boundaries. None when no
     variant is so, or when the result predates these counts."""
     if not evidence_chars or "min_chunk_chars" not in variants.columns:
@@ -167,11 +167,11 @@ def evidence_warning(variants: pd.DataFrame, evidence_chars: float | None) -> st
             "or label the whole passage that answers each question.")
 
 
-def document_warning(config: Mapping[str, Any]) -> str | None:
+def document_warning(dataset: DatasetIdentity) -> str | None:
     """One sentence when over MAIN_DOCUMENT_SHARE of the questions have evidence in one document
-    (the sweep's config: main_document [doc_id, questions], questions, documents): the scores then
+    (the result's dataset: main_document (doc_id, questions), questions, documents): the scores then
     say how chunking does on that document. None for a one-document corpus, or an older result."""
-    main, n, docs = config.get("main_document"), config.get("questions"), config.get("documents")
+    main, n, docs = dataset.main_document, dataset.questions, dataset.documents
     if not main or not n or not docs or docs < 2 or main[1] <= MAIN_DOCUMENT_SHARE * n:
         return None
     return (f"Warning: {main[1]:,} of the {n:,} questions ({main[1] / n:.0%}) have their evidence in one document of "
@@ -179,23 +179,24 @@ def document_warning(config: Mapping[str, Any]) -> str | None:
             "questions on the others before choosing for the whole corpus.")
 
 
-def sweep_warnings(variants: pd.DataFrame, config: Mapping[str, Any]) -> list[str]:
+def sweep_warnings(variants: pd.DataFrame, provenance: Provenance) -> list[str]:
     """Every warning to read before trusting a number of these variants, each one sentence: chunks
     embedded truncated, evidence much shorter than every chunk, most questions on one document.
     The verdict ends with them; the CLI, report and widgets show them through here."""
-    found = (truncation_warning(variants, config.get("model_window")),
-             evidence_warning(variants, config.get("evidence_chars")), document_warning(config))
+    found = (truncation_warning(variants, provenance.window),
+             evidence_warning(variants, provenance.dataset.evidence_chars), document_warning(provenance.dataset))
     return [w for w in found if w]
 
 
 def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000,
             cache: str | Path | None = None) -> Verdict:
-    """The verdict on `metric`@k (k defaults to metrics.default_k of the swept ks); `cache`: a cache
-    folder, where the paired comparisons of the same scores are read back (stats.against_best)."""
+    """The verdict on `metric`@k (k defaults to the result's default_k), its ties judged at the result's
+    confidence; `cache`: a cache folder, where the paired comparisons of the same scores are read back
+    (stats.against_best). SweepResult.verdict is this with the sweep's cache."""
     pq = result.per_question
     if metric not in set(pq["metric"]):
         raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(pq['metric']))}")
-    k = metrics.default_k(result.config.get("ks") or pq["k"].unique()) if k is None else int(k)
+    k = result.default_k if k is None else int(k)
     means = result.summary[(result.summary["metric"] == metric) & (result.summary["k"] == k)]
     if means.empty:
         raise ValueError(f"no {metric}@{k} in the result; swept ks: {sorted(set(pq['k']) - {0})}")
@@ -204,8 +205,8 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
     p_best = stats.prob_best(pq, metric, k, n_resamples, higher_is_better=not lower)
     table = table.assign(p_best=table["key"].map(p_best))
     compared = ["key", "diff", "ci_low", "ci_high", "p_value", "p_holm", "questions_needed"]
-    pairs = (stats.against_best(pq, metric, k, n_resamples=n_resamples, cache=cache) if len(table) > 1
-             else pd.DataFrame(columns=compared))
+    pairs = (stats.against_best(pq, metric, k, n_resamples, confidence=result.confidence, cache=cache)
+             if len(table) > 1 else pd.DataFrame(columns=compared))
     pairs = pairs[compared].rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})
     cost = result.summary[(result.summary["metric"] == COST) & (result.summary["k"] == k)].set_index("key")["mean"]
     columns = [c for c in ("chunks", "truncated_chunks", "tokens_embedded", "min_chunk_chars")
@@ -228,8 +229,8 @@ def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n
         best = top
     tied = tuple(k for k in table.loc[table["tied"], "key"] if k not in (top, best))
     runner_up = top if best != top else (str(table["key"].iloc[1]) if len(table) > 1 else None)
-    window = result.config.get("model_window")
+    window = result.provenance.window
     return Verdict(metric, k, best, top, runner_up, tied, tuple(table["key"].iloc[front]),
                    int(pq[(pq["metric"] == metric) & (pq["k"] == k)]["qid"].nunique()),
                    int(window) if window else None, table.reset_index(drop=True),
-                   tuple(sweep_warnings(table, result.config)))
+                   tuple(sweep_warnings(table, result.provenance)))

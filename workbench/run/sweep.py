@@ -8,14 +8,11 @@ result is a set of tidy DataFrames that plots, widgets and the report read witho
 from __future__ import annotations
 
 import gc
-import platform
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cached_property
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,25 +31,13 @@ from workbench.models.choose import ModelSpec, embedders_of, result_key
 from workbench.models.context import context_fingerprint
 from workbench.models.embed import Embedder
 from workbench.results.combine import combine, unique_labels
+from workbench.results.provenance import Computed, DatasetIdentity, ModelInfo, Provenance, now, versions
 from workbench.results.result import SUMMARY_COLUMNS, SweepResult
 from workbench.retrieval.index import ChunkIndex, IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_embedder
 from workbench.retrieval.search import queries, ranked_for, search
 from workbench.run.engine import get_engine
 from workbench.variant import Variant
-
-_VERSIONED = ("sentence-transformers", "torch", "faiss-cpu", "bm25s", "tiktoken", "llama-index-core", "numpy", "pandas",
-              "onnxruntime")
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def resolve_store(store: IndexStore | str | Path, embedder: Embedder | None) -> tuple[IndexStore, Embedder]:
@@ -152,22 +137,11 @@ class Context:
         stats.prepare(len(self.dataset.questions))
         return evidence.token_bounds(self.dataset)
 
-    def config(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         """A result's provenance, less what each step adds (grid, counts, date)."""
-        d, e = self.dataset, self.embedder
-        return {"dataset": d.name, "dataset_fingerprint": d.fingerprint, "corpus_fingerprint": d.corpus_fingerprint,
-                "documents": len(d.documents), "questions": len(d.questions), "characters": d.n_chars,
-                "evidence_chars": d.evidence_chars, "main_document": list(d.main_document),  # verdict.sweep_warnings
-                "model": e.name, "model_fingerprint": e.fingerprint, "backend": e.backend,
-                "model_window": e.window_tokens,  # the word pieces of a text the model reads (specials aside)
-                **({"token_pass_model": token_embedder(e).fingerprint} if self.settings.preview else {}),
-                "models": [model_entry(e)], **self.settings.config(), "versions": versions()}
-
-
-def model_entry(embedder: Embedder) -> dict[str, Any]:
-    """A model of a result's config["models"]; window None: the model reads a whole text."""
-    e = embedder
-    return {"name": e.name, "fingerprint": e.fingerprint, "backend": e.backend, "window": e.window_tokens}
+        e = self.embedder
+        return Provenance(DatasetIdentity.of(self.dataset), (ModelInfo.of(e),), self.settings, versions=versions(),
+                          token_pass_model=token_embedder(e).fingerprint if self.settings.preview else None)
 
 
 @dataclass(frozen=True)
@@ -260,7 +234,7 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False,
     """The steps of one model; `several`: the sweep has other models, so labels name this one.
     summarized=False leaves each step's summary empty, for `sweep`, which summarises the whole
     table in one call instead (the same numbers: stats.summarize)."""
-    embedder, config = context.embedder, context.config()
+    embedder, provenance = context.embedder, context.provenance()
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [f"{v.label} · {embedder.name}" if several else v.label
                                                  for v in variants]), strict=True))
@@ -291,13 +265,10 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False,
                "preview": context.settings.preview}
         summary = (stats.summarize(scores, confidence=context.settings.confidence, cache=context.store.root)
                    if summarized else pd.DataFrame(columns=SUMMARY_COLUMNS))
-        yield SweepResult(scores, summary, pd.DataFrame([row]), config | {
-            "grid": [v.spec()],
-            "texts_embedded": embedder.stats.embedded - before[0],
-            "texts_cached": embedder.stats.cached - before[1],
-            "token_pass_documents": context.token_pass_documents - before[2],
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        }, hits, context.store.root)
+        computed = Computed(embedder.stats.embedded - before[0], embedder.stats.cached - before[1],
+                            context.token_pass_documents - before[2])
+        yield SweepResult(scores, summary, pd.DataFrame([row]),
+                          provenance.with_(grid=(v.spec(),), computed=computed, date=now()), hits, context.store.root)
 
 
 def sweep(
@@ -363,10 +334,11 @@ def sweep(
     # pandas and the stats cache's files), 0.45 s of a 22-variant chroma_small preview of 6 to 7 s (measured apart)
     result = combine([step for c in contexts for step in _steps(variants, c, len(contexts) > 1, summarized=False)])
     result.summary = stats.summarize(result.per_question, confidence=settings.confidence, cache=contexts[0].store.root)
-    result.config |= {  # the questions' vectors count too
-        "texts_embedded": sum(c.embedder.stats.embedded - b[0] for c, b in zip(contexts, before, strict=True)),
-        "texts_cached": sum(c.embedder.stats.cached - b[1] for c, b in zip(contexts, before, strict=True)),
-    }
+    computed = Computed(  # the questions' vectors count too
+        sum(c.embedder.stats.embedded - b[0] for c, b in zip(contexts, before, strict=True)),
+        sum(c.embedder.stats.cached - b[1] for c, b in zip(contexts, before, strict=True)),
+        result.provenance.computed.token_pass_documents)
+    result.provenance = result.provenance.with_(computed=computed)
     return result
 
 

@@ -96,4 +96,4 @@ class PanelBase(Guarded):
         if result is None:
             return ""
         table = result.variants if keys is None else result.variants[result.variants["key"].isin(keys)]
-        return "<br>".join(WARNING.format(html.escape(w)) for w in sweep_warnings(table, result.config))
+        return "<br>".join(WARNING.format(html.escape(w)) for w in sweep_warnings(table, result.provenance))

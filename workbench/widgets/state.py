@@ -31,7 +31,7 @@ from workbench.models.choose import result_key, variant_key
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate, generation_line
 from workbench.models.llm import Stopped
-from workbench.results.combine import combine, models_in
+from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.estimate import generation_estimates
@@ -200,16 +200,14 @@ def sweep_settings(result: SweepResult | None, dataset: Dataset, models: Sequenc
     field), else `ks` with every other setting at its default."""
     if result is None:
         return Settings(ks=tuple(ks))
-    if result.config.get("dataset_fingerprint") != dataset.fingerprint:
-        raise ValueError(f"result has dataset_fingerprint {result.config.get('dataset_fingerprint')!r}, but the "
-                         f"panel's is {dataset.fingerprint!r}")
+    result.provenance.check_about(dataset, "the panel's result")
     ours = {e.fingerprint for e in models}
-    theirs = {m["fingerprint"]: m["name"] for m in models_in(result.config)}
+    theirs = {m.fingerprint: m.name for m in result.provenance.models}
     other = sorted(name for fp, name in theirs.items() if fp not in ours)
     if other:
         raise ValueError(f"result has model_fingerprint of {other}, none of the panel's models "
                          f"{[e.name for e in models]}: pass models= (or embedder=) the result was measured with")
-    return Settings.from_config(result.config)
+    return result.provenance.settings
 
 
 # ---------------------------------------------------------------------------------------- memory
@@ -245,13 +243,13 @@ class SweeperMemory:
         return cls(path, tuple(models), tuple(ScoreCache(Path(root), dataset, fp, settings) for fp in fps))
 
     def save(self, grid: GridSpec, result: SweepResult) -> None:
-        """Remember the grid (as typed), the variants of `result` (their specs, config["grid"]) and
+        """Remember the grid (as typed), the variants of `result` (their specs, the provenance's grid) and
         which model measured which (by fingerprint: the variant keys)."""
         spec = {"strategies": list(grid.strategies), "ranges": dict(grid.ranges), "retrievers": list(grid.retrievers),
                 "contextual_header": list(grid.contextual_header), "late": list(grid.late)}
         measured = {e.fingerprint: [variant_key(k) for k in result.keys if result_key(variant_key(k), e) == k]
                     for e in self.models}
-        write_text(self.path, json.dumps({"grid": spec, "variants": result.config.get("grid", []),
+        write_text(self.path, json.dumps({"grid": spec, "variants": list(result.provenance.grid),
                                           "measured_with": measured}, indent=1, default=str))
 
     def load(self) -> Restored:
@@ -308,7 +306,7 @@ class SweepRun:
 
     def __post_init__(self) -> None:
         if self.settings is None:
-            self.settings = Settings.from_config(self.result.config) if self.result is not None else Settings()
+            self.settings = self.result.provenance.settings if self.result is not None else Settings()
         if isinstance(self.models, Embedder) or not self.models:
             raise ValueError(f"models: give a non-empty list of Embedders, got {self.models!r}")
         known = set(self.result.keys) if self.result is not None else set()
