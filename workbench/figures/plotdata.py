@@ -19,7 +19,6 @@ from workbench.chunkers import STRATEGIES
 from workbench.core.params import UNIT_PARAM
 from workbench.core.stages import STAGES, get_stage
 from workbench.evaluation import stats
-from workbench.evaluation.metrics import default_k
 from workbench.variant import short_value
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
 def _pick_k(result: SweepResult, k: int | None) -> int:
     ks = result.ks
     if k is None:
-        return default_k(ks)
+        return result.default_k
     if k not in ks:
         raise ValueError(f"k must be one of the swept ks {ks}, got {k}")
     return int(k)

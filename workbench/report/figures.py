@@ -45,7 +45,7 @@ _CURVES = {  # metric -> (title, what to look for)
 def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     """The title and the one-line caption (what to look for) of a figure of `default_figures`;
     a figure of another name is titled by its name."""
-    k = metrics.default_k(result.ks)
+    k = result.default_k
     if name == "overview":  # one sentence per panel drawn, from the list the overview draws
         panels = " ".join(f"{title}: {hint}." for title, hint in plotdata.overview_panels(result, k))
         return "Recall, ranking and cost at a glance", f"{panels} Numbers: the variant table above."

@@ -176,7 +176,7 @@ class Answers:
 def ranked_keys(result: SweepResult, metric: str = "recall", k: int | None = None) -> list[str]:
     """The result's keys by mean `metric`@k, best first, ties in grid order (as SweepResult.top
     ranks, by key, so a result of several models ranks its (variant, model) rows)."""
-    k = metrics.default_k(result.ks) if k is None else k
+    k = result.default_k if k is None else k
     table = result.summary
     rows = table[(table["metric"] == metric) & (table["k"] == k) & (table["budget"] == 0)]
     if rows.empty:
@@ -260,7 +260,7 @@ def evaluate(
     per_question = pd.DataFrame(rows)
     config = {"llm": llm.name, "llm_fingerprint": llm.fingerprint, "context_tokens": context_tokens,
               "encoding": encoding, "max_tokens": max_tokens, "judge": judge, "confidence": confidence,
-              "ranked_by": f"{metric}@{metrics.default_k(result.ks) if k is None else k}", "variants": keys,
+              "ranked_by": f"{metric}@{result.default_k if k is None else k}", "variants": keys,
               "prompts": {p.name: p.version for p in (ANSWER, CLOSED, *([JUDGE] if judge else []))},
               "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
               "generated": llm.stats.generated - before[0], "generated_tokens": llm.stats.generated_tokens - before[1],
