@@ -65,7 +65,7 @@ from workbench.evaluation import stats
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, grid
 
 REPO = Path(__file__).resolve().parents[1]

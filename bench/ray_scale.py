@@ -30,7 +30,7 @@ from workbench.ingest import load_dataset
 from workbench.models.cache import cache_file
 from workbench.models.embed import Embedder
 from workbench.run.engine import LOCAL_CPUS, RayEngine
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import parse_variant
 
 BEGIN, END = "<!-- ray_scale.py begin -->", "<!-- ray_scale.py end -->"

@@ -36,7 +36,7 @@ from workbench.models.cache import RerankCache, pair_key
 from workbench.models.embed import Embedder, default_model_path
 from workbench.models.rerank import DEFAULT_BATCH, JUDGE_BATCH, CrossEncoderReranker, LLMJudgeReranker, Reranker
 from workbench.retrieval.index import IndexStore, embed_texts
-from workbench.run.sweep import rankings
+from workbench.run.session import rankings
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]

@@ -55,7 +55,7 @@ from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.index import IndexStore, flat_index
-from workbench.run.sweep import sweep, sweep_steps
+from workbench.run.session import sweep, sweep_steps
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ from workbench.results.answers import (
     token_f1,
 )
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 
 # facts no model can know, so the floor (no context) cannot find them and the ceiling can
 NOTES = """# Project notes

@@ -15,7 +15,7 @@ import pytest
 from workbench import report
 from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is in place

@@ -19,7 +19,7 @@ import pytest
 
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, parse_variant
 
 OLD = Path(__file__).parent / "data" / "cache_eca49dc"

@@ -179,7 +179,7 @@ def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_pat
 def test_without_recall_the_answer_says_there_is_no_verdict(tiny: Dataset, embedder, tmp_path: Path) -> None:
     from workbench.cli import answer
     from workbench.results.result import SweepResult
-    from workbench.run.sweep import sweep
+    from workbench.run.session import sweep
     from workbench.variant import parse_variant
 
     result = sweep(tiny, [parse_variant("fixed:size=24")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
@@ -196,7 +196,7 @@ def test_the_verdict_computed_once_gives_the_same_answer_and_report(tiny: Datase
     from workbench.cli import answer
     from workbench.report import write_report
     from workbench.results.verdict import verdict
-    from workbench.run.sweep import sweep
+    from workbench.run.session import sweep
     from workbench.variant import parse_variant
 
     variants = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=48,overlap=8", "recursive:size=32")]

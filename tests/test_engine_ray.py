@@ -26,7 +26,7 @@ from workbench.models.llm import LLM, Prompt, Stopped
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.engine import CHUNK_CHARS, RayEngine, get_engine
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, parse_variant
 
 GRID = [parse_variant(v) for v in ("fixed:size=16", "fixed:size=48,overlap=16", "recursive:size=64+hybrid")]

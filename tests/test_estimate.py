@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,9 +15,15 @@ from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
 from workbench.retrieval.preview import token_embedder
-from workbench.run.estimate import estimate, generation_estimates, padded_word_pieces, window_lengths
-from workbench.run.sweep import sweep
+from workbench.run.estimate import Estimate, padded_word_pieces, window_lengths
+from workbench.run.session import Session, sweep
 from workbench.variant import Variant, parse_variant
+
+
+def estimated(dataset: Dataset, variants: list[Variant], *, embedder: Embedder, store: Path,
+              **changes: Any) -> Estimate:
+    """What a session of the one model says of sweeping `variants`, as the CLI prints it."""
+    return Session(dataset, cache=store, embedder=embedder, **changes).estimate(variants)[embedder.name]
 
 
 def test_padding_is_counted_as_the_model_batches_texts() -> None:
@@ -27,7 +34,7 @@ def test_padding_is_counted_as_the_model_batches_texts() -> None:
 def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=24+bm25", "recursive:size=32+header")]
-    est = estimate(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path)
+    est = estimated(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path)
     assert (est.variants, est.builds, est.token_passes, est.approximate) == (3, 2, 0, False)  # bm25 shares an entry
     assert embedder.stats.embedded == est.sampled > 0  # the rate is measured on real texts, which are kept
     assert est.rate > 0 and est.seconds == est.word_pieces / est.rate > 0
@@ -36,7 +43,7 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
     assert f"{est.texts:,} texts to embed" in est.line() and f"measured on {est.sampled - 1} of them" in est.line()
     for ks in ((1, 3), (1, 2)):  # scores cached, or only the index entries and vectors
         fresh = Embedder(cache_dir=tmp_path, progress=False)
-        warm = estimate(tiny, grid, ks=ks, embedder=fresh, store=tmp_path)
+        warm = estimated(tiny, grid, ks=ks, embedder=fresh, store=tmp_path)
         assert warm.cached and warm.line() == "estimate: all cached, nothing to embed"
         assert "model" not in vars(fresh)  # a warm grid never loads the model to say so
 
@@ -44,18 +51,18 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
 def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant("semantic:breakpoint_percentile=50"), parse_variant("fixed:size=24+late")]
-    est = estimate(tiny, grid, embedder=embedder, store=tmp_path)
+    est = estimated(tiny, grid, embedder=embedder, store=tmp_path)
     assert est.approximate and "about" in est.line()  # semantic's cuts wait on vectors: counted from placeholders
     assert (est.token_passes, est.token_pass_documents) == (1, len(tiny.documents))  # +late reads each document
     embedded = sweep(tiny, grid, embedder=embedder, store=tmp_path, progress=False).provenance.computed.texts_embedded
     assert abs(embedded - est.texts) <= embedded // 4
 
-    preview = estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
+    preview = estimated(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
     assert (preview.texts, preview.builds, preview.token_passes) == (0, 0, 1)  # the questions are cached
     assert preview.rate > 0 and "token pass" in preview.measured and "not kept" in preview.measured
     result = sweep(tiny, grid, preview=True, embedder=embedder, store=tmp_path, progress=False)
     assert result.provenance.computed.token_pass_documents == len(tiny.documents)
-    assert estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path).cached
+    assert estimated(tiny, grid, preview=True, embedder=embedder, store=tmp_path).cached
 
 
 
@@ -65,20 +72,20 @@ def test_a_preview_times_its_token_pass_on_the_model_that_runs_it(tiny: Dataset,
     window each: no padding)."""
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant("fixed:size=24"), parse_variant("recursive:size=32")]
-    est = estimate(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
+    est = estimated(tiny, grid, preview=True, embedder=embedder, store=tmp_path)
     assert est.texts > 0 and est.token_passes == 1 and est.rate > 0 and est.pass_rate > 0
     twin = token_embedder(embedder)
     windows = [n for d in tiny.documents for n in window_lengths(twin, [d.text])]
     assert est.pass_word_pieces == sum(windows) < est.word_pieces
     assert est.seconds == pytest.approx((est.word_pieces - sum(windows)) / est.rate + sum(windows) / est.pass_rate)
     assert "for the token pass" in est.line() and "the token pass's over the start of" in est.measured
-    real = estimate(tiny, [parse_variant("fixed:size=24+late")], embedder=embedder, store=tmp_path)
+    real = estimated(tiny, [parse_variant("fixed:size=24+late")], embedder=embedder, store=tmp_path)
     assert real.token_passes == 1 and real.pass_rate is None  # +late's pass runs on the model itself
 
 def test_a_bad_grid_is_refused_before_any_work(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     with pytest.raises(ValueError, match="duplicate variants in the grid"):
-        estimate(tiny, [parse_variant("fixed:size=8"), parse_variant("fixed:size=8,overlap=0")], embedder=embedder,
+        estimated(tiny, [parse_variant("fixed:size=8"), parse_variant("fixed:size=8,overlap=0")], embedder=embedder,
                  store=tmp_path)
     assert embedder.stats.embedded == 0 and "model" not in vars(embedder)
 
@@ -97,7 +104,7 @@ def test_context_generations_are_estimated_and_unknown_ones_are_not_chunked(
 
     store = IndexStore(llm_cache("estimate-context"))
     ctx = Variant.make("fixed", size=48, contextual={"max_tokens": 6})
-    cold = estimate(tiny, [ctx, Variant.make("asks_unsaid")], embedder=embedder, store=store)
+    cold = estimated(tiny, [ctx, Variant.make("asks_unsaid")], embedder=embedder, store=store)
     chunks = len(store.get(Variant.make("fixed", size=48), tiny, embedder).chunks)
     (g,) = cold.generations
     assert (g.items, g.to_generate + g.sampled) == (chunks, chunks) and g.sampled >= 2 and not cold.cached
@@ -106,7 +113,7 @@ def test_context_generations_are_estimated_and_unknown_ones_are_not_chunked(
     assert store.llm(ctx).stats.generated == g.sampled  # the sample only
     sweep(tiny, [ctx], ks=(1, 3), embedder=embedder, store=store, progress=False)
     assert store.llm(ctx).stats.generated == chunks  # the sweep made the rest, the sample served from the cache
-    assert estimate(tiny, [ctx], embedder=embedder, store=store).cached
+    assert estimated(tiny, [ctx], embedder=embedder, store=store).cached
 
 
 def test_llm_chunkers_are_estimated_on_what_they_will_ask(
@@ -118,7 +125,7 @@ def test_llm_chunkers_are_estimated_on_what_they_will_ask(
     store = IndexStore(llm_cache("estimate-llm-chunkers"))
     props = Variant.make("propositions", passage_size=48, max_tokens=3)
     windows = Variant.make("llm_chunk", window=4, max_tokens=3, max_size=64)
-    cold = estimate(tiny, [props, windows], embedder=embedder, store=store)
+    cold = estimated(tiny, [props, windows], embedder=embedder, store=store)
     assert cold.unestimated == 0 and "not estimated" not in cold.line()
     p, w = cold.generations
     assert (p.prompt, w.prompt) == ("propositions v1", "llm-chunk v1") and not (p.cached or w.cached)
@@ -143,5 +150,5 @@ def test_variants_that_generate_nothing_cost_no_generation_estimate(tiny: Datase
     store = IndexStore(tmp_path)
     fresh = Embedder(cache_dir=tmp_path, progress=False)
     plain = [Variant.make("fixed", size=24), Variant.make("recursive", size=32, contextual_header=True)]
-    assert generation_estimates(tiny, plain, embedder=fresh, store=store) == ((), 0)
+    assert Session(tiny, cache=store, embedder=fresh).generation_estimates(plain) == ((), 0)
     assert "tokenizer" not in vars(fresh) and "model" not in vars(fresh)  # not even the chunks were looked at

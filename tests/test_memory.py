@@ -12,7 +12,7 @@ from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.ann import Ann
 from workbench.retrieval.index import ChunkIndex, IndexStore
-from workbench.run.sweep import sweep, sweep_steps
+from workbench.run.session import sweep, sweep_steps
 from workbench.variant import Variant, grid
 
 GRID = grid("fixed", size=[24, 32, 48])

@@ -22,7 +22,7 @@ from workbench.models.static import FunctionEmbedder, WordLlamaEmbedder
 from workbench.report.figures import default_figures
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, grid
 
 GRID = grid("fixed", size=[16, 32, 64])

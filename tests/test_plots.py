@@ -24,7 +24,7 @@ from workbench.evaluation import stats
 from workbench.figures import plotdata, plots
 from workbench.models.embed import Embedder
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 VARIANTS = [Variant.make("fixed", size=12), Variant.make("fixed", size=24, overlap=6), Variant.make("fixed", size=48)]

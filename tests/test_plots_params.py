@@ -25,7 +25,7 @@ from workbench.dataset import Dataset
 from workbench.figures import draw, plotdata, plots
 from workbench.models.embed import Embedder
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, grid
 from workbench.widgets.render import Picture
 

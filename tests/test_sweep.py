@@ -24,7 +24,7 @@ from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, grid
 
 GRID = grid("fixed", size=[24, 48], overlap=[0, 12])

@@ -26,7 +26,7 @@ from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.models.llm import default_model_path, llm_fingerprint
 from workbench.retrieval.index import ChunkIndex, IndexStore, returned_token_counts
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 FACTS = Document("facts", "Two facts", (

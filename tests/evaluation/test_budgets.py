@@ -21,7 +21,7 @@ from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 # evidence [10, 20) of doc d; A covers half of it, B the other half, C none

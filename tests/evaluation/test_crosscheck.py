@@ -25,7 +25,7 @@ from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, parse_variant
 
 DATA = REPO / "data" / "chroma_small"

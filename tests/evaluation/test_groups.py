@@ -22,7 +22,7 @@ from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.report import write_report
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 CHROMA = REPO / "tests" / "data" / "chroma_general"

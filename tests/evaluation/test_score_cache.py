@@ -12,7 +12,7 @@ from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, grid
 
 GRID = [*grid("fixed", size=[24, 48]), Variant.make("fixed", size=24, retriever="bm25")]

@@ -21,7 +21,7 @@ from workbench.dataset import Dataset
 from workbench.models.choose import embedder_of
 from workbench.models.embed import Embedder, default_model_path
 from workbench.models.static import EndpointEmbedder, EndpointError
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 KEY = "sk-embed-test-never-stored"

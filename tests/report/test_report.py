@@ -35,7 +35,7 @@ from workbench.report.tables import cell
 from workbench.results.provenance import ModelInfo
 from workbench.results.result import SweepResult
 from workbench.results.verdict import verdict
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 EVIL = "<script>alert(1)</script>"

@@ -20,7 +20,7 @@ from workbench.models.embed import Embedder
 from workbench.results.combine import combine
 from workbench.retrieval.ann import Ann
 from workbench.retrieval.index import IndexStore
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import parse_variant
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from workbench.models.embed import Embedder
 from workbench.models.late import late_vectors
 from workbench.results.combine import combine
 from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_cache, token_embedder
-from workbench.run.sweep import sweep, sweep_steps
+from workbench.run.session import sweep, sweep_steps
 from workbench.variant import Variant
 
 VARIANTS = [

@@ -16,7 +16,7 @@ from workbench.models.embed import Embedder
 from workbench.retrieval.bm25 import LexicalIndex, rrf, tokenize
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant, grid, parse_variant
 
 TEXTS = ["The cat sat on the mat.", "A dog and a cat, and another cat!", "Dogs chase cats.", ""]

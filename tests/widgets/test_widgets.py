@@ -21,7 +21,7 @@ from workbench.figures.draw import figure_to_png_bytes
 from workbench.figures.plots import overview
 from workbench.models.embed import Embedder
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 from workbench.widgets import Panel, Sweeper, control, panel, read
 

@@ -16,7 +16,7 @@ from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.results.provenance import Provenance
 from workbench.results.result import SweepResult
-from workbench.run.sweep import sweep
+from workbench.run.session import Session, sweep
 from workbench.variant import Variant
 from workbench.widgets.state import (
     MAX_VALUES,
@@ -36,6 +36,11 @@ from workbench.widgets.state import (
 KS = (1, 3)
 SIZE = STRATEGIES["fixed"].params["size"]
 PERCENTILE = STRATEGIES["semantic"].params["breakpoint_percentile"]
+
+
+def quiet(dataset: Dataset, store: Path, embedder: Embedder, settings: Settings | None = None) -> Session:
+    """A session as a panel makes one: no progress bars; scored at KS unless `settings` say otherwise."""
+    return Session(dataset, settings or Settings(ks=KS), cache=store, embedder=embedder, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +142,7 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
         run.stop()
 
     before = (embedder.stats.embedded, embedder.stats.cached)
-    first = SweepRun(tiny, variants, [embedder], store, Settings(ks=KS), on_step=stop_after_first)
+    first = SweepRun(quiet(tiny, store, embedder), variants, on_step=stop_after_first)
     assert (first.done, first.total, first.seconds_left) == (0, 3, None)
     result = first.run()
     assert first.done == 1 and result is not None and result.keys == [variants[0].key] and first.error is None
@@ -145,14 +150,14 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
     assert (first.embedded, first.reused) == (embedder.stats.embedded - before[0], embedder.stats.cached - before[1])
     assert first.embedded > 0 and "1/3 variants" in first.progress_text() and "stopped" in first.progress_text()
 
-    resumed = SweepRun(tiny, variants, [embedder], store, Settings(ks=KS), result=result)
+    resumed = SweepRun(quiet(tiny, store, embedder), variants, result=result)
     assert [v.key for _, todo in resumed.todo for v in todo] == [v.key for v in variants[1:]] and resumed.total == 2
     full = resumed.run()
     assert full is not None and full.keys == [v.key for v in variants] and resumed.done == 2
     assert resumed.seconds_left == 0 and resumed.error is None
     assert full.summary.equals(sweep(tiny, variants, ks=KS, embedder=embedder, store=store, progress=False).summary)
 
-    again = SweepRun(tiny, variants, [embedder], store, Settings(ks=KS), result=full)
+    again = SweepRun(quiet(tiny, store, embedder), variants, result=full)
     assert again.total == 0 and again.run() is full and again.embedded == 0  # nothing re-run
 
 
@@ -165,7 +170,7 @@ def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tm
         if run.done > len(embedded):
             embedded.append((run.todo[0][1][run.done - 1].retriever, run.embedded - sum(n for _, n in embedded)))
 
-    run = SweepRun(tiny, variants, [embedder], tmp_path, Settings(ks=KS), on_step=count)
+    run = SweepRun(quiet(tiny, tmp_path, embedder), variants, on_step=count)
     result = run.run()
     assert run.error is None and result is not None and result.keys == [v.key for v in variants]
     assert [r for r, _ in embedded] == ["dense", "bm25", "dense", "bm25"]
@@ -178,7 +183,7 @@ def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, e
 
     register_function("boom", boom)
     calls: list[str | None] = []
-    run = SweepRun(tiny, [Variant.make("fixed", size=20), Variant.make("boom")], [embedder], store, Settings(ks=KS),
+    run = SweepRun(quiet(tiny, store, embedder), [Variant.make("fixed", size=20), Variant.make("boom")],
                    on_step=lambda r: calls.append(r.error))
     result = run.run()
     assert run.error is not None and run.error.startswith("RuntimeError: the chunker broke")
@@ -245,7 +250,8 @@ def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, embedde
     the two combine (combine refuses different budgets)."""
     first = sweep(tiny, [Variant.make("fixed", size=20)], ks=KS, embedder=embedder, store=store, progress=False,
                   budgets=(64, 128))
-    run = SweepRun(tiny, [Variant.make("fixed", size=28)], [embedder], store, result=first)
+    run = SweepRun(quiet(tiny, store, embedder, first.provenance.settings),
+                   [Variant.make("fixed", size=28)], result=first)
     both = run.run()
     assert run.error is None and both is not None and both.budgets == [64, 128]
     assert set(both.summary.loc[both.summary["budget"] > 0, "budget"]) == {64, 128}

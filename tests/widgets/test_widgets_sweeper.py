@@ -24,7 +24,7 @@ from workbench.models.embed import Embedder
 from workbench.results.provenance import ModelInfo
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 from workbench.widgets import Sweeper, sweeper
 from workbench.widgets.base import project_dir

@@ -1,5 +1,5 @@
-"""What the commands share: the options of a sweep, the demo grid, grid files, warnings as lines."""
-
+"""What the commands share: the options of a sweep and the session and grid they describe, the
+demo grid, grid files, warnings as lines."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from workbench.core.io import CACHE_DIR
+from workbench.dataset import DatasetError, DatasetWarning
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
-from workbench.evaluation.settings import MODES
-from workbench.models.base import DEVICES
+from workbench.evaluation.settings import MODES, Settings
+from workbench.ingest import load_dataset
+from workbench.models.base import DEVICES, resolve_device
+from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
-from workbench.run.engine import ENGINES
+from workbench.retrieval.ann import Ann
+from workbench.run.engine import ENGINES, get_engine
+from workbench.run.session import Session
 from workbench.variant import Variant, parse_variant
-
-if TYPE_CHECKING:
-    pass
-
 
 DEMO_GRID = (
     "fixed:size=128",
@@ -150,3 +150,57 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
 def print_warnings(caught: list[warnings.WarningMessage]) -> None:
     for w in caught:  # one line each, not Python's source-line format
         print(f"warning: {w.message}", file=sys.stderr)
+
+
+def variants_of(args: argparse.Namespace) -> list[Variant]:
+    """The grid the options name: every --variant, then the --grid file's, else the demo grid."""
+    try:
+        variants = [parse_variant(v) for v in args.variant]
+    except ValueError as e:
+        raise SystemExit(f"error: --variant: {e}") from e
+    if args.grid:
+        variants += load_grid(args.grid)
+    return variants or [parse_variant(v) for v in DEMO_GRID]
+
+
+def session_of(args: argparse.Namespace) -> Session:
+    """The session the options describe: the dataset (--data, --questions, --strict, --max-questions,
+    --distractors), the settings, the engine and the models, each refused with a one-line error naming
+    its option before any model loads."""
+    if args.max_questions is not None and args.max_questions < 1:
+        raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    try:
+        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
+            dataset = load_dataset(args.data, args.questions, strict=args.strict)
+    except DatasetError as e:
+        raise SystemExit(f"error: {e}") from e
+    print_warnings(caught)
+    if args.max_questions:
+        dataset = dataset.select(max_questions=args.max_questions)
+    if args.distractors is not None:
+        try:
+            dataset = dataset.with_distractors(args.distractors)
+        except ValueError as e:
+            raise SystemExit(f"error: --distractors: {e}") from e
+    try:
+        device = resolve_device(args.device)
+    except ValueError as e:
+        raise SystemExit(f"error: --device: {e}") from e
+    try:  # before the model loads: a bad setting costs nothing
+        settings = Settings(ks=tuple(args.ks), budgets=tuple(args.budgets), budget_encoding=args.budget_encoding,
+                            mode=args.mode, preview=args.preview, ann=Ann.parse(args.ann) if args.ann else None)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from e
+    try:
+        engine = get_engine(args.engine, args.address)
+    except (ImportError, ValueError, ConnectionError) as e:
+        raise SystemExit(f"error: {'--address' if args.address else '--engine'}: {e}") from e
+    try:
+        specs = [None if m == "default" else m for m in args.model or ["default"]]
+        models = embedders_of(specs, args.cache, threads=args.threads, progress=not args.quiet,
+                              backend=args.backend, device=device, engine=engine)
+    except ValueError as e:  # the model folder, or a backend the device cannot run
+        option = "--device" if "device=" in str(e) else "--model"
+        raise SystemExit(f"error: {option}: {e}") from e
+    return Session(dataset, settings, cache=args.cache, models=models, engine=engine, progress=not args.quiet,
+                   mmap=args.mmap)

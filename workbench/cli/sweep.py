@@ -7,29 +7,22 @@ import argparse
 import shlex
 import textwrap
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from workbench.cli.options import EPILOG, sweep_arguments
+from workbench.cli.options import EPILOG, session_of, sweep_arguments, variants_of
 from workbench.core.errors import describe
-from workbench.dataset import Dataset, DatasetError, DatasetWarning
-from workbench.evaluation.settings import Settings
-from workbench.ingest import load_dataset
-from workbench.models.base import resolve_device
-from workbench.models.choose import embedders_of
-from workbench.retrieval.ann import Ann
-from workbench.run.engine import get_engine
-from workbench.variant import Variant, parse_variant
+from workbench.dataset import Dataset
+from workbench.variant import Variant
 
 if TYPE_CHECKING:
     from workbench.results.answers import Answers
     from workbench.results.result import SweepResult
     from workbench.results.verdict import Verdict
-from workbench.cli.options import DEMO_GRID, TOP, WIDTH, load_grid, print_warnings
+from workbench.cli.options import TOP, WIDTH
 
 CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm command sets itself
 
@@ -39,80 +32,33 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
     """The sweep the options describe, what `then` makes of it (answer quality) and its verdict
     (None when it has none), saved to --out (with plots and the report unless --no-report), with
     its progress and the paths it wrote printed unless --quiet."""
-    from workbench.retrieval.index import IndexStore
-    from workbench.run.estimate import estimate
-    from workbench.run.sweep import sweep
-
-    try:
-        variants = [parse_variant(v) for v in args.variant]
-    except ValueError as e:
-        raise SystemExit(f"error: --variant: {e}") from e
-    if args.grid:
-        variants += load_grid(args.grid)
-    variants = variants or [parse_variant(v) for v in DEMO_GRID]
-    if args.max_questions is not None and args.max_questions < 1:
-        raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    variants = variants_of(args)
     if args.top < 1:
         raise SystemExit(f"error: --top must be >= 1, got {args.top}")
-    try:
-        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
-            dataset = load_dataset(args.data, args.questions, strict=args.strict)
-    except DatasetError as e:
-        raise SystemExit(f"error: {e}") from e
-    print_warnings(caught)
-    if args.max_questions:
-        dataset = dataset.select(max_questions=args.max_questions)
-    if args.distractors is not None:
-        try:
-            dataset = dataset.with_distractors(args.distractors)
-        except ValueError as e:
-            raise SystemExit(f"error: --distractors: {e}") from e
     t0 = time.perf_counter()
-    try:
-        device = resolve_device(args.device)
-    except ValueError as e:
-        raise SystemExit(f"error: --device: {e}") from e
-    try:  # before the model loads: a bad setting costs nothing
-        settings = Settings(ks=tuple(args.ks), budgets=tuple(args.budgets), budget_encoding=args.budget_encoding,
-                            mode=args.mode, preview=args.preview,
-                            ann=Ann.parse(args.ann) if args.ann else None)
-    except (TypeError, ValueError) as e:
-        raise SystemExit(f"error: {e}") from e
-    try:
-        engine = get_engine(args.engine, args.address)
-    except (ImportError, ValueError, ConnectionError) as e:
-        raise SystemExit(f"error: {'--address' if args.address else '--engine'}: {e}") from e
-    try:
-        specs = [None if m == "default" else m for m in args.model or ["default"]]
-        embedders = embedders_of(specs, args.cache, threads=args.threads, progress=not args.quiet,
-                                 backend=args.backend, device=device, **({"engine": engine} if engine else {}))
-    except ValueError as e:  # the model folder, or a backend the device cannot run
-        option = "--device" if "device=" in str(e) else "--model"
-        raise SystemExit(f"error: {option}: {e}") from e
+    session = session_of(args)
+    dataset, models = session.dataset, session.models
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
-              f"{len(variants)} variants, model{'s' * (len(embedders) > 1)} {', '.join(e.name for e in embedders)}")
-    store = IndexStore(args.cache, mmap=args.mmap)
+              f"{len(variants)} variants, model{'s' * (len(models) > 1)} {', '.join(e.name for e in models)}")
     try:
         if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
-            for e in embedders:
-                if e.window_tokens is not None:  # a model with a transformer: what the estimate times
-                    line = estimate(dataset, variants, settings, embedder=e, store=store).line()
-                    print(textwrap.fill(f"{e.name}: " * (len(embedders) > 1) + line, WIDTH, subsequent_indent="  "))
-        result = sweep(dataset, variants, settings, models=embedders, store=store, progress=not args.quiet)
+            for name, estimate in session.estimate(variants).items():
+                print(textwrap.fill(f"{name}: " * (len(models) > 1) + estimate.line(), WIDTH, subsequent_indent="  "))
+        result = session.sweep(variants)
         result.provenance = result.provenance.with_(command=shlex.join(["python", "-m", "workbench", *args.argv]))
         answers = then(result, dataset) if then else None
-        judged = judge(result, args.cache)
+        judged = judge(result)
         if getattr(args, "no_report", True):
             paths = result.save(args.out) | (answers.save(args.out) if answers else {})
         else:
             from workbench.report import export
 
-            paths = export(result, args.out, dataset=dataset, store=args.cache, answers=answers, judged=judged)
+            paths = export(result, args.out, dataset=dataset, store=session.store, answers=answers, judged=judged)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     if not args.quiet:
-        embedded = sum(e.stats.embedded for e in embedders)
+        embedded = sum(e.stats.embedded for e in models)
         print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), embedded)}")
         print(_wrote(args.out, paths))
         if args.preview:
@@ -121,13 +67,11 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
     return result, answers, judged
 
 
-def judge(result: SweepResult, cache: Path) -> Verdict | None:
+def judge(result: SweepResult) -> Verdict | None:
     """The verdict, computed once for the report and the closing lines (its paired comparisons read
-    back from `cache` on a re-run); None when the result allows none (`answer` then says why)."""
-    from workbench.results.verdict import verdict
-
+    back from the sweep's cache on a re-run); None when the result allows none (`answer` then says why)."""
     try:
-        return verdict(result, cache=cache)
+        return result.verdict()
     except ValueError:
         return None
 

@@ -22,9 +22,10 @@ measured on that model the same way. One measurement, on a machine that may be b
 (a probe of a few windows reads slower than a whole pass: about 15k word pieces/s against 25k on
 SQuAD's 16 shortest articles, 3 Dec).
 
-In a sweep: a +context build's contexts are estimated so (by the store's LLM, on the build's
-chunks), one GenerationEstimate per build. A build whose chunker itself generates is not chunked
-here, since that would generate all of it: its strategy's `generations` hook (chunkers.registry.Asks)
+In a sweep: a +context build's contexts are estimated by workbench.models.estimate (with the
+store's LLM, on the build's chunks), one GenerationEstimate per build. A build whose chunker
+itself generates is not chunked here, since that would generate all of it: its strategy's
+`generations` hook (chunkers.registry.Asks)
 says what it will ask. propositions knows every passage it will ask about, so it is estimated as
 +context is; llm_chunk knows only each document's first window (the next starts where the answer
 says), so those are estimated and the later windows given as bounds (`later`), their tokens and
@@ -51,24 +52,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from workbench.chunkers import ChunkEnv, get_strategy
 from workbench.chunkers.registry import Asks
 from workbench.core.chunk import Chunk
-from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset, Document
-from workbench.evaluation.settings import Settings
 from workbench.models.cache import text_key
 from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate, duration, estimate_generation, generation_parts
 from workbench.retrieval.index import IndexStore, embed_texts
 from workbench.retrieval.preview import token_cache_path, token_embedder
-from workbench.run.sweep import Context, check_grid, resolve_store
+from workbench.run.sweep import Context
 from workbench.variant import Variant
 
 PROBE_CHARS = 4000  # the text a token pass measures the rate on when no text is left to sample
@@ -221,22 +218,12 @@ class _Tally:
         return padded_word_pieces(self.windows, self.pass_embedder.batch_size)
 
 
-def estimate(
-    dataset: Dataset,
-    variants: Sequence[Variant],
-    settings: Settings | None = None,
-    *,
-    embedder: Embedder | None = None,
-    store: IndexStore | str | Path = CACHE_DIR,
-    **changes: Any,
-) -> Estimate:
-    """What `sweep(dataset, variants, settings, embedder=, store=)` will embed and how long it will
-    take (see the module docstring). A warm grid costs file checks: the model loads only when
-    something is to be embedded, to measure the rate."""
-    settings = Settings.of(settings, **changes)
-    check_grid(variants)
-    store, embedder = resolve_store(store, embedder)
-    scores = Context(dataset, settings, embedder, store).scores
+def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
+    """What sweeping `variants` in `context` (its dataset, settings, model and store) will embed and
+    how long it will take (see the module docstring); Session.estimate asks it per model. A warm
+    grid costs file checks: the model loads only when something is to be embedded, to measure the rate."""
+    dataset, settings, embedder, store = context.dataset, context.settings, context.embedder, context.store
+    scores = context.scores
     todo = [v for v in variants if not (scores and scores.has(v))]
     tally = _Tally(embedder, token_embedder(embedder) if settings.preview else None)
     if todo:
@@ -258,24 +245,15 @@ def estimate(
                     unestimated, tally.pass_word_pieces, pass_rate)
 
 
-def generation_estimates(
-    dataset: Dataset,
-    variants: Sequence[Variant],
-    settings: Settings | None = None,
-    *,
-    embedder: Embedder | None = None,
-    store: IndexStore | str | Path = CACHE_DIR,
-    stop: Callable[[], bool] | None = None,
-) -> tuple[tuple[GenerationEstimate, ...], int]:
-    """What the LLMs of `sweep(dataset, variants, ...)` will generate, as `estimate` counts it, without
+def generation_estimates(context: Context, variants: Sequence[Variant], stop: Callable[[], bool] | None = None,
+                         ) -> tuple[tuple[GenerationEstimate, ...], int]:
+    """What the LLMs of sweeping `variants` in `context` will generate, as `estimate` counts it, without
     its embedding estimate: (an estimate per build that generates, builds unestimated). Variants whose
     builds ask no LLM (`generates`) are not even looked at; `stop` stops the sample's generation."""
-    settings = Settings.of(settings)
     asking = [v for v in variants if generates(v)]
     if not asking:
         return (), 0
-    store, embedder = resolve_store(store, embedder)
-    scores = Context(dataset, settings, embedder, store).scores
+    dataset, embedder, store, scores = context.dataset, context.embedder, context.store, context.scores
     builds = _unbuilt([v for v in asking if not (scores and scores.has(v))], dataset, embedder, store)
     return _generations(list(builds.values()), dataset, store, _Tally(embedder), stop)
 

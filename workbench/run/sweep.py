@@ -1,8 +1,9 @@
-"""The sweep: variants -> chunks -> vectors -> FAISS (and BM25) -> rankings -> tidy scores.
+"""The loop of a sweep: variants -> chunks -> vectors -> FAISS (and BM25) -> rankings -> tidy scores.
 
-It is just the loop over variants; every step is a function of its own module. Queries are
-embedded once per run, indexes come from the IndexStore (built once, then loaded), and the
-result is a set of tidy DataFrames that plots, widgets and the report read without recomputing.
+It is just the loop over variants (workbench.run.session.Session runs it); every step is a function
+of its own module. Queries are embedded once per run, indexes come from the IndexStore (built once,
+then loaded), scores from the score cache when measured before, and each step is a SweepResult
+that plots, widgets and the report read without recomputing.
 """
 
 from __future__ import annotations
@@ -13,68 +14,27 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from workbench.core.io import CACHE_DIR
-from workbench.dataset import Dataset, Hit
+from workbench.dataset import Dataset
 from workbench.evaluation import evidence, metrics, stats
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.scoring import hits_table, score
 from workbench.evaluation.settings import Settings
-from workbench.models.base import Engine
-from workbench.models.choose import ModelSpec, embedders_of, result_key
+from workbench.models.choose import result_key
 from workbench.models.context import context_fingerprint
 from workbench.models.embed import Embedder
-from workbench.results.combine import combine, unique_labels
+from workbench.results.combine import unique_labels
 from workbench.results.provenance import Computed, DatasetIdentity, ModelInfo, Provenance, now, versions
 from workbench.results.result import SUMMARY_COLUMNS, SweepResult
 from workbench.retrieval.index import ChunkIndex, IndexStore, needs
 from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_embedder
-from workbench.retrieval.search import queries, ranked_for, search
-from workbench.run.engine import get_engine
+from workbench.retrieval.search import queries, ranked_for
 from workbench.variant import Variant
-
-
-def resolve_store(store: IndexStore | str | Path, embedder: Embedder | None) -> tuple[IndexStore, Embedder]:
-    """A store from a folder name, and by default an embedder caching its vectors in that folder."""
-    store = _store(store)
-    return store, embedder or Embedder(cache_dir=store.root)
-
-
-def _store(store: IndexStore | str | Path) -> IndexStore:
-    return store if isinstance(store, IndexStore) else IndexStore(store)
-
-
-def resolve_models(store: IndexStore | str | Path, embedder: Embedder | None,
-                   models: Sequence[ModelSpec] | None) -> tuple[IndexStore, list[Embedder]]:
-    """The store and the models of a sweep: `models` (specs, see workbench.models.choose) caching
-    their vectors in the store's folder, else the one `embedder` (default: the bundled model)."""
-    if models is None:
-        store, embedder = resolve_store(store, embedder)
-        return store, [embedder]
-    if embedder is not None:
-        raise ValueError("give embedder= or models=, not both (an Embedder can be one of the models)")
-    store = _store(store)
-    return store, embedders_of(models, store.root)
-
-
-def rankings(
-    dataset: Dataset,
-    variant: Variant,
-    k: int = 10,
-    embedder: Embedder | None = None,
-    store: IndexStore | str | Path = CACHE_DIR,
-    mode: str = "corpus",
-) -> list[list[Hit]]:
-    """One variant's top-k hits for every question (index loaded or built), e.g. to drill down."""
-    store, embedder = resolve_store(store, embedder)
-    qvecs = embedder.encode([q.question for q in dataset.questions], desc="questions")
-    return search(store.get(variant, dataset, embedder), dataset.questions, qvecs, k, variant.stages, mode)
 
 
 def check_grid(variants: Sequence[Variant]) -> None:
@@ -199,41 +159,11 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
     return measured
 
 
-def sweep_steps(
-    dataset: Dataset,
-    variants: Sequence[Variant],
-    settings: Settings | None = None,
-    *,
-    embedder: Embedder | None = None,
-    models: Sequence[ModelSpec] | None = None,
-    store: IndexStore | str | Path = CACHE_DIR,
-    progress: bool = True,
-    stop: Callable[[], bool] | None = None,
-    **changes: Any,
-) -> Iterator[SweepResult]:
-    """The sweep one variant at a time: each step is the complete SweepResult of one variant, so
-    a caller can show results as they come and stop between variants (the widgets do), and with
-    `stop` between generations too: once `stop()` is true an LLM building an index raises
-    workbench.models.llm.Stopped, what it finished cached. `combine` of the steps is what `sweep`
-    returns. Arguments are checked before anything runs."""
-    contexts = _contexts(dataset, variants, Settings.of(settings, **changes), embedder, models, store, progress, stop)
-    return (step for context in contexts for step in _steps(variants, context, several=len(contexts) > 1))
-
-
-def _contexts(dataset: Dataset, variants: Sequence[Variant], settings: Settings, embedder: Embedder | None,
-              models: Sequence[ModelSpec] | None, store: IndexStore | str | Path, progress: bool,
-              stop: Callable[[], bool] | None) -> list[Context]:
-    """One Context per model of a sweep, its arguments checked before anything runs."""
-    check_grid(variants)
-    store, embedders = resolve_models(store, embedder, models)
-    return [Context(dataset, settings, e, store, progress, stop, tuple(variants)) for e in embedders]
-
-
-def _steps(variants: Sequence[Variant], context: Context, several: bool = False,
+def steps_of(variants: Sequence[Variant], context: Context, several: bool = False,
            summarized: bool = True) -> Iterator[SweepResult]:
-    """The steps of one model; `several`: the sweep has other models, so labels name this one.
-    summarized=False leaves each step's summary empty, for `sweep`, which summarises the whole
-    table in one call instead (the same numbers: stats.summarize)."""
+    """The steps of one model (Session.steps); `several`: the sweep has other models, so labels name
+    this one. summarized=False leaves each step's summary empty, for Session.sweep, which summarises
+    the whole table in one call instead (the same numbers: stats.summarize)."""
     embedder, provenance = context.embedder, context.provenance()
     keys = [v.key for v in variants]
     labels = dict(zip(keys, unique_labels(keys, [f"{v.label} · {embedder.name}" if several else v.label
@@ -269,77 +199,6 @@ def _steps(variants: Sequence[Variant], context: Context, several: bool = False,
                             context.token_pass_documents - before[2])
         yield SweepResult(scores, summary, pd.DataFrame([row]),
                           provenance.with_(grid=(v.spec(),), computed=computed, date=now()), hits, context.store.root)
-
-
-def sweep(
-    dataset: Dataset,
-    variants: Sequence[Variant],
-    settings: Settings | None = None,
-    *,
-    embedder: Embedder | None = None,
-    models: Sequence[ModelSpec] | None = None,
-    store: IndexStore | str | Path = CACHE_DIR,
-    progress: bool = True,
-    engine: str | Engine | None = None,
-    stop: Callable[[], bool] | None = None,
-    **changes: Any,
-) -> SweepResult:
-    """Score every variant on every question of `dataset` at every k and every context budget.
-
-    settings: a Settings (workbench.evaluation.settings), or its fields as keywords on top of the
-    defaults: ks, budgets (context budgets in tokens of budget_encoding, "cl100k_base" or
-    "o200k_base"; () scores none), mode ("corpus" searches all chunks; "document" only the
-    question's own document(s)), confidence, preview, ann (workbench.retrieval.ann.Ann: approximate
-    search for indexes above a chunk count, its recall against exact search in the variants table).
-    progress=False draws no progress bar at all (the embedder's included).
-    models: the embedding models to sweep every variant with, as Embedders or specs (None: the bundled
-    all-MiniLM-L6-v2, a local sentence-transformers folder, "wordllama", an encode(texts) -> vectors
-    function; see workbench.models.choose), instead of the one `embedder`: one result, a `model`
-    column, one row per (variant, model).
-    preview=True scores every variant from one cached model pass over the corpus (workbench.retrieval.preview):
-    chunk vectors are pooled token embeddings, nothing is written to the IndexStore, and every
-    row is marked preview (which `combine` refuses to mix with real results). Its own bootstrap
-    (SweepResult.ties) says which neighbours of its ranking its questions cannot order; confirm
-    those tied with its best with real embeddings in a second call:
-
-        rough = sweep(data, variants, preview=True)          # about the cost of one real variant
-        ties = rough.ties("recall", k=5)
-        real = sweep(data, [rough.variant(key) for key in ties.loc[ties["tied_with_top"], "key"]])
-
-    engine: where the default embedder computes uncached texts, the rerankers of `+rerank` their
-    uncached pairs and the LLMs of `+context` and of LLM strategies their uncached generations
-    (workbench.run.engine): "local", "ray" (a local Ray instance, started and stopped by this call) or
-    an engine such as a RayEngine; the results are a local run's to the last digit.
-    An Embedder you pass takes its own engine=.
-    stop: asked between generations (see `sweep_steps`); once true, Stopped is raised.
-    """
-    if engine is not None:
-        if embedder is not None or models is not None:
-            raise ValueError("engine: give it to the Embedders you pass (Embedder(..., engine=...)), not to sweep")
-        own = isinstance(engine, str)  # made here, so stopped here
-        engine = get_engine(engine) if own else engine
-        # the store's rerankers and LLMs run on the engine too (a store of this sweep's own: the one given is unchanged)
-        store = IndexStore(store.root, store.mmap, engine) if isinstance(store, IndexStore) else IndexStore(store,
-                                                                                                       engine=engine)
-        try:
-            return sweep(dataset, variants, settings, embedder=Embedder(cache_dir=store.root, engine=engine),
-                         store=store, progress=progress, stop=stop, **changes)
-        finally:
-            if own and engine is not None:
-                engine.close()
-    settings = Settings.of(settings, **changes)
-    contexts = _contexts(dataset, variants, settings, embedder, models, store, progress, stop)
-    before = [(c.embedder.stats.embedded, c.embedder.stats.cached) for c in contexts]
-    # the steps unsummarised, then the whole table in one call: a call per variant cost about 20 ms (most of it
-    # pandas and the stats cache's files), 0.45 s of a 22-variant chroma_small preview of 6 to 7 s (measured apart)
-    result = combine([step for c in contexts for step in _steps(variants, c, len(contexts) > 1, summarized=False)])
-    result.summary = stats.summarize(result.per_question, confidence=settings.confidence, cache=contexts[0].store.root)
-    computed = Computed(  # the questions' vectors count too
-        sum(c.embedder.stats.embedded - b[0] for c, b in zip(contexts, before, strict=True)),
-        sum(c.embedder.stats.cached - b[1] for c, b in zip(contexts, before, strict=True)),
-        result.provenance.computed.token_pass_documents)
-    result.provenance = result.provenance.with_(computed=computed)
-    return result
 
 
 def _named(table: pd.DataFrame, named: Mapping[str, str]) -> pd.DataFrame:

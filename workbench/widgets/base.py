@@ -1,6 +1,6 @@
-"""What every panel starts with: its dataset, the store and embedder it measures with, and a
-message line on which every exception of a widget callback lands as "Type: text" (never only in
-a log the user does not see)."""
+"""What every panel starts with: the session it measures with (its dataset, cache, models and
+settings), and a message line on which every exception of a widget callback lands as "Type: text"
+(never only in a log the user does not see)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ from typing import Any
 import ipywidgets as w
 
 from workbench.core.errors import describe
+from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset
+from workbench.evaluation.settings import Settings
 from workbench.models.choose import ModelSpec
 from workbench.models.embed import Embedder
 from workbench.results.result import SweepResult
 from workbench.results.verdict import sweep_warnings
 from workbench.retrieval.index import IndexStore
-from workbench.run.sweep import resolve_models
+from workbench.run.session import Session
+from workbench.widgets.state import sweep_settings
 
 ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line (browser tests look for the colour)
 WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks
@@ -78,16 +81,43 @@ class Guarded(w.VBox):
 
 
 class PanelBase(Guarded):
-    """The base of the panels (Panel, Sweeper, Explorer): `dataset`, `store`, `models` (the one
-    `embedder`, or the Embedders of `models=` specs, see workbench.models.choose; `embedder` is
-    the first) and the `message` line."""
+    """The base of the panels (Panel, Sweeper, Explorer): the `session` they measure with, quiet (a
+    panel draws its own progress), and the `message` line. Made from a Session, or from a Dataset
+    with the session's arguments (`embedder`, `store` as its cache, `models`), as a notebook of one
+    cell would. With a `result`, the session scores with its settings, so what the panel measures
+    combines with it (widgets.state.sweep_settings); `ks`, else."""
 
-    def __init__(self, dataset: Dataset, embedder: Embedder | None, store: IndexStore | str | Path,
-                 models: Sequence[ModelSpec] | None = None) -> None:
+    def __init__(self, source: Session | Dataset, embedder: Embedder | None = None,
+                 store: IndexStore | str | Path = CACHE_DIR, models: Sequence[ModelSpec] | None = None,
+                 result: SweepResult | None = None, ks: Sequence[int] | None = None) -> None:
         super().__init__()
-        self.dataset = dataset
-        self.store, self.models = resolve_models(store, embedder, models)
-        self.embedder = self.models[0]
+        session = source if isinstance(source, Session) else Session(source, cache=store, embedder=embedder,
+                                                                     models=models)
+        self.session = session.with_settings(sweep_settings(result, session, ks), progress=False)
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.session.dataset
+
+    @property
+    def store(self) -> IndexStore:
+        return self.session.store
+
+    @property
+    def models(self) -> list[Embedder]:
+        return self.session.models
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.session.embedder
+
+    @property
+    def settings(self) -> Settings:
+        return self.session.settings
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return self.session.settings.ks
 
     @staticmethod
     def warnings_html(result: SweepResult | None, keys: list[str] | None = None) -> str:

@@ -25,7 +25,7 @@ from workbench.figures.viewer import chunk_html
 from workbench.models.embed import Embedder
 from workbench.report import summary_table
 from workbench.retrieval.index import IndexStore
-from workbench.run.sweep import sweep
+from workbench.run.session import Session
 from workbench.variant import Variant
 from workbench.widgets.base import PanelBase, row, whole_label
 from workbench.widgets.explorer_state import ExplorerCut, ExplorerState
@@ -97,19 +97,20 @@ class Explorer(PanelBase):
 
     def __init__(
         self,
-        dataset: Dataset,
+        source: Session | Dataset,
         embedder: Embedder | None = None,
         store: IndexStore | str | Path = CACHE_DIR,
         doc_id: str | None = None,
         sweeper: Measurer | None = None,
     ):
-        super().__init__(dataset, embedder, store)
+        super().__init__(source, embedder, store)
         self.sweeper = sweeper
-        self.state = ExplorerState(dataset, self.embedder, doc_id)
+        self.state = ExplorerState(self.dataset, self.embedder, doc_id)
         self.draws = 0
         params = get_strategy("semantic").params  # the strategy's schema: defaults and help texts
         self.doc = w.Dropdown(options=[(f"{d.title or d.doc_id} ({len(d.text):,} chars)", d.doc_id)
-                                       for d in dataset.documents], value=self.state.doc_id, description="document",
+                                       for d in self.dataset.documents], value=self.state.doc_id,
+                              description="document",
                               layout=whole_label())
         self.question = w.Dropdown(description="question", layout=whole_label())
         self.percentile = _slider("breakpoint percentile", int(params["breakpoint_percentile"].default), 100,
@@ -194,17 +195,18 @@ class Explorer(PanelBase):
             self.scores.value = f"sent <b>{html.escape(v.label)}</b> to the sweeper"
             return
         self.scores.value = f"measuring <b>{html.escape(v.label)}</b>…"
-        result = sweep(self.dataset, [v], ks=(5, 10), embedder=self.embedder, store=self.store, progress=False)
+        result = self.session.sweep([v], ks=(5, 10))
         self.scores.value = summary_table(result)[MEASURED].to_html()
 
 
 def explorer(
-    dataset: Dataset,
+    source: Session | Dataset,
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     doc_id: str | None = None,
     sweeper: Measurer | None = None,
 ) -> Explorer:
-    """The semantic breakpoint explorer on one document of `dataset` (default: the first).
-    With `sweeper` (a Sweeper panel), "measure this setting" adds the variant to its plots."""
-    return Explorer(dataset, embedder, store, doc_id, sweeper)
+    """The semantic breakpoint explorer on one document of the session's dataset (default: the
+    first); a Dataset with a session's arguments will do. With `sweeper` (a Sweeper panel),
+    "measure this setting" adds the variant to its plots."""
+    return Explorer(source, embedder, store, doc_id, sweeper)

@@ -25,7 +25,7 @@ from workbench.chunkers import STRATEGIES
 from workbench.core.io import CACHE_DIR
 from workbench.core.params import Param
 from workbench.dataset import Dataset
-from workbench.evaluation.metrics import DEFAULT_KS, default_k
+from workbench.evaluation.metrics import default_k
 from workbench.figures.draw import figure_to_png_bytes
 from workbench.figures.plots import overview
 from workbench.models.embed import Embedder
@@ -33,11 +33,10 @@ from workbench.models.estimate import generation_line
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.run.estimate import generates, generation_estimates
-from workbench.run.sweep import sweep
+from workbench.run.estimate import generates
+from workbench.run.session import Session
 from workbench.variant import Variant
 from workbench.widgets.base import PanelBase, row
-from workbench.widgets.state import sweep_settings
 
 
 def typed_as_json(p: Param) -> bool:
@@ -89,15 +88,13 @@ class Panel(PanelBase):
 
     def __init__(
         self,
-        dataset: Dataset,
+        source: Session | Dataset,
         embedder: Embedder | None = None,
         store: IndexStore | str | Path = CACHE_DIR,
-        ks: Sequence[int] = DEFAULT_KS,
+        ks: Sequence[int] | None = None,
         result: SweepResult | None = None,
     ):
-        super().__init__(dataset, embedder, store)
-        self.settings = sweep_settings(result, dataset, self.models, ks)
-        self.ks = self.settings.ks
+        super().__init__(source, embedder, store, result=result, ks=ks)
         self.result = result
         self.compared: list[str] = result.keys if result is not None else []
         self.selected: str | None = None
@@ -178,11 +175,10 @@ class Panel(PanelBase):
         with self.progress:
             try:
                 if generates(v):  # what its LLM will write, said before it writes it
-                    line = generation_line(*generation_estimates(self.dataset, [v], self.settings,
-                                                                 embedder=self.embedder, store=self.store))
+                    line = generation_line(*self.session.generation_estimates([v]))
                     if line:
                         self.message.value += "<br>" + html.escape(line)
-                new = sweep(self.dataset, [v], self.settings, embedder=self.embedder, store=self.store)
+                new = self.session.with_settings(progress=True).sweep([v])
             except Exception as e:  # noqa: BLE001  (caught inside: in a kernel the Output would swallow it)
                 self.show_error(e)
         self.progress.clear_output()
@@ -210,12 +206,12 @@ class Panel(PanelBase):
 
 
 def panel(
-    dataset: Dataset,
+    source: Session | Dataset,
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
-    ks: Sequence[int] = DEFAULT_KS,
+    ks: Sequence[int] | None = None,
     result: SweepResult | None = None,
 ) -> Panel:
-    """The interactive panel; with `result`, its variants are compared from the start (and its
-    ks and mode are used for new variants)."""
-    return Panel(dataset, embedder, store, ks, result)
+    """The interactive panel of a Session (or of a Dataset, with a session's arguments); with
+    `result`, its variants are compared from the start (and its settings are used for new variants)."""
+    return Panel(source, embedder, store, ks, result)

@@ -33,9 +33,7 @@ from workbench.models.estimate import GenerationEstimate, generation_line
 from workbench.models.llm import Stopped
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
-from workbench.retrieval.index import IndexStore
-from workbench.run.estimate import generation_estimates
-from workbench.run.sweep import sweep_steps
+from workbench.run.session import Session
 from workbench.variant import Variant, expand
 
 MAX_VALUES = 200  # per parameter: a typo like "1:100000:1" must not become a week-long sweep
@@ -193,14 +191,14 @@ class GridSpec:
         return Expansion(list(found.values()), skipped)
 
 
-def sweep_settings(result: SweepResult | None, dataset: Dataset, models: Sequence[Embedder],
-                   ks: Sequence[int]) -> Settings:
+def sweep_settings(result: SweepResult | None, session: Session, ks: Sequence[int] | None = None) -> Settings:
     """The settings a panel sweeps new variants with: those of `result` (so `combine` accepts what
-    it measures), which must be of the same data and of the panel's models (ValueError naming the
-    field), else `ks` with every other setting at its default."""
+    it measures), which must be of the session's data and models (ValueError naming what differs),
+    else the session's with `ks` when given."""
     if result is None:
-        return Settings(ks=tuple(ks))
-    result.provenance.check_about(dataset, "the panel's result")
+        return session.settings if ks is None else Settings.of(session.settings, ks=tuple(ks))
+    result.provenance.check_about(session.dataset, "the panel's result")
+    models = session.models
     ours = {e.fingerprint for e in models}
     theirs = {m.fingerprint: m.name for m in result.provenance.models}
     other = sorted(name for fp, name in theirs.items() if fp not in ours)
@@ -296,17 +294,14 @@ class SweepRun:
     called once the estimate is made, after each finished variant and after a stop or an error,
     e.g. to redraw."""
 
-    dataset: Dataset
+    session: Session  # its settings score the variants (a panel's: those of its result, so they combine)
     variants: Sequence[Variant]
-    models: Sequence[Embedder]  # every variant is measured with each
-    store: IndexStore | str | Path
-    settings: Settings | None = None  # None: those of `result` (so what it measures combines), else the defaults
+    models: Sequence[Embedder] | None = None  # every variant is measured with each; None: the session's
     result: SweepResult | None = None  # earlier measurements; grows with every finished variant
     on_step: Callable[[SweepRun], None] | None = None
 
     def __post_init__(self) -> None:
-        if self.settings is None:
-            self.settings = self.result.provenance.settings if self.result is not None else Settings()
+        self.models = self.session.models if self.models is None else self.models
         if isinstance(self.models, Embedder) or not self.models:
             raise ValueError(f"models: give a non-empty list of Embedders, got {self.models!r}")
         known = set(self.result.keys) if self.result is not None else set()
@@ -366,8 +361,7 @@ class SweepRun:
         stats0 = self._texts()
         try:
             steps = (step for embedder, variants in self.todo if variants
-                     for step in sweep_steps(self.dataset, variants, self.settings, embedder=embedder,
-                                             store=self.store, progress=False, stop=self._stop.is_set))
+                     for step in self.session.steps(variants, models=[embedder], stop=self._stop.is_set))
             if self.total and not self.stopped:
                 self._estimate()
                 last = self._started
@@ -399,8 +393,7 @@ class SweepRun:
         for embedder, variants in self.todo:
             new = [v for v in variants if v.key not in seen]
             seen.update(v.key for v in new)
-            estimates, n = generation_estimates(self.dataset, new, self.settings, embedder=embedder, store=self.store,
-                                                stop=self._stop.is_set)
+            estimates, n = self.session.generation_estimates(new, embedder, stop=self._stop.is_set)
             made, unestimated = made + list(estimates), unestimated + n
         line = generation_line(made, unestimated)
         if line:
@@ -523,5 +516,6 @@ class Comparison:
         return disagreements(result, self.a, self.b, self.k, self.metric, dataset)
 
     def paired(self, result: SweepResult, n_resamples: int = 9999) -> dict[str, Any]:
-        """b - a in recall@k, paired over questions: difference, BCa interval, p-value."""
-        return stats.paired_compare(result.per_question, self.a, self.b, "recall", self.k, n_resamples=n_resamples)
+        """b - a in recall@k, paired over questions: difference, BCa interval (at the result's confidence), p-value."""
+        return stats.paired_compare(result.per_question, self.a, self.b, "recall", self.k, result.confidence,
+                                    n_resamples=n_resamples)

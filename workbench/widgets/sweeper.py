@@ -30,7 +30,7 @@ from workbench.core.io import CACHE_DIR
 from workbench.core.stages import first_stages
 from workbench.dataset import Dataset, Hit, Question
 from workbench.evaluation import stats
-from workbench.evaluation.metrics import DEFAULT_KS, default_k
+from workbench.evaluation.metrics import default_k
 from workbench.figures.plotdata import RECALL, has_budgets, swept_parameters
 from workbench.figures.plots import budget_curves, by_model, by_parameter, heatmap, overview
 from workbench.figures.viewer import around, chunk_html, span_chunks
@@ -39,7 +39,7 @@ from workbench.models.embed import Embedder
 from workbench.results.drilldown import drilldown
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
-from workbench.run.sweep import rankings
+from workbench.run.session import Session
 from workbench.variant import Variant
 from workbench.widgets.base import FULL_WIDTH, PanelBase, project_dir, row, whole_label
 from workbench.widgets.render import Picture
@@ -53,7 +53,6 @@ from workbench.widgets.state import (
     SweepRun,
     hint,
     parameters,
-    sweep_settings,
 )
 
 FIGURES = ("overview", "parameter", "heatmap", "budgets", "by_model")  # one tab each, then "compare"
@@ -84,20 +83,18 @@ class Sweeper(PanelBase):
 
     def __init__(
         self,
-        dataset: Dataset,
+        source: Session | Dataset,
         embedder: Embedder | None = None,
         store: IndexStore | str | Path = CACHE_DIR,
-        ks: Sequence[int] = DEFAULT_KS,
+        ks: Sequence[int] | None = None,
         result: SweepResult | None = None,
         background: bool = True,
         restore: bool = True,
         models: Sequence[ModelSpec] | None = None,
     ):
-        super().__init__(dataset, embedder, store, models)
-        self.settings = sweep_settings(result, dataset, self.models, ks)
-        self.ks = self.settings.ks
+        super().__init__(source, embedder, store, models, result, ks)
         self.result = result
-        self.memory = SweeperMemory.of(self.store.root, dataset, self.models, self.settings)
+        self.memory = SweeperMemory.of(self.store.root, self.dataset, self.models, self.settings)
         self.background = background  # False: Run sweeps in the caller's thread (tests)
         self.run: SweepRun | None = None
         self.thread: threading.Thread | None = None  # the last background sweep
@@ -112,7 +109,7 @@ class Sweeper(PanelBase):
         self._quiet = False  # set while options are replaced, so their observers stay still
         self._note = ""  # what the message line says of the current Run before its estimate
 
-        questions = [(f"{q.qid}: {q.question[:70]}", q.qid) for q in dataset.questions]
+        questions = [(f"{q.qid}: {q.question[:70]}", q.qid) for q in self.dataset.questions]
         self.strategies = w.SelectMultiple(options=list(STRATEGIES), value=("fixed",), description="strategies",
                                            rows=min(8, len(STRATEGIES)))
         self.retrievers = {name: w.Checkbox(value=name == "dense", description=name, indent=False,
@@ -227,8 +224,7 @@ class Sweeper(PanelBase):
             return
         self.set_grid(restored.grid)
         for model in self.models:  # each model its own variants: a restore computes nothing
-            run = SweepRun(self.dataset, restored.variants.get(model.fingerprint, []), [model], self.store,
-                           self.settings, self.result)
+            run = SweepRun(self.session, restored.variants.get(model.fingerprint, []), [model], self.result)
             self.result = run.run()
             if run.error:
                 self.show_error(run.error)
@@ -273,7 +269,7 @@ class Sweeper(PanelBase):
         models = [e for e in self.models if self.model_boxes[e.fingerprint].value]
         if not models:
             raise ValueError("models: choose at least one model")
-        run = SweepRun(self.dataset, variants, models, self.store, self.settings, self.result,
+        run = SweepRun(self.session, variants, models, self.result,
                        on_step=lambda r: self.guarded(lambda: self._on_step(r))())
         self.run, self.budget = run, DrawBudget(self.draw_share)
         already = len(variants) - run.total
@@ -418,7 +414,7 @@ class Sweeper(PanelBase):
 
     def _chunks_of(self, key: str) -> list[Chunk]:
         if key not in self._chunks:
-            self._chunks[key] = self.store.get(self.result.variant(key), self.dataset, self.model_of(key)).chunks
+            self._chunks[key] = self.session.chunks(self.result.variant(key), self.model_of(key))
         return self._chunks[key]
 
     # ---- compare ------------------------------------------------------------------------------
@@ -438,7 +434,7 @@ class Sweeper(PanelBase):
         best = stats.prob_best(self.result.per_question, "recall", c.k)  # like the paired line: recall
         self.cmp_summary.value = (
             f"recall@{c.k}, B − A over {p['n']} questions: <b>{p['diff']:+.3f}</b> "
-            f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] (95% BCa), p = {p['p_value']:.3g}. "
+            f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] ({self.settings.confidence:.0%} BCa), p = {p['p_value']:.3g}. "
             f"{(table.retrieved_by == c.b).sum()} question(s) only B retrieves, "
             f"{(table.retrieved_by == c.a).sum()} only A. P(best recall@{c.k}) among the {len(best)} measured "
             f"variants: A {best[c.a]:.2f}, B {best[c.b]:.2f} (bootstrap over questions).")
@@ -467,8 +463,7 @@ class Sweeper(PanelBase):
 
     def _rankings(self, key: str) -> list[list[Hit]]:
         if key not in self._ranked:
-            self._ranked[key] = rankings(self.dataset, self.result.variant(key), max(self.ks), self.model_of(key),
-                                         self.store, self.settings.mode)
+            self._ranked[key] = self.session.rankings(self.result.variant(key), max(self.ks), self.model_of(key))
         return self._ranked[key]
 
     def model_of(self, key: str) -> Embedder:
@@ -504,20 +499,21 @@ class Sweeper(PanelBase):
 
 
 def sweeper(
-    dataset: Dataset,
+    source: Session | Dataset,
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
-    ks: Sequence[int] = DEFAULT_KS,
+    ks: Sequence[int] | None = None,
     result: SweepResult | None = None,
     restore: bool = True,
     models: Sequence[ModelSpec] | None = None,
 ) -> Sweeper:
-    """The sweeper panel; with `result`, its variants are shown from the start (and its ks and
-    mode are used for new ones). It brings back the grid and the variants it last measured on
-    this data, models and settings (from the caches); restore=False starts with none of them.
-    `models` (specs as for `sweep`, e.g. [None, "wordllama"]) instead of the one `embedder`: every
-    variant is measured with each model ticked, and the "by model" tab shows which chunking suits which.
+    """The sweeper panel of a Session (or of a Dataset, with a session's arguments: `embedder`,
+    `store` as its cache, `models`); with `result`, its variants are shown from the start (and its
+    settings are used for new ones). It brings back the grid and the variants it last measured on
+    this data, models and settings (from the caches); restore=False starts with none of them. With
+    several models (e.g. wb.Session(ds, models=[None, "wordllama"])) every variant is measured with
+    each model ticked, and the "by model" tab shows which chunking suits which.
 
-    >>> wb.sweeper(ds, models=[None, "wordllama"])  # doctest: +SKIP
+    >>> wb.widgets.sweeper(wb.Session(ds, models=[None, "wordllama"]))  # doctest: +SKIP
     """
-    return Sweeper(dataset, embedder, store, ks, result, restore=restore, models=models)
+    return Sweeper(source, embedder, store, ks, result, restore=restore, models=models)

@@ -1,0 +1,222 @@
+"""The session: one object that runs sweeps on one dataset, so nothing else threads caches, models,
+settings and engines through its signatures.
+
+A session holds the dataset, the cache folder (an IndexStore: chunks, vectors, indexes, scores and
+model outputs, shared by every run), the embedding models, the scoring Settings and, optionally, an
+engine the models compute on. What it does: `estimate` what a grid will cost, `sweep` it (or
+`steps` through it one variant at a time, or `preview` it from pooled vectors), look at a variant's
+`chunks` and `rankings`. The CLI, the widgets and the notebooks each make one.
+
+    >>> session = wb.Session(wb.load_dataset("data/chroma_small"), ks=(1, 5))  # doctest: +SKIP
+    >>> result = session.sweep(wb.grid("fixed", size=[128, 256]))  # doctest: +SKIP
+    >>> session.on(other_dataset).sweep(...)  # the same cache, models and settings  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.core.chunk import Chunk
+from workbench.core.io import CACHE_DIR
+from workbench.dataset import Dataset, Hit
+from workbench.evaluation import stats
+from workbench.evaluation.settings import Settings
+from workbench.models.base import Engine
+from workbench.models.choose import ModelSpec, embedders_of
+from workbench.models.embed import Embedder
+from workbench.models.estimate import GenerationEstimate
+from workbench.results.combine import combine
+from workbench.results.provenance import Computed
+from workbench.results.result import SweepResult
+from workbench.retrieval.index import IndexStore
+from workbench.retrieval.search import search
+from workbench.run import estimate as estimates
+from workbench.run.engine import get_engine
+from workbench.run.sweep import Context, check_grid, steps_of
+from workbench.variant import Variant
+
+
+class Session:
+    """A dataset, where results are cached, the models that embed, how variants are scored, and
+    where the models compute.
+
+    settings: a Settings, or its fields as keywords (ks, budgets, budget_encoding, mode, confidence,
+    preview, ann; see workbench.evaluation.settings). cache: a folder or an IndexStore. models: the
+    embedding models, as Embedders or specs (None: the bundled all-MiniLM-L6-v2, a local
+    sentence-transformers folder, "wordllama", an encode(texts) -> vectors function; see
+    workbench.models.choose), or the one `embedder`; default: the bundled model. engine: where the
+    models, the rerankers and the LLMs compute what is not cached: "local", "ray" (a local Ray
+    instance the session starts and `close` stops) or an engine (workbench.run.engine); an Embedder
+    you pass takes its own engine=. progress=False draws no progress bar at all. mmap: indexes read
+    memory-mapped."""
+
+    def __init__(self, dataset: Dataset, settings: Settings | None = None, *,
+                 cache: IndexStore | str | Path = CACHE_DIR, models: Sequence[ModelSpec] | None = None,
+                 embedder: Embedder | None = None, engine: str | Engine | None = None, progress: bool = True,
+                 mmap: bool = False, **changes: Any) -> None:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be a Dataset (wb.load_dataset), got {type(dataset).__name__}")
+        if embedder is not None and models is not None:
+            raise ValueError("give embedder= or models=, not both (an Embedder can be one of the models)")
+        if engine is not None and embedder is not None:
+            raise ValueError("engine: give it to the Embedder you pass (Embedder(..., engine=...)), not to the "
+                             "session")
+        self.dataset = dataset
+        self.settings = Settings.of(settings, **changes)
+        self.progress = progress
+        self._owns_engine = isinstance(engine, str)  # made here, so stopped here
+        self.engine = get_engine(engine) if isinstance(engine, str) else engine
+        if isinstance(cache, IndexStore):
+            self.store = IndexStore(cache.root, cache.mmap, self.engine) if self.engine is not None else cache
+        else:
+            self.store = IndexStore(cache, mmap, self.engine)
+        if models is not None:  # specs compute on the engine; an Embedder given keeps its own
+            self.models = embedders_of(models, self.store.root, **({"engine": self.engine} if self.engine else {}))
+        else:
+            self.models = [embedder or Embedder(cache_dir=self.store.root, engine=self.engine)]
+
+    @property
+    def embedder(self) -> Embedder:
+        """The first (or only) model."""
+        return self.models[0]
+
+    def on(self, dataset: Dataset) -> Session:
+        """A session of `dataset` with this one's cache, models, settings and engine (which this one
+        still owns), e.g. for the code files of a corpus alone."""
+        other = copy.copy(self)
+        other.dataset, other._owns_engine = dataset, False
+        return other
+
+    def with_settings(self, settings: Settings | None = None, *, progress: bool | None = None,
+                      **changes: Any) -> Session:
+        """This session scoring with other settings (e.g. those of a result, so what it measures combines),
+        and with progress bars or not (a widget draws its own)."""
+        other = self.on(self.dataset)
+        other.settings = Settings.of(settings or self.settings, **changes)
+        other.progress = self.progress if progress is None else progress
+        return other
+
+    def context(self, model: Embedder | None = None, variants: Sequence[Variant] = (),
+                stop: Callable[[], bool] | None = None, settings: Settings | None = None) -> Context:
+        """What measuring a variant with `model` (default: the first) needs (workbench.run.sweep.Context)."""
+        return Context(self.dataset, settings or self.settings, model or self.embedder, self.store, self.progress,
+                       stop, tuple(variants))
+
+    def steps(self, variants: Sequence[Variant], *, models: Sequence[Embedder] | None = None,
+              stop: Callable[[], bool] | None = None, **changes: Any) -> Iterator[SweepResult]:
+        """The sweep one variant at a time: each step is the complete SweepResult of one (variant, model),
+        so a caller can show results as they come and stop between variants (the widgets do); with `stop`
+        between an LLM's generations too (once `stop()` is true, workbench.models.llm.Stopped is raised,
+        what finished cached). `models`: some of the session's (default: all). `combine` of the steps is
+        what `sweep` returns. Arguments are checked before anything runs."""
+        contexts = self._contexts(variants, models, stop, changes)
+        return (step for c in contexts for step in steps_of(variants, c, several=len(contexts) > 1))
+
+    def sweep(self, variants: Sequence[Variant], *, stop: Callable[[], bool] | None = None,
+              **changes: Any) -> SweepResult:
+        """Score every variant with every model on every question, at every k and context budget;
+        `changes`: settings for this sweep only (e.g. preview=True)."""
+        contexts = self._contexts(variants, None, stop, changes)
+        before = [(c.embedder.stats.embedded, c.embedder.stats.cached) for c in contexts]
+        # the steps unsummarised, then the whole table in one call (the same numbers as per step, faster)
+        result = combine([step for c in contexts
+                          for step in steps_of(variants, c, len(contexts) > 1, summarized=False)])
+        result.summary = stats.summarize(result.per_question, confidence=contexts[0].settings.confidence,
+                                         cache=self.store.root)
+        computed = Computed(  # the questions' vectors count too
+            sum(c.embedder.stats.embedded - b[0] for c, b in zip(contexts, before, strict=True)),
+            sum(c.embedder.stats.cached - b[1] for c, b in zip(contexts, before, strict=True)),
+            result.provenance.computed.token_pass_documents)
+        result.provenance = result.provenance.with_(computed=computed)
+        return result
+
+    def preview(self, variants: Sequence[Variant], **changes: Any) -> SweepResult:
+        """Every variant scored from one cached model pass over the corpus (workbench.retrieval.preview),
+        in about the time of one real variant: an estimate whose `ties` say what it cannot order;
+        confirm the variants tied with its best with `sweep`."""
+        return self.sweep(variants, preview=True, **changes)
+
+    def estimate(self, variants: Sequence[Variant], **changes: Any) -> dict[str, estimates.Estimate]:
+        """What `sweep(variants)` will embed and generate, and how long it will take, per model that
+        runs a transformer (by model name; workbench.run.estimate). A warm grid costs file checks."""
+        settings = Settings.of(self.settings, **changes)
+        check_grid(variants)
+        return {e.name: estimates.estimate(self.context(e, settings=settings), variants)
+                for e in self.models if e.window_tokens is not None}
+
+    def generation_estimates(self, variants: Sequence[Variant], model: Embedder | None = None,
+                             stop: Callable[[], bool] | None = None) -> tuple[tuple[GenerationEstimate, ...], int]:
+        """What the LLMs of `sweep(variants)` will generate (the estimates, and the builds left
+        unestimated), without the embedding estimate: what the widgets show before a Run."""
+        return estimates.generation_estimates(self.context(model), variants, stop)
+
+    def chunks(self, variant: Variant, model: Embedder | None = None) -> list[Chunk]:
+        """The variant's chunks, from its index (loaded, or built and cached)."""
+        return self.store.get(variant, self.dataset, model or self.embedder).chunks
+
+    def rankings(self, variant: Variant, k: int = 10, model: Embedder | None = None) -> list[list[Hit]]:
+        """The variant's top-k hits for every question (its index loaded or built), e.g. to drill down."""
+        e = model or self.embedder
+        qvecs = e.encode([q.question for q in self.dataset.questions], desc="questions")
+        return search(self.store.get(variant, self.dataset, e), self.dataset.questions, qvecs, k, variant.stages,
+                      self.settings.mode)
+
+    def close(self) -> None:
+        """Stop the engine the session started (one named by a string); nothing else to release."""
+        if self._owns_engine and self.engine is not None:
+            self.engine.close()
+            self._owns_engine = False
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        models = ", ".join(e.name for e in self.models)
+        return (f"Session({self.dataset.name!r}: {len(self.dataset.documents)} documents, "
+                f"{len(self.dataset.questions)} questions; models {models}; cache {str(self.store.root)!r})")
+
+    def _contexts(self, variants: Sequence[Variant], models: Sequence[Embedder] | None,
+                  stop: Callable[[], bool] | None, changes: dict[str, Any]) -> list[Context]:
+        """One Context per model of a sweep, its arguments checked before anything runs."""
+        settings = Settings.of(self.settings, **changes)
+        check_grid(variants)
+        return [self.context(e, variants, stop, settings) for e in (self.models if models is None else models)]
+
+
+def sweep(dataset: Dataset, variants: Sequence[Variant], settings: Settings | None = None, *,
+          embedder: Embedder | None = None, models: Sequence[ModelSpec] | None = None,
+          store: IndexStore | str | Path = CACHE_DIR, progress: bool = True, engine: str | Engine | None = None,
+          stop: Callable[[], bool] | None = None, **changes: Any) -> SweepResult:
+    """`Session(dataset, ...).sweep(variants)` in one call (see Session for the arguments): every
+    variant scored on every question at every k and context budget. A preview (preview=True) ranks a
+    grid from pooled vectors; confirm what it ties with its best:
+
+        rough = wb.sweep(data, variants, preview=True)          # about the cost of one real variant
+        ties = rough.ties("recall", k=5)
+        real = wb.sweep(data, [rough.variant(key) for key in ties.loc[ties["tied_with_top"], "key"]])
+    """
+    with Session(dataset, settings, cache=store, models=models, embedder=embedder, engine=engine,
+                 progress=progress, **changes) as session:
+        return session.sweep(variants, stop=stop)
+
+
+def sweep_steps(dataset: Dataset, variants: Sequence[Variant], settings: Settings | None = None, *,
+                embedder: Embedder | None = None, models: Sequence[ModelSpec] | None = None,
+                store: IndexStore | str | Path = CACHE_DIR, progress: bool = True,
+                stop: Callable[[], bool] | None = None, **changes: Any) -> Iterator[SweepResult]:
+    """`Session(dataset, ...).steps(variants)` in one call (see Session.steps)."""
+    session = Session(dataset, settings, cache=store, models=models, embedder=embedder, progress=progress, **changes)
+    return session.steps(variants, stop=stop)
+
+
+def rankings(dataset: Dataset, variant: Variant, k: int = 10, embedder: Embedder | None = None,
+             store: IndexStore | str | Path = CACHE_DIR, mode: str = "corpus") -> list[list[Hit]]:
+    """`Session(dataset, ...).rankings(variant, k)` in one call."""
+    return Session(dataset, cache=store, embedder=embedder, mode=mode).rankings(variant, k)
+
