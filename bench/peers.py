@@ -283,7 +283,9 @@ PARTS = {
     "embedding (Embedder.vectors, token passes; a lazy model load)": [(EMBED, "vectors"), (EMBED, "_run_windows")],
     "chunking (workbench/chunkers, with semantic's embedding)": [("workbench/chunkers/", "")],
     "bootstrap (workbench/evaluation/stats.py)": [("workbench/evaluation/stats.py", "")],
-    "figures (workbench/plots.py)": [("workbench/plots.py", "")],
+    "figures (workbench/figures: plots, draw, params)": [("workbench/figures/plots.py", ""),
+                                                          ("workbench/figures/draw.py", ""),
+                                                          ("workbench/figures/params.py", "")],
     "report (workbench/report, with the figures it draws)": [("workbench/report/", "")],
 }
 
