@@ -49,11 +49,9 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python -m bench.widgets
 	$(BIN)/python -m bench.explorer
 	$(BIN)/python -m bench.sweeper_overhead
-	$(BIN)/python -m bench.context
 	nice -n 10 $(BIN)/python -m bench.model_stack
 	$(BIN)/python -m bench.rerank
 	$(BIN)/python -m bench.peers
-	$(BIN)/python -m bench.overhead
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache

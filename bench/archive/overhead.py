@@ -10,7 +10,7 @@ process timed whole (wall and CPU seconds, the load when it started):
   the contenders interleaved, so a burst of load from other jobs hits each alike.
 Then, per revision, what `python -X importtime` says a `--help` and a warm sweep import (torch,
 sentence_transformers, matplotlib, in seconds; "-" when not imported at all).
-Run from the repo root: python -m bench.overhead [--rev A --rev B] [--out bench/overhead.md]
+Run from the repo root: python -m bench.archive.overhead [--rev A --rev B] [--out bench/archive/overhead.md]
 (about 5 minutes on 2 cores). Needs requirements-bench.txt (chunklab).
 """
 
@@ -55,7 +55,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rev", action="append", help=f"git revisions to measure (default: {BEFORE} and HEAD)")
     p.add_argument("--warm-repeats", type=int, default=3, help="warm runs of each contender; the best is kept")
-    p.add_argument("--out", type=Path, default=BENCH / "overhead.md")
+    p.add_argument("--out", type=Path, default=BENCH / "archive" / "overhead.md")
     args = p.parse_args()
     revs = args.rev or [BEFORE, "HEAD"]
     start, t0 = Start(), time.perf_counter()
