@@ -52,6 +52,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	nice -n 10 $(BIN)/python -m bench.model_stack
 	$(BIN)/python -m bench.rerank
 	$(BIN)/python -m bench.peers
+	$(BIN)/python -m bench.results  # bench/RESULTS.md and bench/README.md's list, from the result files just written
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache
