@@ -160,6 +160,10 @@ class Start:
     at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
     load: str = field(default_factory=load)
 
+    def elapsed_s(self) -> float:
+        """Seconds since the start, by the wall clock: how long the study has run."""
+        return (datetime.datetime.now(datetime.UTC) - self.at).total_seconds()
+
 
 # what `stamp` writes; bench/results.py reads a result file's date and machine with it
 STAMP = re.compile(r"^Run (?P<date>\d{4}-\d\d-\d\d \d\d:\d\d UTC) on (?P<machine>[^;]+); "

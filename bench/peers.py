@@ -397,7 +397,7 @@ def main() -> None:
         args.corpus_chars = args.corpus_chars or QUICK_CHARS
         args.semantic_chars = args.semantic_chars or QUICK_CHARS // 3
     out = args.out or (None if args.quick else BENCH / "peers.md")
-    start, t0 = Start(), time.perf_counter()
+    start = Start()
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         work = Path(tmp)
         small = load_dataset(SMALL)
@@ -411,7 +411,7 @@ def main() -> None:
         if not args.quick and GENERAL.is_dir():
             large = (build_corpus(work / "large", load_dataset(GENERAL), None, None),
                      end_to_end(work / "large", work / "e2e-large", (True,)))
-        md = markdown(args, data, rows, e2e, large, start, t0)
+        md = markdown(args, data, rows, e2e, large, start)
         write(md, out)
         if not args.quick:  # written first: a failing profile keeps the table
             write(md + ["## 3. Where the workbench's cold time goes", "",
@@ -426,13 +426,13 @@ def write(md: list[str], out: Path | None) -> None:
 
 
 def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: EndToEnd,
-             large: tuple[Dataset, EndToEnd] | None, start: Start, t0: float) -> list[str]:
+             large: tuple[Dataset, EndToEnd] | None, start: Start) -> list[str]:
     cut = f" cut to their first {args.corpus_chars:,} characters" if args.corpus_chars else ""
     per_doc = QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC
     corpus = (f"data/chroma_small's 3 documents as .md files{cut}, {len(data.questions)} questions (the first "
               f"{per_doc} per document whose answer spans lie in it)")
     md = [header(f"Peers, side by side in one run (issue 21){' — quick mode' if args.quick else ''}", start),
-          f"{(time.perf_counter() - t0) / 60:.1f} min, shared with other engineers' jobs: load average (1/5/15 min) "
+          f"{start.elapsed_s() / 60:.1f} min, shared with other engineers' jobs: load average (1/5/15 min) "
           f"{start.load} at the start, {load()} at the end. Seconds move with that load; the ratios, measured side "
           "by side, much less.", "",
           "## 1. Chunkers, in process", "",

@@ -302,7 +302,7 @@ def seconds(t: Timed | None) -> str:
     return "" if t is None else f"{t.wall_s:.1f} / {t.cpu_s:.1f} / {t.load:.1f}"
 
 
-def markdown(m: Measured, start: Start, data: Path, elapsed_s: float) -> str:
+def markdown(m: Measured, start: Start, data: Path) -> str:
     rows: list[tuple[str, str, Callable[[Side], str]]] = [
         ("1. cold sweep vs LlamaIndex loop (`--no-report`)", "cold_vs_loop",
          lambda s: both(m.loop, s.runs.get("cold"), True)),
@@ -324,8 +324,8 @@ def markdown(m: Measured, start: Start, data: Path, elapsed_s: float) -> str:
     processes = list(dict.fromkeys(what for s in m.sides for what in s.runs))
     out = [
         header("Performance: the workbench against a plain LlamaIndex loop", start),
-        (f"After {elapsed_s / 60:.0f} min. The machine was **shared** with other engineers' tests and benchmarks "
-         "(load average column below): every row is a ratio of processes run back to back in this one run, "
+        (f"After {start.elapsed_s() / 60:.0f} min. The machine was **shared** with other engineers' tests and "
+         "benchmarks (load average column below): every row is a ratio of processes run back to back in this one run, "
          "each once, timed whole as a fresh process (wall clock; CPU seconds, user + sys, in brackets, since "
          "they suffer less from the load). Torch threads: library default for every process. The default "
          "backend's ONNX export of the model, made once per machine into the model store, is made before the "
@@ -386,10 +386,10 @@ def main() -> None:
         return embed_floor(*args.floor)
     if args.throughput:
         return write_throughput(args.throughput)
-    start, t0 = Start(), time.perf_counter()
+    start = Start()
 
     def save(m: Measured) -> None:
-        args.out.write_text(markdown(m, start, args.data, time.perf_counter() - t0))
+        args.out.write_text(markdown(m, start, args.data))
 
     with tempfile.TemporaryDirectory(prefix="perf-") as tmp:
         measure(args.rev, args.data.resolve(), Path(tmp), save)

@@ -258,7 +258,7 @@ def per_variant(variants: pd.DataFrame) -> str:
 
 
 def markdown(rows: pd.DataFrame, held: pd.DataFrame | None, trim: pd.DataFrame, args: argparse.Namespace,
-             start: Start, minutes: float) -> str:
+             start: Start) -> str:
     done = rows[rows["wall_s"].notna()] if "wall_s" in rows else rows.iloc[:0]
     done = done.astype({c: int for c in INT_COLUMNS if c in done})  # NaN of unmeasured runs made them floats
     sizes, variants = (done[done["section"] == s] for s in ("sizes", "variants"))
@@ -266,7 +266,7 @@ def markdown(rows: pd.DataFrame, held: pd.DataFrame | None, trim: pd.DataFrame, 
     sizes_txt = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in args.sizes.items())
     out = [f"""{header("Scale: sweep time and memory against corpus size, questions and variants", start)}
 Shared with other engineers' jobs while this ran, so times are rough: read the ratios and growth exponents
-({minutes:.0f} minutes).
+({start.elapsed_s() / 60:.0f} minutes).
 
 Each row is one `python -m workbench sweep --no-report --quiet` subprocess (tables only: no
 plots and no report.html, which would add their own cost; default ks and budgets), on a subset
@@ -399,12 +399,12 @@ def ann_study(cache: Path, tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(rows), pd.DataFrame(sweeps)
 
 
-def ann_markdown(indexes: pd.DataFrame, sweeps: pd.DataFrame, start: Start, minutes: float) -> str:
+def ann_markdown(indexes: pd.DataFrame, sweeps: pd.DataFrame, start: Start) -> str:
     shares = {c: lambda x: f"{x:.3f}" for c in ("recall@10_vs_exact", "recall@5", "ci_low", "ci_high")}
     indexes, sweeps = (t.transform({c: shares.get(c, lambda x: x) for c in t.columns}) for t in (indexes, sweeps))
     return f"""{ANN_HEADING}
 
-{stamp(start)}: {minutes:.0f} minutes in this process, the same busy machine; faiss
+{stamp(start)}: {start.elapsed_s() / 60:.0f} minutes in this process, the same busy machine; faiss
 {faiss.__version__}. Real vectors: {DISTRACTOR_VARIANT} chunks of squad_v11_dev's {DISTRACTOR_DOCS} smallest
 documents and the {int(sweeps["questions"].iloc[0])} questions of its {DISTRACTOR_BASE} smallest (bundled
 model, cached in --cache); each size is topped up with noisy copies of the chunk vectors. IVF: nlist = 4 sqrt(n),
@@ -460,9 +460,8 @@ def main() -> None:
     args = p.parse_args()
     start = Start()
     if args.only == "ann":
-        t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="scale-ann-") as tmp:
-            section = ann_markdown(*ann_study(args.cache, Path(tmp)), start, (time.perf_counter() - t0) / 60)
+            section = ann_markdown(*ann_study(args.cache, Path(tmp)), start)
         args.md.write_text(with_section(args.md.read_text() if args.md.exists() else "", section))
         print(f"wrote {args.md}")
         return
@@ -471,16 +470,15 @@ def main() -> None:
     study = (name, int(n))
     hour, minute = map(int, args.until.split(":"))
     until = datetime.datetime.now(datetime.UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
-    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         rows = measure(plan(args.sizes, study), Path(tmp), until)
         study_cache = Path(tmp) / f"study-{VARIANT_COUNTS[-1]}"
         warm = rows[(rows["section"] == "variants") & (rows["cache"] == "warm")]
         held = held_per_variant(study, study_cache) if "wall_s" in warm and warm["wall_s"].notna().any() else None
         trim = rss_per_step(study[0], Path(tmp) / "trim")
-        ann_start, t1 = Start(), time.perf_counter()
-        section = ann_markdown(*ann_study(args.cache, Path(tmp)), ann_start, (time.perf_counter() - t1) / 60)
-    args.md.write_text(with_section(markdown(rows, held, trim, args, start, (time.perf_counter() - t0) / 60), section))
+        ann_start = Start()
+        section = ann_markdown(*ann_study(args.cache, Path(tmp)), ann_start)
+    args.md.write_text(with_section(markdown(rows, held, trim, args, start), section))
     print(f"wrote {args.md}")
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=BENCH / "archive" / "overhead.md")
     args = p.parse_args()
     revs = args.rev or [BEFORE, "HEAD"]
-    start, t0 = Start(), time.perf_counter()
+    start = Start()
     base = os.environ | OFFLINE | {"TIKTOKEN_CACHE_DIR": str(bundled_tiktoken())}
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp, sides(revs, Path(tmp)) as measured:
         work = Path(tmp)
@@ -83,13 +83,13 @@ def main() -> None:
                             "warm sweep": heavy_imports(cmds[s.name][0][1:], cmds[s.name][1], s.tree)}
                    for s in measured}
         commits = {s.name: s.commit for s in measured}
-    md = markdown(revs, commits, runs, imports, start, time.perf_counter() - t0)
+    md = markdown(revs, commits, runs, imports, start)
     print(md)
     args.out.write_text(md)
 
 
 def markdown(revs: list[str], commits: dict[str, str], runs: dict[tuple[str, str], Timed],
-             imports: dict[str, dict[str, dict[str, float]]], start: Start, seconds: float) -> str:
+             imports: dict[str, dict[str, dict[str, float]]], start: Start) -> str:
     names = [*revs, "chunklab"]
     rows = []
     for state in ("cold", "warm"):
@@ -100,9 +100,9 @@ def markdown(revs: list[str], commits: dict[str, str], runs: dict[tuple[str, str
                      f"x{peer.wall_s / new.wall_s:.2f} / x{peer.cpu_s / new.cpu_s:.2f}",
                      f"x{old.wall_s / new.wall_s:.2f} / x{old.cpu_s / new.cpu_s:.2f}"])
     out = [header("CLI sweep overhead, cold and warm (issue 21)", start),
-           f"{seconds / 60:.1f} min, shared with other engineers' jobs: load average (1/5/15 min) {start.load} at "
-           f"the start, {load()} at the end. Seconds move with that load; the ratios, measured side by side, much "
-           "less.", "",
+           f"{start.elapsed_s() / 60:.1f} min, shared with other engineers' jobs: load average (1/5/15 min) "
+           f"{start.load} at the start, {load()} at the end. Seconds move with that load; the ratios, measured side "
+           "by side, much less.", "",
            f"Corpus: data/chroma_small's 3 documents as .md files cut to their first {CORPUS_CHARS:,} characters, "
            f"with their questions (bench/peers.py's corpus); chunklab's example strategies against the workbench's "
            f"closest variants ({', '.join(f'`{s}`' for _, _, s in STRATEGIES)}), the bundled all-MiniLM-L6-v2, "
