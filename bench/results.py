@@ -29,9 +29,9 @@ def tables(text: str) -> list[list[list[str]]]:
     """Every Markdown table in `text`: its rows of stripped cells, the header first, the rule left out."""
     found: list[list[list[str]]] = []
     rows: list[list[str]] = []
-    for line in [*text.splitlines(), ""]:
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    for ln in [*text.splitlines(), ""]:
+        if ln.startswith("|"):
+            cells = [c.strip() for c in ln.strip().strip("|").split("|")]
             if not all(c and set(c) <= set(":-") for c in cells):
                 rows.append(cells)
         elif rows:
