@@ -39,21 +39,20 @@ app: setup  ## notebooks/app.ipynb as a standalone page (Voilà, no code shown) 
 
 bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 cores)
 	$(BIN)/pip install -q -r requirements-bench.txt  # the LlamaIndex loop's embedding, Chonkie, chunklab (bench only)
-	$(BIN)/python bench/perf.py --rev 557fef0 --rev HEAD
-	$(BIN)/python bench/backends.py
-	$(BIN)/python bench/preview.py
-	$(BIN)/python bench/scale.py
-	$(BIN)/python bench/chroma_metrics.py
-	$(BIN)/python bench/chunker_costs.py
-	$(BIN)/python bench/demo_times.py --json bench/demo_times.json
-	$(BIN)/python bench/widgets.py
-	$(BIN)/python bench/explorer.py
-	$(BIN)/python bench/sweeper_overhead.py
-	$(BIN)/python bench/context.py
-	nice -n 10 $(BIN)/python bench/model_stack.py
-	$(BIN)/python bench/rerank.py
-	$(BIN)/python bench/peers.py
-	$(BIN)/python bench/overhead.py
+	$(BIN)/python -m bench.perf --rev 557fef0 --rev HEAD
+	$(BIN)/python -m bench.backends
+	$(BIN)/python -m bench.preview
+	$(BIN)/python -m bench.scale
+	$(BIN)/python -m bench.chroma_metrics
+	$(BIN)/python -m bench.chunker_costs
+	$(BIN)/python -m bench.demo_times --json bench/demo_times.json
+	$(BIN)/python -m bench.widgets
+	$(BIN)/python -m bench.explorer
+	$(BIN)/python -m bench.sweeper_overhead
+	nice -n 10 $(BIN)/python -m bench.model_stack
+	$(BIN)/python -m bench.rerank
+	$(BIN)/python -m bench.peers
+	$(BIN)/python -m bench.results  # bench/RESULTS.md and bench/README.md's list, from the result files just written
 
 clean-cache:  ## drop embedding and index caches (results tables are kept)
 	rm -rf results/cache

@@ -11,22 +11,20 @@ data/mixed, and, when ../shared/datasets sits beside the repo, the first documen
 and qmsum_val (SUBSETS: a few minutes of torch embedding). Everything lives in one fresh temporary
 cache (the ONNX export included). Writes bench/backends.md.
 
-    nice -n 10 python bench/backends.py [--chunks 32] [--sentences 128] [--rounds 5]
+    nice -n 10 python -m bench.backends [--chunks 32] [--sentences 128] [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import statistics
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 
 import torch
 
+from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, lap, table
 from workbench import load_dataset, sweep
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset
@@ -34,10 +32,8 @@ from workbench.models.embed import BACKENDS, Embedder
 from workbench.models.onnx import PASS_TOKENS, OnnxEncoder, export_file
 from workbench.variant import parse_variant
 
-REPO = Path(__file__).resolve().parents[1]
 THREADS = 2
 VARIANTS = ("fixed:size=256", "recursive:size=256")
-SHARED = REPO.parent / "shared" / "datasets"
 # onnx as it ran before passes of PASS_TOKENS side by side (workbench.models.onnx.OnnxEncoder): one session
 # of THREADS threads, `batch_size` texts a pass; timed, not scored (its vectors are onnx's)
 ONE_SESSION = "onnx, 1 session"
@@ -65,12 +61,6 @@ def chunk_texts(ds: Dataset, env: ChunkEnv, strategy: str, size: int, n: int) ->
     return sorted(texts[::step][:n], key=len)
 
 
-def seconds(embedder: Embedder, texts: list[str]) -> float:
-    t0 = time.perf_counter()
-    embedder.vectors(texts)
-    return time.perf_counter() - t0
-
-
 def scores_at_5(ds: Dataset, embedder: Embedder, cache: Path) -> dict[tuple[str, str], float]:
     """{(metric, variant): mean} of recall@5 and MRR@5."""
     result = sweep(ds, [parse_variant(v) for v in VARIANTS], ks=(5,), embedder=embedder, store=cache,
@@ -84,10 +74,11 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=32, help="fixed 256-token chunk texts timed")
     parser.add_argument("--sentences", type=int, default=128, help="sentence-sized texts timed")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of A B C D D C B A passes")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "backends.md")
+    parser.add_argument("--out", type=Path, default=BENCH / "backends.md")
     args = parser.parse_args()
+    start = Start()
     torch.set_num_threads(THREADS)
-    ds = load_dataset(REPO / "data" / "chroma_small")
+    ds = load_dataset(SMALL)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
         embedders = {b: Embedder(cache_dir=cache, backend=b, threads=THREADS, progress=False) for b in BACKENDS}
@@ -100,45 +91,37 @@ def main() -> None:
         timed[ONE_SESSION].__dict__["onnx_encoder"] = OnnxEncoder(
             onnx.path, export_file(onnx.model_fingerprint, "onnx"), "onnx", onnx.max_tokens, "cpu", THREADS, workers=1)
         for e in timed.values():  # untimed: export, quantization, loading, first batches
-            seconds(e, next(iter(sets.values()))[:8])
+            e.vectors(next(iter(sets.values()))[:8])
         rounds: dict[tuple[str, str], list[float]] = {(s, b): [] for s in sets for b in TIMED}  # s per round
         for r in range(args.rounds):
             for name, texts in sets.items():
                 spent = dict.fromkeys(TIMED, 0.0)
                 for b in [*TIMED, *reversed(TIMED)]:
-                    spent[b] += seconds(timed[b], texts)
+                    spent[b] += lap(partial(timed[b].vectors, texts))[1].wall_s
                 for b in TIMED:
                     rounds[name, b].append(spent[b] / 2)
                 print(f"round {r + 1}, {name}: " + ", ".join(f"{b} {spent[b] / 2:.2f} s" for b in TIMED), flush=True)
         quality = []
         for qds, cut in quality_datasets():
-            t0 = time.perf_counter()
-            scores = {b: scores_at_5(qds, e, cache) for b, e in embedders.items()}
+            scores, took = lap(lambda: {b: scores_at_5(qds, e, cache) for b, e in embedders.items()})  # noqa: B023
             quality.append((qds, cut, scores))
-            print(f"{qds.name}: scored in {time.perf_counter() - t0:.0f} s", flush=True)
+            print(f"{qds.name}: scored in {took.wall_s:.0f} s", flush=True)
 
     def speed(name: str, b: str) -> str:
         ratios = [t / mine for t, mine in zip(rounds[name, "torch"], rounds[name, b], strict=True)]
         return (f"{len(sets[name]) / statistics.median(rounds[name, b]):.1f} texts/s, "
                 f"x{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 
-    speed_rows = [f"| {name} | " + " | ".join(speed(name, b) for b in TIMED) + " |" for name in sets]
-
-    def score_rows(scores: dict[str, dict[tuple[str, str], float]]) -> list[str]:
+    def score_rows(scores: dict[str, dict[tuple[str, str], float]]) -> list[list[str]]:
         def cell(b: str, m: str, v: str) -> str:
             return f"{scores[b][m, v]:.4f} ({100 * (scores[b][m, v] - scores['torch'][m, v]):+.2f})"
 
-        return [f"| {m}@5 {v} | " + " | ".join(cell(b, m, v) for b in BACKENDS) + " |"
-                for m, v in sorted(scores["torch"])]
+        return [[f"{m}@5 {v}", *(cell(b, m, v) for b in BACKENDS)] for m, v in sorted(scores["torch"])]
 
-    header = "| | " + " | ".join(BACKENDS) + " |\n|---|" + "---|" * len(BACKENDS)
     text = "\n".join([
-        "# Embedding backends: throughput and recall",
-        "",
-        (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other engineers' work "
-         f"(absolute times are noisy; the ratios come from passes run side by side), Python "
-         f"{platform.python_version()}; `python bench/backends.py --chunks {args.chunks} --sentences {args.sentences} "
-         f"--rounds {args.rounds}`."),
+        header("Embedding backends: throughput and recall", start),
+        ("Shared with other engineers' work: absolute times are noisy; the ratios come from passes run side by "
+         "side."),
         "",
         (f"The all-MiniLM-L6-v2 bundled model, batch {embedders['torch'].batch_size}, texts in length order, torch and "
          f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime, "
@@ -153,14 +136,13 @@ def main() -> None:
         "",
         "## Throughput",
         "",
-        "| | " + " | ".join(TIMED) + " |\n|---|" + "---|" * len(TIMED),
-        *speed_rows,
+        table(["", *TIMED], [[name, *(speed(name, b) for b in TIMED)] for name in sets]),
         "",
         "## recall@5 and MRR@5, points vs torch in brackets",
         "",
         *[line for qds, cut, scores in quality for line in [
             f"### {qds.name}: {len(qds.documents)} documents, {len(qds.questions)} questions ({cut})", "",
-            header, *score_rows(scores), ""]],
+            table(["", *BACKENDS], score_rows(scores)), ""]],
         "Targets (issue 10): >= 2x throughput for some ONNX option, recall@5 within 1 point of torch. "
         "Decision (issue 21): onnx is the default for new caches (backend=\"auto\") when its recall@5 and MRR@5 "
         "equal torch's on every dataset above and it is faster.",

@@ -12,19 +12,21 @@ documented behaviour, the two things needed to compare with our numbers:
 - their precision-Ω: every chunk whose closed range meets an excerpt (touching counts) is
   retrieved; Ω = |excerpts ∩ chunks| / |excerpts ∪ chunks|, computed here on plain character sets.
 
-Run: python bench/chroma_metrics.py [dataset folder]   (about a minute; prints a Markdown table)
+Run: python -m bench.chroma_metrics [dataset folder]   (about a minute; prints a Markdown table, which
+bench/chroma_metrics.md keeps with a reading written by hand)
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from bench.harness import SHARED, header, lap, table
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.core.tokens import tiktoken_encoding
 from workbench.dataset import Dataset
@@ -33,7 +35,7 @@ from workbench.ingest import load_dataset
 from workbench.variant import Variant
 
 CONFIGS = ((800, 400), (400, 200), (250, 125), (200, 0))  # (size, overlap) in cl100k_base tokens
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "chroma_general"
+DEFAULT_DATA = SHARED / "chroma_general"
 # The report's results table could not be retrieved offline (see bench/chroma_metrics.md): no values.
 PUBLISHED: dict[tuple[int, int], float] = {}
 
@@ -134,32 +136,32 @@ def compare(dataset: Dataset, size: int, overlap: int) -> dict[str, float]:
     }
 
 
-def main(path: Path = DEFAULT_DATA) -> None:
-    dataset = load_dataset(path)
+def row(size: int, overlap: int, r: dict[str, float]) -> list[str]:
+    pub = PUBLISHED.get((size, overlap))
+    return [f"{size}/{overlap}", f"{r['chunks_ours']} / {r['chunks_chroma']}",
+            f"{r['tokens_ours']:.1f} / {r['tokens_chroma']:.1f}", f"{100 * r['omega_ours']:.2f}%",
+            f"{100 * r['omega_chroma_def_on_our_chunks']:.2f}% (max abs Δ {r['max_abs_diff_strict']:.1e})",
+            f"{100 * r['omega_chroma_def_touching']:.2f}%", f"{100 * r['omega_chroma_pipeline']:.2f}%",
+            f"{100 * (r['omega_chroma_pipeline'] - r['omega_ours']):+.2f} pt",
+            f"{r['located_exact']:.0f} / {r['located_regex']:.0f} / {r['located_failed']:.0f}",
+            f"{r['located_trimmed']:.0f} / {r['located_moved']:.0f}", "n/a" if pub is None else f"{100 * pub:.1f}%"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="dataset folder (default: %(default)s)")
+    dataset = load_dataset(p.parse_args().data)
+    print(header("Fixed-token chunks and precision-Ω against Chroma's definitions"))
     print(f"dataset {dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions\n")
-    print(
-        "| size/overlap | chunks ours / Chroma | mean tokens ours / Chroma | Ω ours "
-        "| Ω Chroma def. (strict) on our chunks | Ω + touching chunks | Ω Chroma pipeline | Δ pipeline − ours "
-        "| placed exact / regex / failed | trimmed / moved | published |"
-    )
-    print("|" + "---|" * 11)
+    rows = []
     for size, overlap in CONFIGS:
-        t = time.perf_counter()
-        r = compare(dataset, size, overlap)
-        pub = PUBLISHED.get((size, overlap))
-        print(
-            f"| {size}/{overlap} | {r['chunks_ours']} / {r['chunks_chroma']} "
-            f"| {r['tokens_ours']:.1f} / {r['tokens_chroma']:.1f} | {100 * r['omega_ours']:.2f}% "
-            f"| {100 * r['omega_chroma_def_on_our_chunks']:.2f}% (max abs Δ {r['max_abs_diff_strict']:.1e}) "
-            f"| {100 * r['omega_chroma_def_touching']:.2f}% | {100 * r['omega_chroma_pipeline']:.2f}% "
-            f"| {100 * (r['omega_chroma_pipeline'] - r['omega_ours']):+.2f} pt "
-            f"| {r['located_exact']:.0f} / {r['located_regex']:.0f} / {r['located_failed']:.0f} "
-            f"| {r['located_trimmed']:.0f} / {r['located_moved']:.0f} "
-            f"| {'n/a' if pub is None else f'{100 * pub:.1f}%'} |",
-            flush=True,
-        )
-        print(f"<!-- {size}/{overlap}: {time.perf_counter() - t:.1f} s -->", file=sys.stderr)
+        r, took = lap(lambda size=size, overlap=overlap: compare(dataset, size, overlap))
+        rows.append(row(size, overlap, r))
+        print(f"<!-- {size}/{overlap}: {took.wall_s:.1f} s -->", file=sys.stderr, flush=True)
+    print(table(["size/overlap", "chunks ours / Chroma", "mean tokens ours / Chroma", "Ω ours",
+                 "Ω Chroma def. (strict) on our chunks", "Ω + touching chunks", "Ω Chroma pipeline",
+                 "Δ pipeline − ours", "placed exact / regex / failed", "trimmed / moved", "published"], rows))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DATA)
+    main()

@@ -13,30 +13,25 @@ variants are measured at overlap 0: like for like.
 Corpora: data/chroma_small, and the longest chroma_general document (finance, 738k
 characters) when ../shared is beside the repo.
 
-Run from the repo root: python bench/chunk_throughput.py  (about 30 s on 2 cores)
+Run from the repo root: python -m bench.chunk_throughput  (about 30 s on 2 cores)
 bench/perf.py imports `measure()` for the same rows.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from bench.harness import SHARED, SMALL, best, header, interleaved, table
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
 from workbench.variant import Variant
 
-REPO = Path(__file__).resolve().parents[1]
-SMALL = REPO / "data" / "chroma_small"
-GENERAL = REPO.parent / "shared" / "datasets" / "chroma_general"  # the shared data beside the repo
+GENERAL = SHARED / "chroma_general"
 SIZE = 256  # chunk size in cl100k tokens, for every contender
 VARIANTS = [Variant.make("fixed", size=SIZE), Variant.make("recursive", size=SIZE), Variant.make("sentence", size=SIZE)]
 TARGETS = {"fixed": 6.0, "recursive": 6.0, "sentence": 2.0}  # issue 10: x faster than SentenceSplitter(256)
@@ -68,45 +63,32 @@ def workbench_chunker(variant: Variant, dataset: Dataset) -> Callable[[], object
     return lambda: variant.chunk(dataset, ChunkEnv())
 
 
-def best_interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Best wall seconds of each contender over `repeats` rounds (one call each per round),
-    after one warm-up call each (loads tokenizers, punkt, imports)."""
-    for fn in contenders.values():
-        fn()
-    best = dict.fromkeys(contenders, float("inf"))
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
-
-
 def measure(repeats: int = 5, datasets: list[Dataset] | None = None) -> pd.DataFrame:
     """One row per (corpus, workbench variant): seconds of both and ratio = llamaindex / workbench."""
     rows = []
     for data in datasets or corpora():
         contenders = ({"llamaindex": llamaindex_chunker(data)}
                       | {v.strategy: workbench_chunker(v, data) for v in VARIANTS})
-        best = best_interleaved(contenders, repeats)
+        for fn in contenders.values():  # the warm-up: tokenizers, punkt, imports
+            fn()
+        fastest = {name: best(laps).wall_s for name, laps in interleaved(contenders, repeats).items()}
         for v in VARIANTS:
             rows.append({
                 "corpus": data.name,
                 "chars": data.n_chars,
                 "variant": v.label,
-                "llamaindex_s": best["llamaindex"],
-                "workbench_s": best[v.strategy],
-                "ratio": best["llamaindex"] / best[v.strategy],
+                "llamaindex_s": fastest["llamaindex"],
+                "workbench_s": fastest[v.strategy],
+                "ratio": fastest["llamaindex"] / fastest[v.strategy],
                 "target": TARGETS[v.strategy],
             })
     return pd.DataFrame(rows)
 
 
-def table(df: pd.DataFrame) -> str:
-    lines = ["| corpus (chars) | variant | x faster than SentenceSplitter(256) | target |", "|---|---|---|---|"]
-    for r in df.itertuples():
-        lines.append(f"| {r.corpus} ({r.chars:,}) | {r.variant} | x{r.ratio:.1f} | x{r.target:g} |")
-    return "\n".join(lines)
+def markdown(df: pd.DataFrame) -> str:
+    return table(["corpus (chars)", "variant", "x faster than SentenceSplitter(256)", "target"],
+                 [[f"{r.corpus} ({r.chars:,})", r.variant, f"x{r.ratio:.1f}", f"x{r.target:g}"]
+                  for r in df.itertuples()])
 
 
 def main() -> None:
@@ -114,13 +96,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5, help="interleaved timed rounds; the best of each is kept")
     p.add_argument("--out", type=Path, default=None, help="write the markdown table here (default: print only)")
     args = p.parse_args()
+    md = header("Chunking throughput vs LlamaIndex's SentenceSplitter(256)")
     df = measure(args.repeats)
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor() or "unknown CPU")
-    md = (f"`python bench/chunk_throughput.py --repeats {args.repeats}`, "
-          f"run {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
-          f" on {os.cpu_count()} cores ({cpu}, {platform.system()}), shared with other jobs: ratios, not seconds.\n\n"
-          f"{table(df)}\n")
+    md += f"\nShared with other jobs: ratios, not seconds.\n\n{markdown(df)}\n"
     print(md)
     if args.out:
         args.out.write_text(md)

@@ -10,22 +10,19 @@ Times are ratios to `fixed` at 256 tokens: the machine is shared, so absolute se
 between runs while ratios taken in the same run hold better. Each variant gets its own empty
 embedding cache, so nothing is reused across rows.
 
-Run from the repo root: python bench/chunker_costs.py  (about 2 minutes on 2 cores)
+Run from the repo root: python -m bench.chunker_costs  (about 2 minutes on 2 cores)
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from bench.harness import BENCH, SHARED, SMALL, Start, best, header, lap, repeat, table
 from workbench.chunkers import ChunkEnv
 from workbench.core.chunk import Chunk, make_chunk
 from workbench.core.tokens import TiktokenTokenizer
@@ -38,9 +35,7 @@ from workbench.retrieval.index import ChunkIndex, embed_texts, flat_index, overl
 from workbench.retrieval.search import search
 from workbench.variant import Variant
 
-REPO = Path(__file__).resolve().parents[1]
-SMALL = REPO / "data" / "chroma_small"
-LONG = REPO.parent / "shared" / "datasets" / "chroma_general"  # the shared data beside the repo
+LONG = SHARED / "chroma_general"
 LONG_DOC = "finance"
 SUBSET_DOC = "state_of_the_union"  # embedding and retrieval columns: one document keeps the run short
 K = 5
@@ -63,16 +58,6 @@ BASE = VARIANTS[0]
 CL100K = TiktokenTokenizer("cl100k_base")
 
 
-def fastest(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
-    """Best wall time of `repeats` calls, and the last result."""
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def late_windows(dataset: Dataset, embedder: Embedder) -> int:
     """Model passes late chunking makes: windows of the model's size over each whole document."""
     n = 0
@@ -88,15 +73,13 @@ def chunk_timed(variant: Variant, dataset: Dataset, embedder: Embedder) -> tuple
 
     def timed_embed(texts: list[str]) -> np.ndarray:
         nonlocal embed_seconds
-        t0 = time.perf_counter()
-        out = embedder.encode(texts, desc="sentence groups")
-        embed_seconds += time.perf_counter() - t0
+        out, took = lap(lambda: embedder.encode(texts, desc="sentence groups"))
+        embed_seconds += took.wall_s
         return out
 
     env = ChunkEnv(embed=timed_embed, model_tokenizer=embedder.tokenizer)
-    t0 = time.perf_counter()
-    chunks = variant.chunk(dataset, env)
-    return time.perf_counter() - t0 - embed_seconds, embed_seconds, chunks
+    chunks, took = lap(lambda: variant.chunk(dataset, env))
+    return took.wall_s - embed_seconds, embed_seconds, chunks
 
 
 def fresh_cache(embedder: Embedder, cache_dir: Path) -> None:
@@ -129,7 +112,8 @@ def measure(variant: Variant, dataset: Dataset, subset: Dataset, embedder: Embed
             return late_vectors(subset.docs, mine, embedder)
         return embedder.encode(embed_texts(mine), desc="chunks")
 
-    embed_seconds, vectors = fastest(embed, 2)
+    vectors, laps = repeat(embed, 2)
+    embed_seconds = best(laps).wall_s
     embedded = late_windows(dataset, embedder) if variant.late else len(set(texts))
 
     index = ChunkIndex(mine, flat_index(vectors), returned_token_counts(mine, subset), {})
@@ -160,8 +144,8 @@ def long_doc_seconds(variants: list[Variant], doc: Document) -> dict[str, tuple[
     env = ChunkEnv()
     out = {}
     for v in variants:
-        seconds, chunks = fastest(lambda v=v: v.chunk(data, env), 2)
-        out[v.label] = (seconds, len(chunks))
+        chunks, laps = repeat(lambda v=v: v.chunk(data, env), 2)
+        out[v.label] = (best(laps).wall_s, len(chunks))
     return out
 
 
@@ -169,16 +153,10 @@ def ratio(x: float, base: float) -> str:
     return f"x{x / base:.1f}" if base > 0 else "n/a"
 
 
-def table(rows: list[dict], corpus_chars: int, long: dict[str, tuple[float, int]]) -> str:
+def markdown_table(rows: list[dict], corpus_chars: int, long: dict[str, tuple[float, int]]) -> str:
     base = rows[0]
     lb = long[base["variant"]][0]
-    head = (
-        "| variant | chunking time vs fixed | chunks | mean chunk tokens | texts to embed"
-        " | chunks over model window | chars stored twice (overlap) | returned units overlapping"
-        f" | embedding time vs fixed ({SUBSET_DOC}) | tokens per hit | tokens in top-{K}"
-        f" | {LONG_DOC}: chunking time vs fixed (chunks) |"
-    )
-    lines = [head, "|" + "---|" * (head.count(" | ") + 1)]
+    cells = []
     for r in rows:
         texts = f"{r['texts_embedded']:,}"
         if r["groups_embedded"]:
@@ -192,22 +170,25 @@ def table(rows: list[dict], corpus_chars: int, long: dict[str, tuple[float, int]
         if r["group_embed_s"]:
             embed += f" + sentence groups {ratio(r['group_embed_s'], base['embed_s'])}"
         lg = long.get(r["variant"])
-        lines.append(
-            f"| {r['variant']} | {ratio(r['chunk_s'], base['chunk_s'])} | {r['chunks']:,} | {chunk_tokens} | {texts}"
-            f" | {r['truncated']}"
-            f" | {r['overlap_chars']:,} ({100 * r['overlap_chars'] / corpus_chars:.0f}%)"
-            f" | {r['returned_overlap']:,} ({100 * r['returned_overlap'] / corpus_chars:.0f}%)"
-            f" | {embed} | {r['hit_tokens']:.0f} | {r['context_tokens']:.0f}"
-            f" | {ratio(lg[0], lb) + f' ({lg[1]:,})' if lg else 'not run'} |"
-        )
-    return "\n".join(lines)
+        cells.append([
+            r["variant"], ratio(r["chunk_s"], base["chunk_s"]), f"{r['chunks']:,}", chunk_tokens, texts,
+            r["truncated"], f"{r['overlap_chars']:,} ({100 * r['overlap_chars'] / corpus_chars:.0f}%)",
+            f"{r['returned_overlap']:,} ({100 * r['returned_overlap'] / corpus_chars:.0f}%)",
+            embed, f"{r['hit_tokens']:.0f}", f"{r['context_tokens']:.0f}",
+            ratio(lg[0], lb) + f" ({lg[1]:,})" if lg else "not run",
+        ])
+    return table(["variant", "chunking time vs fixed", "chunks", "mean chunk tokens", "texts to embed",
+                  "chunks over model window", "chars stored twice (overlap)", "returned units overlapping",
+                  f"embedding time vs fixed ({SUBSET_DOC})", "tokens per hit", f"tokens in top-{K}",
+                  f"{LONG_DOC}: chunking time vs fixed (chunks)"], cells)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=Path("bench/chunker_costs.md"))
+    p.add_argument("--out", type=Path, default=BENCH / "chunker_costs.md")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = p.parse_args()
+    start = Start()
 
     small = load_dataset(SMALL)
     subset = small.select([SUBSET_DOC])
@@ -230,19 +211,15 @@ def main() -> None:
 
     corpus_chars = small.n_chars
     base, lb = rows[0], long[BASE.label][0]
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor() or "unknown CPU")
-    md = f"""# Chunker costs, measured side by side
-
-`python bench/chunker_costs.py`, run {datetime.date.today().isoformat()} on {os.cpu_count()} cores
-({cpu}, {platform.system()}), embedding model all-MiniLM-L6-v2 on CPU, {total:.0f} s in all. The
+    md = f"""{header("Chunker costs, measured side by side", start)}
+Embedding model all-MiniLM-L6-v2 on CPU, {total:.0f} s in all. The
 machine is shared with other jobs and may be noisy: read the times as ratios to
 `{BASE.label}` measured in the same run, not as absolute speeds. For scale, in this run
 `{BASE.label}` chunked data/chroma_small ({len(small.documents)} documents, {corpus_chars:,} characters)
 in {base['chunk_s']:.2f} s, embedded the {SUBSET_DOC} chunks ({subset.n_chars:,} characters) in
 {base['embed_s']:.1f} s, and chunked `{LONG_DOC}` ({len(long_doc.text):,} characters) in {lb:.2f} s.
 
-{table(rows, corpus_chars, long)}
+{markdown_table(rows, corpus_chars, long)}
 
 Columns (whole data/chroma_small unless the header names a subset):
 - *chunking time*: splitting only, best of {REPEATS} runs. Semantic's embedding of its sentence

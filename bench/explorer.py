@@ -6,27 +6,22 @@ alone (`ExplorerState.cut`), for the state plus the figure as PNG (what a slider
 and for the whole widget redraw (that, plus the text view's HTML). Every re-cut reuses the
 memoised group vectors: the script checks that nothing was embedded or even looked up.
 
-Run from the repo root: python bench/explorer.py [--cache results/cache]  (seconds with a warm
+Run from the repo root: python -m bench.explorer [--cache results/cache]  (seconds with a warm
 cache; about 4 minutes on 2 cores when the 1,992 sentence groups must be embedded)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import time
 from collections.abc import Callable
-from datetime import date
-from pathlib import Path
+from functools import partial
 
+from bench.harness import BENCH, REPO, SMALL, Start, header, lap, repeat, table
 from workbench.ingest import load_dataset
 from workbench.models.embed import Embedder
 from workbench.widgets.explorer import explorer, picture
 
-REPO = Path(__file__).resolve().parents[1]
-SMALL = REPO / "data" / "chroma_small"
 REPS = 7  # timed repetitions per setting; the median is reported
 SETTINGS = [  # (breakpoint_percentile, buffer_size, min_size, max_size): sliders only, one buffer size
     (95, 1, 0, 0),
@@ -37,25 +32,21 @@ SETTINGS = [  # (breakpoint_percentile, buffer_size, min_size, max_size): slider
 
 
 def median_ms(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times)
+    return 1000 * statistics.median(x.wall_s for x in repeat(fn, REPS)[1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", default=str(REPO / "results" / "cache"), help="vector cache folder")
     args = parser.parse_args()
+    start = Start()
     ds = load_dataset(SMALL)
     embedder = Embedder(cache_dir=args.cache, progress=False)
     rows = []
     for doc in ds.documents:
-        t0 = time.perf_counter()
-        ex = explorer(ds, embedder, args.cache, doc_id=doc.doc_id)  # the first cut: sentence groups embedded
-        first, embedded = time.perf_counter() - t0, embedder.stats.embedded
+        # the first cut: sentence groups embedded
+        ex, took = lap(partial(explorer, ds, embedder, args.cache, doc_id=doc.doc_id))
+        first, embedded = took.wall_s, embedder.stats.embedded
         if "color:#b00020" in ex.message.value:
             raise RuntimeError(f"{doc.doc_id}: {ex.message.value}")
         state, looked_up = ex.state, embedder.stats.cached
@@ -71,22 +62,19 @@ def main() -> None:
         embedder.stats.reset()
 
     lines = [
-        "# Semantic explorer: re-cut times",
+        header("Semantic explorer: re-cut times", start),
+        ("Shared with other jobs: read the medians as upper bounds. Median of "
+         f"{REPS} repetitions per setting, after the first cut of the "
+         "document (whose time includes embedding its sentence groups, or fetching them from the vector cache). "
+         "No re-cut embedded a text or even looked one up: the group vectors are memoised in the state."),
         "",
-        (f"`python bench/explorer.py`, {date.today()}, {platform.machine()}, "
-        f"{os.cpu_count()} cores (shared with other jobs: read the medians as upper bounds), "
-        f"Python {platform.python_version()}. Median of {REPS} repetitions per setting, after the first cut of the "
-        "document (whose time includes embedding its sentence groups, or fetching them from the vector cache). "
-        "No re-cut embedded a text or even looked one up: the group vectors are memoised in the state."),
-        "",
-        ("| document | chars | sentences | first cut (texts embedded) | setting | chunks | re-cut: state | "
-         "+ figure + PNG | whole widget redraw (+ text HTML) |"),
-        "|---|---|---|---|---|---|---|---|---|",
+        table(["document", "chars", "sentences", "first cut (texts embedded)", "setting", "chunks", "re-cut: state",
+               "+ figure + PNG", "whole widget redraw (+ text HTML)"],
+              [[doc.doc_id, f"{len(doc.text):,}", f"{n:,}", f"{first:.1f} s ({embedded:,})", f"`{label}`", count,
+                f"{state_ms:.0f} ms", f"{fig_ms:.0f} ms", f"{widget_ms:.0f} ms"]
+               for doc, n, first, embedded, label, count, state_ms, fig_ms, widget_ms in rows]),
     ]
-    for doc, n, first, embedded, label, count, state_ms, fig_ms, widget_ms in rows:
-        lines.append(f"| {doc.doc_id} | {len(doc.text):,} | {n:,} | {first:.1f} s ({embedded:,}) | `{label}` | "
-                     f"{count} | {state_ms:.0f} ms | {fig_ms:.0f} ms | {widget_ms:.0f} ms |")
-    out = REPO / "bench" / "explorer.md"
+    out = BENCH / "explorer.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     print(f"wrote {out}")

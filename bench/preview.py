@@ -34,7 +34,7 @@ ranking its paired bootstrap cannot order, the variants tied with its top, and o
 grids of SUBGRID variants how often the real best is in the preview's tied-with-top set (what the
 CLI confirms) and in its top 3.
 
-Run from the repo root: python bench/preview.py  (about an hour for the three datasets on 2
+Run from the repo root: python -m bench.preview  (about an hour for the three datasets on 2
 quiet cores, hours on a loaded machine); --datasets picks some, --squad-articles and
 --qmsum-meetings take fewer documents, --quick leaves out the ablations, --real-cache keeps the
 real grids for a re-run.
@@ -43,14 +43,11 @@ real grids for a re-run.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +55,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 import workbench.retrieval.preview
+from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, lap
 from workbench.chunkers import ChunkEnv
 from workbench.core import tokens
 from workbench.dataset import Dataset
@@ -68,8 +66,6 @@ from workbench.results.result import SweepResult
 from workbench.run.session import sweep
 from workbench.variant import Variant, grid
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
 SQUAD_ARTICLES = 16  # the shortest, with every one of their questions (see DATASETS)
 QMSUM_MEETINGS = 33  # all of qmsum_val: 1.7M characters, 218 questions (see DATASETS)
 K = 5
@@ -97,7 +93,7 @@ def shortest(name: str, n: int, unit: str) -> Dataset:
 
 
 DATASETS = {  # name -> how to load it, given (SQuAD articles, QMSum meetings)
-    "chroma_small": lambda sizes: load_dataset(REPO / "data" / "chroma_small"),
+    "chroma_small": lambda sizes: load_dataset(SMALL),
     # SQuAD: more questions, not longer articles, is what separates variants (a variant's interval
     # narrows with the square root of the questions): every question of the shortest articles, whose
     # real grid's cost grows with the characters
@@ -106,12 +102,6 @@ DATASETS = {  # name -> how to load it, given (SQuAD articles, QMSum meetings)
     # variants about 15 minutes on 2 quiet cores
     "qmsum": lambda sizes: shortest("qmsum_val", sizes[1], "meetings"),
 }
-
-
-def timed(run: Callable[[], SweepResult]) -> tuple[float, SweepResult]:
-    t0 = time.perf_counter()
-    out = run()
-    return time.perf_counter() - t0, out
 
 
 def run(data: Dataset, variants: list[Variant], root: Path, cache: Path | None = None, **kw) -> SweepResult:
@@ -142,7 +132,8 @@ def in_process(data: Dataset, variants: list[Variant], root: Path, backend: str 
     forget()
     workbench.retrieval.preview.TOKEN_PASS_BACKEND = backend
     try:
-        return timed(lambda: run(data, variants, root, **kw))
+        result, took = lap(lambda: run(data, variants, root, **kw))
+        return took.wall_s, result
     finally:
         workbench.retrieval.preview.TOKEN_PASS_BACKEND = "onnx-int8"
 
@@ -155,11 +146,11 @@ SIDES = {  # a fresh process's side: (variants, preview, token pass backend)
 
 
 def fresh_process(side: str, name: str, sizes: tuple[int, int], root: Path) -> float:
-    """Seconds from starting `python bench/preview.py --side ...` to the end of its sweep (it
+    """Seconds from starting `python -m bench.preview --side ...` to the end of its sweep (it
     prints that moment; saving nothing after it)."""
     start = time.time()
-    out = subprocess.run([sys.executable, __file__, "--side", side, name, str(sizes[0]), str(sizes[1]), str(root)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "bench.preview", "--side", side, name, str(sizes[0]), str(sizes[1]),
+                          str(root)], check=True, capture_output=True, text=True, cwd=REPO)
     return float(out.stdout.split()[-1]) - start
 
 
@@ -232,7 +223,8 @@ def measure(data: Dataset, name: str, sizes: tuple[int, int], tmp: Path, real_ro
     t_one, t_preview, t_float = (float(np.median(inside[side])) for side in ("one", "preview", "float"))
     preview, results_float = last["preview"], last["float"]
     cold = not real_root.exists()
-    t_real, real = timed(lambda: run(data, GRID, real_root))
+    real, took = lap(lambda: run(data, GRID, real_root))
+    t_real = took.wall_s
     results = {"preview": preview, "float": results_float}
     if not quick:
         seen = workbench.retrieval.preview.TokenCache.seen
@@ -282,7 +274,7 @@ def measure(data: Dataset, name: str, sizes: tuple[int, int], tmp: Path, real_ro
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=REPO / "bench" / "preview.md")
+    p.add_argument("--out", type=Path, default=BENCH / "preview.md")
     p.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
     p.add_argument("--squad-articles", type=int, default=SQUAD_ARTICLES, help="the shortest SQuAD articles taken "
                    "(default: %(default)s)")
@@ -297,7 +289,7 @@ def main() -> None:
     if args.side:
         side_main(*args.side)
         return
-    started = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
+    start = Start()
     rows, tables = [], []
     for name in args.datasets:
         sizes = (args.squad_articles, args.qmsum_meetings)
@@ -309,10 +301,8 @@ def main() -> None:
         tables.append((data.name, table))
     summary = pd.DataFrame(rows).set_index("dataset").T.map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)
     md = [
-        "# Preview mode: rankings and cost (bench/preview.py)",
-        "",
-        (f"`python bench/preview.py {' '.join(sys.argv[1:])}`, run {started} UTC, Python "
-         f"{platform.python_version()}, on 2 cores: seconds drift between runs, so the cost "
+        header("Preview mode: rankings and cost (bench/preview.py)", start),
+        ("Seconds drift between runs, so the cost "
          "is given as ratios of runs made side by side; each run starts from its own empty cache (model load, "
          "question embedding and, for the preview, the token pass included). In process: after a warm-up that "
          "loads what a process loads once, each side with the process's memos cleared; fresh process: each "

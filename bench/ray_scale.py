@@ -1,31 +1,28 @@
-"""The Ray engine against the in-process run: the same cold sweep (scale.py's GRID on the smallest
+"""The Ray engine against the in-process run: the same cold sweep (bench.scale's GRID on the smallest
 documents of a shared dataset, each run on an empty cache folder) embedded in this process, then on
 a local Ray instance with 1 and with 2 workers, after an untimed warm-up sweep (the driver's own
-imports and model loads would otherwise fall on whichever run is first). Writes its section of
-bench/scale.md (between the markers below; the rest of the file is scale.py's) with wall times,
-the 1-to-2-worker ratio and whether every table and cached vector equals the in-process run's.
+imports and model loads would otherwise fall on whichever run is first). Writes bench/ray_scale.md
+(until 6 Dec a section of bench/scale.md, which scale.py's next run overwrote) with wall times, the
+1-to-2-worker ratio and whether every table and cached vector equals the in-process run's.
 
 Every Embedder has threads=1, so that 2 workers use the 2 CPUs of the local instance and each
 computes what the in-process run does (torch's float sums change with the thread count).
 
-Run from the repo root: python bench/ray_scale.py  (about 10 minutes on 2 busy cores; needs ../shared)
+Run from the repo root: python -m bench.ray_scale  (about 10 minutes on 2 busy cores; needs ../shared)
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import sqlite3
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
 import ray
-from scale import GRID, REPO, SHARED, smallest
 
+from bench.harness import BENCH, SHARED, Start, header, lap
+from bench.scale import GRID, smallest
 from workbench.ingest import load_dataset
 from workbench.models.cache import cache_file
 from workbench.models.embed import Embedder
@@ -33,18 +30,15 @@ from workbench.run.engine import LOCAL_CPUS, RayEngine
 from workbench.run.session import sweep
 from workbench.variant import parse_variant
 
-BEGIN, END = "<!-- ray_scale.py begin -->", "<!-- ray_scale.py end -->"
-
 
 def run(dataset, cache: Path, engine: RayEngine | None) -> dict:
     """One cold sweep; its wall time, what it embedded, its tables and its cached vectors."""
     embedder = Embedder(cache_dir=cache, threads=1, progress=False, engine=engine)
-    t0 = time.perf_counter()
-    result = sweep(dataset, [parse_variant(v) for v in GRID], embedder=embedder, store=cache, progress=False)
-    wall = time.perf_counter() - t0
+    result, took = lap(lambda: sweep(dataset, [parse_variant(v) for v in GRID], embedder=embedder, store=cache,
+                                     progress=False))
     with sqlite3.connect(cache_file(cache, "embeddings", embedder.fingerprint)) as db:
         vectors = dict(db.execute("SELECT key, v FROM vec"))
-    return {"wall_s": wall, "texts_embedded": result.provenance.computed.texts_embedded, "result": result,
+    return {"wall_s": took.wall_s, "texts_embedded": result.provenance.computed.texts_embedded, "result": result,
             "vectors": vectors}
 
 
@@ -53,16 +47,12 @@ def same(a: dict, b: dict) -> bool:
     return a["vectors"] == b["vectors"] and all(getattr(a["result"], t).equals(getattr(b["result"], t)) for t in tables)
 
 
-def section(rows: pd.DataFrame, args: argparse.Namespace, n_chars: int, n_questions: int) -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+def markdown(rows: pd.DataFrame, args: argparse.Namespace, n_chars: int, n_questions: int, start: Start) -> str:
     ratio = rows.loc[rows.engine == "ray, 1 worker", "wall_s"].item() / rows.loc[rows.engine == "ray, 2 workers",
                                                                                    "wall_s"].item()
     return "\n".join([
-        BEGIN,
-        "## Ray engine: the same sweep in-process and on a local Ray instance with 1 and 2 workers",
-        "",
-        f"{datetime.date.today()}, {platform.machine()}, {LOCAL_CPUS}-CPU local Ray instance on a 2-core machine "
-        f"shared with other jobs; commit {commit.strip()}; `python bench/ray_scale.py --data {args.data}`. "
+        header("Ray engine: the same sweep in-process and on a local Ray instance with 1 and 2 workers", start),
+        f"A {LOCAL_CPUS}-CPU local Ray instance on a machine shared with other jobs. "
         f"{args.data}: {n_chars:,} characters, {n_questions:,} questions; grid {', '.join(GRID)}; every run "
         "cold (its own empty cache folder) after an untimed warm-up sweep of one document in this process, "
         "threads=1 per model. wall_s includes Ray's actors loading the model (a few seconds each), not Ray's "
@@ -72,7 +62,7 @@ def section(rows: pd.DataFrame, args: argparse.Namespace, n_chars: int, n_questi
         "",
         f"1 worker / 2 workers: {ratio:.2f}x. Only the embedding of uncached texts runs on the workers; "
         "chunking, FAISS builds and scoring stay in the driver, so the ratio is bounded by their share.",
-        END,
+        "",
     ])
 
 
@@ -80,8 +70,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default="chroma_general=3", metavar="NAME=N",
                    help="the shared dataset and how many of its smallest documents (default: %(default)s)")
-    p.add_argument("--md", type=Path, default=REPO / "bench" / "scale.md")
+    p.add_argument("--out", type=Path, default=BENCH / "ray_scale.md")
     args = p.parse_args()
+    start = Start()
     name, n = args.data.split("=")
     dataset = smallest(load_dataset(SHARED / name), int(n))
     rows, runs = [], {}
@@ -97,11 +88,8 @@ def main() -> None:
     for label, r in runs.items():
         rows.append({"engine": label, "texts_embedded": r["texts_embedded"], "wall_s": r["wall_s"],
                      "equal_to_in_process": same(r, runs["in-process"])})
-    text = section(pd.DataFrame(rows), args, dataset.n_chars, len(dataset.questions))
-    md = args.md.read_text(encoding="utf-8")
-    before, found, rest = md.partition(BEGIN)  # this script's section replaced, or added at the end
-    after = rest.partition(END)[2] if found else "\n"
-    args.md.write_text(before.rstrip("\n") + "\n\n" + text + after, encoding="utf-8")
+    text = markdown(pd.DataFrame(rows), args, dataset.n_chars, len(dataset.questions), start)
+    args.out.write_text(text, encoding="utf-8")
     print(text)
 
 

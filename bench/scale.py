@@ -24,7 +24,7 @@ few and all the other DISTRACTOR_DOCS documents (Dataset.with_distractors).
 Runs go cheapest first, the two datasets interleaved; a run still going at --until is killed
 and the rest are skipped (listed in the .md), so the largest sizes are the ones a busy machine drops.
 
-Run from the repo root: python bench/scale.py  (about 40 minutes on 2 busy cores; needs ../shared)
+Run from the repo root: python -m bench.scale  (about 40 minutes on 2 busy cores; needs ../shared)
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ import datetime
 import gc
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import faiss
@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 import psutil
 
+from bench.harness import BENCH, REPO, SHARED, Start, header, lap, stamp, table
 from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
@@ -58,8 +59,6 @@ from workbench.retrieval.index import IndexStore, flat_index
 from workbench.run.session import sweep, sweep_steps
 from workbench.variant import parse_variant
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
 SIZES = {"squad_v11_dev": (12, 24, 48), "chroma_general": (3, 4, 5)}  # documents kept, smallest first
 GRID = ("fixed:size=256", "recursive:size=512,overlap=102")  # overlap 102 tokens = 20% of 512
 SAME_SIZE = tuple(f"fixed:size={s}" for s in (256, 254, 252, 250, 248, 246))  # the variant-count study
@@ -227,9 +226,7 @@ def md_table(rows: pd.DataFrame, columns: list[str]) -> str:
             return f"{v:,.1f}" if not v.is_integer() or abs(v) < 100 else f"{v:,.0f}"
         return f"{v:,}" if isinstance(v, int | np.integer) else str(v)
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows[columns].itertuples(index=False)]  # dtypes kept
-    return "\n".join(lines)
+    return table(columns, [list(map(cell, r)) for r in rows[columns].itertuples(index=False)])  # dtypes kept
 
 
 def growth(cold: pd.DataFrame) -> str:
@@ -261,24 +258,15 @@ def per_variant(variants: pd.DataFrame) -> str:
 
 
 def markdown(rows: pd.DataFrame, held: pd.DataFrame | None, trim: pd.DataFrame, args: argparse.Namespace,
-             minutes: float) -> str:
+             start: Start) -> str:
     done = rows[rows["wall_s"].notna()] if "wall_s" in rows else rows.iloc[:0]
     done = done.astype({c: int for c in INT_COLUMNS if c in done})  # NaN of unmeasured runs made them floats
     sizes, variants = (done[done["section"] == s] for s in ("sizes", "variants"))
     missing = rows[rows["wall_s"].isna()] if "wall_s" in rows else rows
     sizes_txt = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in args.sizes.items())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO,
-                            check=True).stdout.strip()
-    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "workbench"],
-                             capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
-    # the package measured; `make bench` has rewritten earlier scripts' tables under bench/ by now
-    tree = "with uncommitted changes to workbench/" if changed else "workbench/ as committed"
-    out = [f"""# Scale: sweep time and memory against corpus size, questions and variants
-
-{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other engineers' jobs while this
-ran, so times are rough: read the ratios and growth exponents. Python {platform.python_version()}, commit {commit}
-({tree}); `python bench/scale.py {' '.join(sys.argv[1:])}`
-({minutes:.0f} minutes).
+    out = [f"""{header("Scale: sweep time and memory against corpus size, questions and variants", start)}
+Shared with other engineers' jobs while this ran, so times are rough: read the ratios and growth exponents
+({start.elapsed_s() / 60:.0f} minutes).
 
 Each row is one `python -m workbench sweep --no-report --quiet` subprocess (tables only: no
 plots and no report.html, which would add their own cost; default ks and budgets), on a subset
@@ -387,12 +375,11 @@ def ann_study(cache: Path, tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         base = real[rng.integers(0, len(real), size - len(real))]
         noisy = base + rng.standard_normal(base.shape, dtype=np.float32) / np.sqrt(base.shape[1])
         vectors = np.concatenate([real, noisy / np.linalg.norm(noisy, axis=1, keepdims=True)]).astype(np.float32)
-        t0 = time.perf_counter()
-        exact = flat_index(vectors)
-        builds = {"flat": (exact, time.perf_counter() - t0)}
+        exact, took = lap(partial(flat_index, vectors))
+        builds = {"flat": (exact, took.wall_s)}
         for ann in ANNS:
-            t0 = time.perf_counter()
-            builds[ann.name(size)] = (ann.build(vectors), time.perf_counter() - t0)
+            index, took = lap(partial(ann.build, vectors))
+            builds[ann.name(size)] = (index, took.wall_s)
         del vectors
         for name, (index, build_s) in builds.items():
             file = tmp / f"ann-{size}.faiss"
@@ -402,9 +389,8 @@ def ann_study(cache: Path, tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                 loaded, row[f"rss_{how}_mb"] = rss_added(lambda flags=flags: faiss.read_index(str(file), flags))
                 if name != "flat":
                     next(a for a in ANNS if a.name(size) == name).prepare(loaded)
-                t0 = time.perf_counter()
-                loaded.search(queries, 10)
-                row[f"search_{how}_ms_per_q"] = (time.perf_counter() - t0) / len(queries) * 1000
+                took = lap(partial(loaded.search, queries, 10))[1]
+                row[f"search_{how}_ms_per_q"] = took.wall_s / len(queries) * 1000
                 del loaded
             row["recall@10_vs_exact"] = recall(index, exact, queries, 10)
             rows.append(row)
@@ -413,13 +399,13 @@ def ann_study(cache: Path, tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(rows), pd.DataFrame(sweeps)
 
 
-def ann_markdown(indexes: pd.DataFrame, sweeps: pd.DataFrame, minutes: float) -> str:
+def ann_markdown(indexes: pd.DataFrame, sweeps: pd.DataFrame, start: Start) -> str:
     shares = {c: lambda x: f"{x:.3f}" for c in ("recall@10_vs_exact", "recall@5", "ci_low", "ci_high")}
     indexes, sweeps = (t.transform({c: shares.get(c, lambda x: x) for c in t.columns}) for t in (indexes, sweeps))
     return f"""{ANN_HEADING}
 
-`python bench/scale.py --only ann` ({minutes:.0f} minutes, this process, the same busy machine; faiss
-{faiss.__version__}). Real vectors: {DISTRACTOR_VARIANT} chunks of squad_v11_dev's {DISTRACTOR_DOCS} smallest
+{stamp(start)}: {start.elapsed_s() / 60:.0f} minutes in this process, the same busy machine; faiss
+{faiss.__version__}. Real vectors: {DISTRACTOR_VARIANT} chunks of squad_v11_dev's {DISTRACTOR_DOCS} smallest
 documents and the {int(sweeps["questions"].iloc[0])} questions of its {DISTRACTOR_BASE} smallest (bundled
 model, cached in --cache); each size is topped up with noisy copies of the chunk vectors. IVF: nlist = 4 sqrt(n),
 nprobe 16, k-means seed 0; HNSW: m 32, ef_construction 40 (inserted on one thread, for one graph), ef_search 64.
@@ -466,16 +452,16 @@ def main() -> None:
                    help="subset of the variant-count study (default: %(default)s)")
     p.add_argument("--until", default="23:59", metavar="HH:MM",
                    help="UTC time after which runs are killed or skipped (default: %(default)s)")
-    p.add_argument("--md", type=Path, default=REPO / "bench" / "scale.md",
+    p.add_argument("--md", type=Path, default=BENCH / "scale.md",
                    help="write the tables here (default: %(default)s)")
     p.add_argument("--only", choices=("ann",), help="run only this study and replace its section of --md")
     p.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="the approximate-search study's vector and index cache (default: %(default)s)")
     args = p.parse_args()
+    start = Start()
     if args.only == "ann":
-        t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="scale-ann-") as tmp:
-            section = ann_markdown(*ann_study(args.cache, Path(tmp)), (time.perf_counter() - t0) / 60)
+            section = ann_markdown(*ann_study(args.cache, Path(tmp)), start)
         args.md.write_text(with_section(args.md.read_text() if args.md.exists() else "", section))
         print(f"wrote {args.md}")
         return
@@ -484,16 +470,15 @@ def main() -> None:
     study = (name, int(n))
     hour, minute = map(int, args.until.split(":"))
     until = datetime.datetime.now(datetime.UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
-    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         rows = measure(plan(args.sizes, study), Path(tmp), until)
         study_cache = Path(tmp) / f"study-{VARIANT_COUNTS[-1]}"
         warm = rows[(rows["section"] == "variants") & (rows["cache"] == "warm")]
         held = held_per_variant(study, study_cache) if "wall_s" in warm and warm["wall_s"].notna().any() else None
         trim = rss_per_step(study[0], Path(tmp) / "trim")
-        t1 = time.perf_counter()
-        section = ann_markdown(*ann_study(args.cache, Path(tmp)), (time.perf_counter() - t1) / 60)
-    args.md.write_text(with_section(markdown(rows, held, trim, args, (time.perf_counter() - t0) / 60), section))
+        ann_start = Start()
+        section = ann_markdown(*ann_study(args.cache, Path(tmp)), ann_start)
+    args.md.write_text(with_section(markdown(rows, held, trim, args, start), section))
     print(f"wrote {args.md}")
 
 if __name__ == "__main__":

@@ -7,23 +7,21 @@ Old way: plots.overview(..., highlight=...) then figure_to_png_bytes, as the pan
 The sweep itself comes from the cache folder; the first run builds every index (557 s on an empty
 cache here, 2 shared cores under other jobs' load; the table's header says how long it took).
 Warm, the whole run takes about 30 s.
-Writes bench/widgets.md. Run from the repo root: python bench/widgets.py [--cache results/cache]
+Writes bench/widgets.md. Run from the repo root: python -m bench.widgets [--cache results/cache]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import time
 from collections.abc import Callable
-from datetime import date
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 import workbench as wb
+from bench.harness import BENCH, SMALL, Start, header, lap, table
 from workbench.figures import plots
 from workbench.widgets.render import Picture
 
@@ -39,23 +37,18 @@ def variants() -> list[wb.Variant]:
 def timed(step: Callable[[int], object], reps: int = REPS) -> list[float]:
     """Wall times in ms of step(0), step(1), ... (one untimed call first, to warm caches)."""
     step(reps)
-    out = []
-    for i in range(reps):
-        t0 = time.perf_counter()
-        step(i)
-        out.append(1000 * (time.perf_counter() - t0))
-    return out
+    return [1000 * lap(partial(step, i))[1].wall_s for i in range(reps)]
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cache", type=Path, default=Path("results/cache"), help="index store (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=Path(__file__).with_name("widgets.md"))
+    p.add_argument("--out", type=Path, default=BENCH / "widgets.md")
     args = p.parse_args()
-    ds = wb.load_dataset("data/chroma_small")
-    t0 = time.perf_counter()
-    result = wb.sweep(ds, variants(), store=args.cache, progress=False)
-    sweep_s = time.perf_counter() - t0
+    start = Start()
+    ds = wb.load_dataset(SMALL)
+    result, took = lap(lambda: wb.sweep(ds, variants(), store=args.cache, progress=False))
+    sweep_s = took.wall_s
     keys, ks = result.keys, result.ks
     k = ks[-2]
 
@@ -80,19 +73,16 @@ def main() -> None:
     }
     old = statistics.median(next(iter(rows.values())))
     lines = [
-        "# Widget redraw times",
-        "",
+        header("Widget redraw times", start),
         (f"{len(keys)} variants of data/chroma_small ({len(ds.questions)} questions), overview at k={k}, "
-        f"dpi 100, {REPS} repetitions each after one warm-up; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores (shared), Python {platform.python_version()}, {date.today()}. "
-        f"Sweep loaded from `{args.cache}` in {sweep_s:.1f} s. Produced by `python bench/widgets.py`."),
+         f"dpi 100, {REPS} repetitions each after one warm-up, on a shared machine. "
+         f"Sweep loaded from `{args.cache}` in {sweep_s:.1f} s."),
         "",
-        "| what | median ms | p90 ms | median / old way |",
-        "|---|---:|---:|---:|",
+        table(["what", "median ms", "p90 ms", "median / old way"],
+              [[name, f"{statistics.median(ms):.1f}", f"{np.percentile(ms, 90):.1f}",
+                f"{statistics.median(ms) / old:.3f}"] for name, ms in rows.items()],
+              align=["---", "---:", "---:", "---:"]),
     ]
-    for name, ms in rows.items():
-        lines.append(f"| {name} | {statistics.median(ms):.1f} | {np.percentile(ms, 90):.1f} | "
-                     f"{statistics.median(ms) / old:.3f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)

@@ -10,19 +10,18 @@ when the two tokenizers cut chunks of different cl100k lengths: word pieces per 
 shown per corpus, is what decides how different). The paired difference model - cl100k per pair
 says whether the questions can tell the two apart.
 
-Run from the repo root: python bench/tokenizer_default.py [--data DIR] [--out FILE]
+Run from the repo root: python -m bench.archive.tokenizer_default [--data DIR] [--out FILE]
 (about 10 minutes cold on 2 cores for data/chroma_small; vectors are cached in --cache).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 from pathlib import Path
 
 import pandas as pd
 
+from bench.harness import BENCH, REPO, SMALL, header
 from workbench.core.tokens import TiktokenTokenizer
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
@@ -31,7 +30,6 @@ from workbench.retrieval.index import IndexStore
 from workbench.run.session import sweep
 from workbench.variant import Variant
 
-REPO = Path(__file__).resolve().parents[1]
 SIZED = [("fixed", {"size": 128}), ("fixed", {"size": 256}), ("fixed", {"size": 512}),
          ("recursive", {"size": 256}), ("recursive", {"size": 512}), ("sentence", {"size": 256}),
          ("semantic", {"breakpoint_percentile": 95, "max_size": 256})]
@@ -72,12 +70,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, action="append", help="dataset folder (repeatable; default chroma_small)")
     p.add_argument("--cache", type=Path, default=REPO / "results" / "cache")
-    p.add_argument("--out", type=Path, default=REPO / "bench" / "tokenizer_default.md")
+    p.add_argument("--out", type=Path, default=BENCH / "archive" / "tokenizer_default.md")
     args = p.parse_args()
-    parts = [f"# Sizing in cl100k tokens or in the model's tokens\n\n{__doc__.split(chr(10) * 2)[1]}\n",
-             f"Measured {datetime.date.today()} on {platform.processor() or platform.machine()}, "
-             f"`python bench/tokenizer_default.py`.\n"]
-    for data in args.data or [REPO / "data" / "chroma_small"]:
+    parts = [header("Sizing in cl100k tokens or in the model's tokens"), f"\n{__doc__.split(chr(10) * 2)[1]}\n"]
+    for data in args.data or [SMALL]:
         table, info = measure(data, args.cache)
         parts.append(f"\n## {info['dataset']}: {info['documents']} documents, {info['questions']} questions, "
                      f"{info['model']} (window {info['window']} word pieces); {info['ratio']:.2f} word pieces per "

@@ -10,14 +10,13 @@ process timed whole (wall and CPU seconds, the load when it started):
   the contenders interleaved, so a burst of load from other jobs hits each alike.
 Then, per revision, what `python -X importtime` says a `--help` and a warm sweep import (torch,
 sentence_transformers, matplotlib, in seconds; "-" when not imported at all).
-Run from the repo root: python bench/overhead.py [--rev A --rev B] [--out bench/overhead.md]
+Run from the repo root: python -m bench.archive.overhead [--rev A --rev B] [--out bench/archive/overhead.md]
 (about 5 minutes on 2 cores). Needs requirements-bench.txt (chunklab).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import re
 import subprocess
@@ -26,14 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-from peers import OFFLINE, QUESTIONS_PER_DOC, STRATEGIES, build_corpus, chunklab_config  # noqa: E402
-from perf import Timed, cpu_name, sides, timed  # noqa: E402
+from bench.harness import BENCH, REPO, SMALL, Start, Timed, header, load, table, timed
+from bench.peers import OFFLINE, QUESTIONS_PER_DOC, STRATEGIES, build_corpus, chunklab_config
+from bench.perf import sides
+from workbench.core.offline import bundled_tiktoken
+from workbench.ingest import load_dataset
 
-from workbench.core.offline import bundled_tiktoken  # noqa: E402
-
-REPO = BENCH.parent
 BEFORE = "b06992d"  # the last commit before this overhead work
 CORPUS_CHARS = 4_000
 HEAVY = ("torch", "sentence_transformers", "matplotlib")  # what a run that needs none should not import
@@ -58,14 +55,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rev", action="append", help=f"git revisions to measure (default: {BEFORE} and HEAD)")
     p.add_argument("--warm-repeats", type=int, default=3, help="warm runs of each contender; the best is kept")
-    p.add_argument("--out", type=Path, default=BENCH / "overhead.md")
+    p.add_argument("--out", type=Path, default=BENCH / "archive" / "overhead.md")
     args = p.parse_args()
     revs = args.rev or [BEFORE, "HEAD"]
-    started, load0, t0 = datetime.datetime.now(datetime.UTC), os.getloadavg(), time.perf_counter()
+    start = Start()
     base = os.environ | OFFLINE | {"TIKTOKEN_CACHE_DIR": str(bundled_tiktoken())}
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp, sides(revs, Path(tmp)) as measured:
         work = Path(tmp)
-        build_corpus(work / "corpus", CORPUS_CHARS, QUESTIONS_PER_DOC)
+        build_corpus(work / "corpus", load_dataset(SMALL), CORPUS_CHARS, QUESTIONS_PER_DOC)
         docs = work / "corpus" / "docs"
         # each revision run from its own tree: `python -m` puts the working folder before PYTHONPATH
         cmds = {s.name: ([sys.executable, *sweep_cmd(docs, work / f"cache-{i}", work / f"out-{i}")],
@@ -86,46 +83,40 @@ def main() -> None:
                             "warm sweep": heavy_imports(cmds[s.name][0][1:], cmds[s.name][1], s.tree)}
                    for s in measured}
         commits = {s.name: s.commit for s in measured}
-    md = markdown(revs, commits, runs, imports, started, load0, time.perf_counter() - t0)
+    md = markdown(revs, commits, runs, imports, start)
     print(md)
     args.out.write_text(md)
 
 
 def markdown(revs: list[str], commits: dict[str, str], runs: dict[tuple[str, str], Timed],
-             imports: dict[str, dict[str, dict[str, float]]], started: datetime.datetime,
-             load0: tuple[float, float, float], seconds: float) -> str:
-    load1 = os.getloadavg()
+             imports: dict[str, dict[str, dict[str, float]]], start: Start) -> str:
     names = [*revs, "chunklab"]
-    head = [f"`{r}` ({commits[r]})" for r in revs] + ["chunklab"]
-    out = ["# CLI sweep overhead, cold and warm (issue 21)", "",
-           f"`nice -n 10 python bench/overhead.py{''.join(f' --rev {r}' for r in revs)}`, run "
-           f"{started:%Y-%m-%d %H:%M} UTC, {seconds / 60:.1f} min, on {os.cpu_count()} cores ({cpu_name()}), shared "
-           f"with other engineers' jobs: load average (1/5/15 min) {'/'.join(f'{x:.1f}' for x in load0)} at the "
-           f"start, {'/'.join(f'{x:.1f}' for x in load1)} at the end. Seconds move with that load; the ratios, "
-           "measured side by side, much less.", "",
+    rows = []
+    for state in ("cold", "warm"):
+        new, old, peer = runs[revs[-1], state], runs[revs[0], state], runs["chunklab", state]
+        rows.append([f"{state}, with the report",
+                     *(f"{runs[n, state].wall_s:.1f} ({runs[n, state].cpu_s:.1f}, {runs[n, state].load:.1f})"
+                       for n in names),
+                     f"x{peer.wall_s / new.wall_s:.2f} / x{peer.cpu_s / new.cpu_s:.2f}",
+                     f"x{old.wall_s / new.wall_s:.2f} / x{old.cpu_s / new.cpu_s:.2f}"])
+    out = [header("CLI sweep overhead, cold and warm (issue 21)", start),
+           f"{start.elapsed_s() / 60:.1f} min, shared with other engineers' jobs: load average (1/5/15 min) "
+           f"{start.load} at the start, {load()} at the end. Seconds move with that load; the ratios, measured side "
+           "by side, much less.", "",
            f"Corpus: data/chroma_small's 3 documents as .md files cut to their first {CORPUS_CHARS:,} characters, "
            f"with their questions (bench/peers.py's corpus); chunklab's example strategies against the workbench's "
            f"closest variants ({', '.join(f'`{s}`' for _, _, s in STRATEGIES)}), the bundled all-MiniLM-L6-v2, "
            "top 5, with plots and report.html (chunklab: its HTML report). Each run a fresh process timed whole: "
            "cold on empty caches, warm the same command again (best of the warm runs). Wall s (CPU s, load at "
            "start).", "",
-           "| run | " + " | ".join(head) + f" | `{revs[-1]}` x faster than chunklab (wall / CPU) | "
-           f"`{revs[-1]}` x faster than `{revs[0]}` (wall / CPU) |",
-           "|---|" + "---|" * (len(names) + 2)]
-    for state in ("cold", "warm"):
-        cells = [f"{runs[n, state].wall_s:.1f} ({runs[n, state].cpu_s:.1f}, {runs[n, state].load:.1f})"
-                 for n in names]
-        new, old, peer = runs[revs[-1], state], runs[revs[0], state], runs["chunklab", state]
-        out.append(f"| {state}, with the report | " + " | ".join(cells)
-                   + f" | x{peer.wall_s / new.wall_s:.2f} / x{peer.cpu_s / new.cpu_s:.2f}"
-                   + f" | x{old.wall_s / new.wall_s:.2f} / x{old.cpu_s / new.cpu_s:.2f} |")
-    out += ["", "Heavy imports (`python -X importtime`, cumulative s of each package at whatever depth it was first "
-            "imported; - = not imported):",
-            "", "| revision | command | " + " | ".join(HEAVY) + " |", "|---|---|" + "---|" * len(HEAVY)]
-    for rev in revs:
-        for what, found in imports[rev].items():
-            out.append(f"| `{rev}` | {what} | " + " | ".join(f"{found[h]:.2f}" if h in found else "-" for h in HEAVY)
-                       + " |")
+           table(["run", *(f"`{r}` ({commits[r]})" for r in revs), "chunklab",
+                  f"`{revs[-1]}` x faster than chunklab (wall / CPU)",
+                  f"`{revs[-1]}` x faster than `{revs[0]}` (wall / CPU)"], rows),
+           "", "Heavy imports (`python -X importtime`, cumulative s of each package at whatever depth it was first "
+           "imported; - = not imported):", "",
+           table(["revision", "command", *HEAVY],
+                 [[f"`{rev}`", what, *(f"{found[h]:.2f}" if h in found else "-" for h in HEAVY)]
+                  for rev in revs for what, found in imports[rev].items()])]
     return "\n".join(out) + "\n"
 
 

@@ -7,24 +7,21 @@ sizes sit beside the times. Each runs once to warm up, then the best of `--repea
 rounds, so load from other jobs on this shared machine hits all alike; times are ratios to
 `code` in the same run. The files are the workbench's own Python sources (real code, offline).
 
-Run from the repo root: python bench/code_chunking.py  (about 20 s on 2 cores)
+Run from the repo root: python -m bench.archive.code_chunking  (about 20 s on 2 cores)
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.harness import BENCH, REPO, best, header, interleaved, table
 from workbench.chunkers import ChunkEnv
 from workbench.dataset import Dataset, Document
 from workbench.variant import Variant
 
-REPO = Path(__file__).resolve().parents[1]
 SIZE = 1500  # characters, CodeSplitter's default max_chars
 
 
@@ -53,32 +50,25 @@ def contenders(docs: list[Document]) -> dict[str, Callable[[], list[str]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "code_chunking.md")
+    parser.add_argument("--out", type=Path, default=BENCH / "archive" / "code_chunking.md")
     args = parser.parse_args()
+    head = header("`code` chunking throughput vs LlamaIndex CodeSplitter and LangChain's Python splitter")
     docs = sources()
     runs = contenders(docs)
     chunks = {name: fn() for name, fn in runs.items()}  # the warm-up, and what each one cut
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(args.repeats):
-        for name, fn in runs.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    base = best[next(iter(runs))]
+    fastest = {name: best(laps).wall_s for name, laps in interleaved(runs, args.repeats).items()}
+    base = fastest[next(iter(runs))]
     n_chars = sum(len(d.text) for d in docs)
-    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        "# `code` chunking throughput vs LlamaIndex CodeSplitter and LangChain's Python splitter", "",
-        f"`python bench/code_chunking.py --repeats {args.repeats}`, run {started} on {platform.machine()} "
-        f"({platform.system()}), a shared 2-core machine: only ratios within one run mean anything.",
+        head,
+        "A shared machine: only ratios within one run mean anything.",
         f"Corpus: the {len(docs)} Python files of `workbench/` ({n_chars:,} characters). Best of {args.repeats} "
         "interleaved rounds after a warm-up; ratio = seconds / seconds of `code` (below 1: faster than `code`).", "",
-        "| contender | seconds | ratio to code | chunks | mean chars | max chars |", "|---|---|---|---|---|---|",
+        table(["contender", "seconds", "ratio to code", "chunks", "mean chars", "max chars"],
+              [[name, f"{fastest[name]:.3f}", f"x{fastest[name] / base:.2f}", len(texts),
+                f"{statistics.mean(len(t) for t in texts):.0f}", max(len(t) for t in texts)]
+               for name, texts in chunks.items()]),
     ]
-    for name, texts in chunks.items():
-        sizes = [len(t) for t in texts]
-        lines.append(f"| {name} | {best[name]:.3f} | x{best[name] / base:.2f} | {len(texts)} | "
-                     f"{statistics.mean(sizes):.0f} | {max(sizes)} |")
     lines += ["", "`code` returns exact spans (offsets into the file) and a header per chunk (path, class, "
               "signature); the other two return strings only."]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
