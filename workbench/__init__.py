@@ -14,9 +14,9 @@ from typing import Any
 import pyarrow
 
 # pandas keeps strings in pyarrow buffers, allocated by pyarrow's default pool (mimalloc). Building
-# the str columns of a SQuAD preview grid's tables (22 variants, 2,057 questions) took 0.6 to 1.0 s
-# from that pool and 0.06 s from the system allocator, measured in the same run (3 Dec 2026), so
-# the workbench uses the system pool unless ARROW_DEFAULT_MEMORY_POOL names one.
+# the str columns of a large grid's tables was an order of magnitude slower from that pool than from
+# the system allocator (bench/preview.md), so the workbench uses the system pool unless
+# ARROW_DEFAULT_MEMORY_POOL names one.
 if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
     pyarrow.set_memory_pool(pyarrow.system_memory_pool())
 

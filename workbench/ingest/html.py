@@ -54,7 +54,7 @@ def main_content(soup: BeautifulSoup) -> Tag:
 
 def read_html(file: Path, doc_id: str) -> Document:
     """The page's main content as Markdown-like text, titled by <title> (else its first <h1>, else the file name)."""
-    from bs4 import BeautifulSoup  # bs4 and markdownify (0.3 s) load with the first HTML file, not with every dataset
+    from bs4 import BeautifulSoup  # bs4 and markdownify load with the first HTML file, not with every dataset
     from markdownify import MarkdownConverter
     soup = BeautifulSoup(read_utf8(file), "html.parser")
     if (d := depth(soup)) > MAX_DEPTH:

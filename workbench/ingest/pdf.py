@@ -42,7 +42,7 @@ def drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
 
 def read_pdf(file: Path, doc_id: str) -> Document:
     """The pages' text joined by PAGE_SEP, `pages` their start offsets; titled by its metadata, else the file name."""
-    from pypdf import PdfReader  # pypdf (0.3 s) loads with the first PDF, not with every dataset
+    from pypdf import PdfReader  # pypdf loads with the first PDF, not with every dataset
     data = read_bytes(file)
     try:
         reader = PdfReader(io.BytesIO(data))

@@ -65,7 +65,7 @@ def table_text(t: Table) -> str:
 
 def read_docx(file: Path, doc_id: str) -> Document:
     """Paragraphs and tables in document order, one block each; titled by its properties, else its first heading."""
-    import docx  # python-docx (0.2 s) loads with the first .docx, not with every dataset
+    import docx  # python-docx loads with the first .docx, not with every dataset
     from docx.text.paragraph import Paragraph
 
     data = read_bytes(file)

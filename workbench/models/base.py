@@ -77,7 +77,7 @@ def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
 
 @contextmanager
 def quiet_loading() -> Iterator[None]:
-    """transformers' progress bars hidden while a model loads ("Loading weights": a bar of 0.1 s
+    """transformers' progress bars hidden while a model loads ("Loading weights": a bar
     left behind in every output), then put back as they were."""
     from transformers.utils import logging as hf_logging
 

@@ -240,8 +240,8 @@ class Embedder(Model):
     def tokenizer(self) -> Any:
         """The model's fast tokenizer, loaded without the weights: the `tokenizers` library's reading
         of the same tokenizer.json when the backend runs without torch (transformers imports it),
-        without starting the ONNX session either (0.45 s, which a preview whose questions are cached,
-        or a semantic chunker counting word pieces, would spend for nothing)."""
+        without starting the ONNX session either (which a preview whose questions are cached, or a
+        semantic chunker counting word pieces, would start for nothing)."""
         if self.backend in ONNX_BACKENDS and reproducible(self.path):
             return JsonTokenizer(self.path)
         from transformers import AutoTokenizer

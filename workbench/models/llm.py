@@ -12,9 +12,9 @@ generation parameters. The raw text is cached and parsed on every read, so outpu
 parse fails the same way on a re-run without generating again; every batch that finished before
 an error or a stop stays cached.
 
-GGUF: transformers de-quantises a GGUF file to float32 and converts its tokenizer, which took 42 s
-here for the bundled 93 MB SmolLM2 (measured on 2 busy cores); the result is saved once as a
-Hugging Face folder, <cache_dir>/models/<GGUF fingerprint>-hf (atomically), which loads in 1.3 s.
+GGUF: transformers de-quantises a GGUF file to float32 and converts its tokenizer, which takes tens
+of seconds even for the bundled SmolLM2; the result is saved once as a Hugging Face folder,
+<cache_dir>/models/<GGUF fingerprint>-hf (atomically), which loads in about a second.
 
 The API key of the `openai` backend is read from the environment variable named by `api_key_env`
 at each request and kept nowhere: not on the object, in a spec, a cache, a log or an error.
@@ -44,9 +44,9 @@ from workbench.models.endpoint import OPENAI_PREFIX, parse_endpoint, post
 BACKENDS = ("local", "openai")
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
 LLM_SPEC = "llm"  # the bundled LLM, as a `model` parameter (a strategy's, +context's, the rerank stage's) names it
-# local generations run together, left-padded: 8 short answers took 52 s in one batch against 102 s
-# one by one, the same 88 tokens (SmolLM2 on 2 busy shared cores), since each decoding step reads the
-# weights once for the whole batch
+# local generations run together, left-padded: a batch of short answers takes about half the time of
+# the same answers one by one (bench/model_stack.md), since each decoding step reads the weights once
+# for the whole batch
 DEFAULT_BATCH = 8
 DEFAULT_TIMEOUT = 120.0  # seconds one request to an endpoint may take
 DEFAULT_RETRIES = 2  # more tries of a request that timed out, could not connect or got a 429/5xx

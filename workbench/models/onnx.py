@@ -27,11 +27,9 @@ from workbench.core.io import publish
 
 ONNX_BACKENDS = ("onnx", "onnx-int8")
 # onnxruntime graph fusions left out of a backend's sessions, because they slow it down. The int8
-# export's SkipLayerNormFusion (each residual Add and LayerNormalization as one kernel) ran a
-# 256-piece window 10% slower on one thread (28 ms against 25, an Intel Xeon with AVX-512 VNNI;
-# the preview's token pass over SQuAD's 16 shortest articles 5.1 s against 4.7 s), its token
-# vectors no nearer the float export's (mean cosine 0.9894 either way). The float export has no
-# such pattern: its vectors are the same bits without that fusion.
+# export's SkipLayerNormFusion (each residual Add and LayerNormalization as one kernel) ran a window
+# slower on one thread, its token vectors no nearer the float export's (bench/backends.md). The float
+# export has no such pattern: its vectors are the same bits without that fusion.
 SKIPPED_FUSIONS = {"onnx-int8": ["SkipLayerNormFusion"]}
 # Bump a backend's revision when its vectors change for the same model files (its export or its
 # sessions' options); it enters the backend's fingerprints. Revision 1 adds nothing.

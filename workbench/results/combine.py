@@ -51,8 +51,8 @@ def combine(*results: SweepResult | Sequence[SweepResult]) -> SweepResult:
 
 
 def _relabelled(table: pd.DataFrame, relabel: Mapping[str, str]) -> pd.DataFrame:
-    """`table` with each row's variant label `relabel[key]`, each distinct key looked up once
-    (a SQuAD preview grid's 543,048 per_question rows: 9 ms against Series.map's 77, measured apart)."""
+    """`table` with each row's variant label `relabel[key]`, each distinct key looked up once (on a
+    large grid's per-question rows, several times faster than Series.map)."""
     codes, keys = pd.factorize(table["key"])
     return table.assign(variant=metrics.string_column([relabel[k] for k in keys], codes))
 

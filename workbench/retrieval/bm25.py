@@ -20,7 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     import bm25s
 
-# bm25s is imported where it is used: it brings scipy.sparse and numba-backed code (about 0.2 s),
+# bm25s is imported where it is used: it brings scipy.sparse and numba-backed code, slow to import,
 # which a dense-only or fully cached sweep never needs.
 
 STOPWORDS = "en"

@@ -19,12 +19,10 @@ its document gets real (cached) embeddings.
 
 For a model on onnxruntime (the default backend) the token pass runs on the model's int8 export
 (`token_embedder`); the questions keep the float model's (cached) vectors, shared with real
-sweeps. On the bundled model int8, one window per batch, reads the corpus 1.9x to 2.5x faster per
-word piece, by CPU (bench/backends.md; its sessions skip a fusion that slowed them: onnx.SKIPPED_FUSIONS),
-so the pass costs a half to three quarters of embedding one real variant's chunks, and the
-preview's recall means stay as close to the real ones as the float pass's (bench/preview.md: both,
-side by side; rho 0.90 / 0.86 / 0.94 on chroma_small / SQuAD / QMSum against the float pass's
-0.91 / 0.88 / 0.95).
+sweeps. On the bundled model int8, one window per batch, reads the corpus about twice as fast per
+word piece (bench/backends.md; its sessions skip a fusion that slowed them: onnx.SKIPPED_FUSIONS),
+so the pass costs less than embedding one real variant's chunks, and the preview ranks variants as
+closely to the real ranking as the float pass does (bench/preview.md measures both side by side).
 
 A sweep's preview runs its two model passes (the token pass, then the questions) on a background
 thread and meanwhile chunks and pools its variants on its own (`preview_inputs`): on two cores
@@ -65,7 +63,7 @@ KEPT_BYTES = 1 << 30  # float32 copies of documents' token rows a TokenCache kee
 TOKEN_PASS_BACKEND = "onnx-int8"  # what a model on onnxruntime runs the token pass on (see the module docstring)
 # Windows per batch of that int8 pass. One: int8 scales activations per batch, so a window's vectors then
 # depend on it alone (not on which windows shared its batch), and with no padding and small matrices
-# the pass is about 25% faster than at 32 (4.2 s against 3.3 s over SQuAD's 16 shortest articles).
+# the pass is faster than at 32 (bench/preview.md).
 TOKEN_PASS_BATCH = 1
 # Bump when what the token cache holds changes for the same corpus and token pass model; it names the cache.
 # 2: the int8 pass runs TOKEN_PASS_BATCH windows per batch (it ran the embedder's 32).
@@ -127,8 +125,7 @@ class TokenCache:
     def tokens(self, doc_id: str) -> DocTokens:
         """One document's tokens (offsets and float32 vectors; no ids: pooling needs none). The
         float32 rows are kept, up to KEPT_BYTES in all, since every variant of a grid pools the same
-        documents: converting them from the float16 cache each time was most of the pooling (1.5 of
-        1.8 s over chroma_small's 22 variants, profiled)."""
+        documents: converting them from the float16 cache each time was most of the pooling, profiled."""
         if doc_id not in self.rows:
             raise KeyError(f"document {doc_id!r} is not in the token cache {self.path}")
         a, b = self.rows[doc_id]

@@ -19,8 +19,7 @@ by a token pass over the start of a document, which is not kept. Either way a fi
 warms the model up. A preview's token pass runs on another model than its texts (the int8 export,
 workbench.retrieval.preview.token_embedder), so with texts to embed too it gets a rate of its own,
 measured on that model the same way. One measurement, on a machine that may be busy: an estimate
-(a probe of a few windows reads slower than a whole pass: about 15k word pieces/s against 25k on
-SQuAD's 16 shortest articles, 3 Dec).
+(a probe of a few windows reads slower than a whole pass).
 
 In a sweep: a +context build's contexts are estimated by workbench.models.estimate (with the
 store's LLM, on the build's chunks), one GenerationEstimate per build. A build whose chunker
@@ -33,17 +32,14 @@ time at the sample's mean per window. A chunker without the hook, or +context ov
 (its chunks wait on the answers), is counted as unestimated. `generation_estimates` gives the
 generations alone (the widgets show it before a Run): nothing is loaded unless a build generates.
 
-Measured on data/chroma_small, on 2 busy shared cores: for 5 variants (fixed 128 and 256, its
-+bm25, recursive 256, semantic 80) it counted 3,398 texts where the sweep then embedded 3,405, and
-said 7 min 25 s for a sweep that took 7 min 19 s; timing the warm-up pass too, it had said 13 min 45 s
-for 9 min 13 s. The rate of one batch on a shared machine is rough; the counts are not.
+The counts are exact but for semantic chunkers (below); the rate of one batch on a shared machine
+is rough (tests/test_estimate.py checks the counts against what a sweep embeds).
 
-Counting a variant's texts means chunking it, and the sweep chunks it again when it builds. On
-data/chroma_small the 11 variants of the CLI's demo grid chunk in 4.6 s in all (measured, on the same
-busy machine), a few per cent of embedding them, so handing chunks over to the sweep is not worth an
-interface. A semantic chunker's cuts wait on vectors not yet computed: it cuts with random placeholder vectors
-(the percentile still fixes how many cuts there are, not where), so its chunk count is
-`approximate`, and its chunks are never sampled.
+Counting a variant's texts means chunking it, and the sweep chunks it again when it builds: chunking
+costs a few per cent of embedding (bench/perf.md's chunking rows), so handing chunks over to the
+sweep is not worth an interface. A semantic chunker's cuts wait on vectors not yet computed: it cuts
+with random placeholder vectors (the percentile still fixes how many cuts there are, not where), so
+its chunk count is `approximate`, and its chunks are never sampled.
 """
 
 from __future__ import annotations

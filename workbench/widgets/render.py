@@ -1,8 +1,8 @@
 """Fast redraws of one figure with one variant highlighted: the scrub of the sweeper (and the
 explorer's fast PNG).
 
-A full Agg draw of the overview takes ~180 ms and a PNG at zlib level 6 ~60 ms, too slow for a
-slider. A Picture draws its figure once, keeps the pixels, and per highlight only pastes them
+A full Agg draw of the overview and its PNG at zlib level 6 take a good part of a second, too slow
+for a slider (bench/widgets.md). A Picture draws its figure once, keeps the pixels, and per highlight only pastes them
 back, draws the few artists of `plots.mark` over them and encodes at zlib level 1; the bytes are
 cached per highlight, so going back to a variant costs a dictionary lookup. A new base (the
 sweeper's variants, k or axes changed) still costs a build and a full draw.
@@ -60,6 +60,6 @@ class Picture:
 
     def _encode(self) -> bytes:
         buf = io.BytesIO()
-        # RGB: the figures are opaque, and 3 bytes a pixel encode ~15% faster and smaller than 4
+        # RGB: the figures are opaque, and 3 bytes a pixel encode faster and smaller than 4
         self.rgba().convert("RGB").save(buf, format="PNG", compress_level=self._compress_level)
         return buf.getvalue()
