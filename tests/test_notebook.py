@@ -85,7 +85,7 @@ def test_make_app_serves_the_folder_named_by_data(tiny: Dataset, tmp_path: Path,
     params = next(c.source for c in nbformat.read(REPO / "notebooks" / "app.ipynb", as_version=4).cells
                   if "parameters" in c.metadata.get("tags", []))
     outputs = execute("app.ipynb", f"{params}\nCACHE = {str(tmp_path / 'cache')!r}",
-                      lambda cells: ["print(ds.fingerprint, sweeper.ranges['size'].value)"])
+                      lambda cells: ["print(session.dataset.fingerprint, sweeper.ranges['size'].value)"])
     assert outputs[-1].text.split(" ", 1) == [tiny.fingerprint, "128, 256, 512\n"]
 
 
