@@ -145,7 +145,8 @@ def test_a_cold_grid_prints_an_estimate_before_it_starts(tiny: Dataset, tmp_path
 def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """After the one line of paths: the verdict's sentences, wrapped, then the --top variants on its
-    metric with their interval, context tokens, chunks and truncated chunks, the headline marked."""
+    metric with their interval, how each stands against the best, context tokens, chunks and truncated
+    chunks, the headline marked: always the first row, the highest mean."""
     import pandas as pd
 
     data = write_dataset(tiny, tmp_path / "data")
@@ -156,24 +157,26 @@ def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_pat
     assert any(line.startswith("wrote ") for line in lines[:start])  # the paths come before the answer
     header = next(i for i in range(start, len(lines)) if lines[i].split()[:2] == ["#", "variant"])
     sentences = " ".join(line.strip() for line in lines[start + 1 : header] if line)
-    assert all(len(line) <= 100 for line in lines[start:]) and sentences.endswith(".")
-    assert "recall@3 [95% CI]" in lines[header] and "context tokens@3" in lines[header]
+    assert all(len(line) <= 100 for line in lines[start:header]) and sentences.endswith(".")  # the table: labels
+    assert lines[header].split()[2:] == ["recall@3", "[95%", "CI]", "vs", "best", "context", "tokens", "chunks",
+                                         "truncated"]
     summary = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["metric", "k", "variant"]).sort_index()
     variants = pd.read_csv(tmp_path / "out" / "variants.csv").set_index("variant")
     recall = summary.loc[("recall", 3)].sort_values("mean", ascending=False, kind="stable")
     rows = lines[header + 1 : -1]
-    assert 2 <= len(rows) <= 3  # the top 2, and the headline after them if it is not among them
-    for rank, row in enumerate(rows[:2], 1):
+    assert len(rows) == 2  # the top 2: the headline is the first
+    for rank, row in enumerate(rows, 1):
         label = recall.index[rank - 1]
         r, tokens = recall.loc[label], summary.loc[("context_tokens", 3, label), "mean"]
         cells = row.lstrip("* ").split(f" {label} ")
         assert cells[0].strip() == str(rank), row
         truncated = variants.loc[label, "truncated_chunks"]
-        assert cells[1].split() == [f"{r['mean']:.3f}", f"[{r['ci_low']:.3f},", f"{r['ci_high']:.3f}]",
+        standing = [] if rank == 1 else [next(s for s in ("tied", "worse", "trade-off") if s in cells[1].split())]
+        assert cells[1].split() == [f"{r['mean']:.3f}", f"[{r['ci_low']:.3f},", f"{r['ci_high']:.3f}]", *standing,
                                     f"{tokens:,.0f}", str(variants.loc[label, "chunks"]), str(truncated)], row
     marked = [row for row in rows if row.startswith("*")]
-    assert len(marked) == 1 and sentences.startswith(marked[0].lstrip("* ").split(maxsplit=1)[1].split("  ")[0])
-    assert lines[-1].startswith(f"* the headline; {len(rows)} of 3 variants")
+    assert marked == rows[:1] and sentences.startswith(f"{recall.index[0]} has the highest recall@3")
+    assert lines[-1].startswith(f"* the headline (the highest mean); {len(rows)} of 3 variants")
 
 
 def test_without_recall_the_answer_says_there_is_no_verdict(tiny: Dataset, embedder, tmp_path: Path) -> None:

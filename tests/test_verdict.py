@@ -45,7 +45,7 @@ def test_a_clear_winner_is_named_and_not_called_tied() -> None:
     result = constructed({"small": rng.binomial(1, 0.45, N), "big": rng.binomial(1, 0.9, N),
                           "mid": rng.binomial(1, 0.55, N)}, {"small": 300, "big": 1200, "mid": 600})
     v = verdict(result)
-    assert (v.metric, v.k, v.best, v.top, v.tied) == ("recall", 5, "key-big", "key-big", ())
+    assert (v.metric, v.k, v.best, v.tied, v.trade_off) == ("recall", 5, "key-big", (), None)
     means = result.per_question.query("metric == 'recall'").groupby("key")["value"].mean()
     assert v.runner_up == means.drop("key-big").idxmax()
     first, second = v.sentences()  # no sentence about ties: there are none
@@ -56,7 +56,10 @@ def test_a_clear_winner_is_named_and_not_called_tied() -> None:
     assert v.pareto == ("key-small", "key-mid", "key-big")
 
 
-def test_a_tie_is_called_a_tie_and_the_cheaper_twin_is_named() -> None:
+def test_a_tie_is_called_a_tie_and_the_cheaper_twin_is_a_trade_off_never_the_best() -> None:
+    """The trial's finding: a cheaper variant tied with the top was the headline and the top was "tied".
+    Now the highest mean is the headline, the tie is said plainly, and the cheaper twin is a trade-off
+    with what it could lose."""
     rng = np.random.default_rng(2)
     base = rng.binomial(1, 0.8, N).astype(float)
     twin = base.copy()
@@ -65,26 +68,29 @@ def test_a_tie_is_called_a_tie_and_the_cheaper_twin_is_named() -> None:
     result = constructed({"a": base, "b": twin, "worse": rng.binomial(1, 0.3, N)},
                          {"a": 1000, "b": 400, "worse": 100})
     v = verdict(result)
-    # b ties with a for 40% of its tokens and nothing dominates it: b is the headline, a the one it ties with
-    assert (v.best, v.top, v.runner_up, v.tied) == ("key-b", "key-a", "key-a", ())
+    assert (v.best, v.runner_up, v.tied, v.trade_off) == ("key-a", "key-b", ("key-b",), "key-b")
     means = result.per_question.query("metric == 'recall'").groupby("key")["value"].mean()
-    first, second = v.sentences()
-    assert first.startswith(f"b reaches recall@5 {means['key-b']:.3f} [") and "with 403 context tokens@5" in first
-    assert first.endswith(f"tied with a ({means['key-a']:.3f} with 1,003), this one reaches a tied recall with "
-                          "60% fewer tokens.")
-    assert second.startswith("It is tied with a: +0.008 for a over it") and "holds 0" in second
-    assert "these 120 questions cannot tell them apart" in second
+    first, second, third = v.sentences()
+    assert first.startswith(f"a has the highest recall@5: {means['key-a']:.3f} [")
+    assert second.startswith("These 120 questions cannot separate the top 2: a and b: the paired interval of each "
+                             "difference holds 0, so read them as tied, not as equal. The closest: +0.008 over the "
+                             "runner-up b (paired interval [")
     # b - a is -1 on 4 questions, +1 on 3, 0 on the rest: mean -1/120, sd sqrt((7 - 1/120) / 119);
     # n = ((1.959964 + 0.841621) * sd / (1/120))^2 = 6640.3 -> 6641
     sd = np.sqrt((7 - 1 / 120) / 119)
     assert np.ceil((2.801585 * sd * 120) ** 2) == 6641 == v.row("key-b")["questions_needed"]
-    assert "About 6,641 would separate them at this difference" in second
-    assert v.pareto == ("key-worse", "key-b", "key-a")  # cheapest first; each buys recall with tokens
+    assert "About 6,641 questions would separate those two at this difference" in second
+    loss = -v.row("key-b")["diff_low"]
+    assert third == (f"A trade-off, not a better variant: b, tied with it, reaches {means['key-b']:.3f} against "
+                     f"{means['key-a']:.3f} with 60% fewer context tokens per question (403 against 1,003) and 60% "
+                     "fewer tokens embedded or generated to build the index (1,200 against 3,000); with these "
+                     f"questions its loss could be as large as {loss:.3f}.")
+    assert loss > 0 and v.pareto == ("key-worse", "key-b", "key-a")  # least context first; each buys recall
 
 
-def test_a_dominated_variant_is_never_the_headline() -> None:
-    """c ties with the top and is the cheapest of the tied, but d, which the questions can tell from
-    the top, scores higher for fewer tokens: c is dominated, so the headline is the top itself."""
+def test_a_dominated_tied_variant_is_no_trade_off() -> None:
+    """c ties with the top and is cheaper, but d, which the questions can tell from the top, scores
+    higher than c for fewer tokens: c is dominated, so nothing is offered as a trade-off."""
     rng = np.random.default_rng(7)
     base = rng.binomial(1, 0.8, N).astype(float)
     close = base.copy()
@@ -96,20 +102,54 @@ def test_a_dominated_variant_is_never_the_headline() -> None:
     t = v.table.set_index("key")
     assert bool(t.loc["key-c", "tied"]) and not t.loc["key-d", "tied"]  # the premise
     assert t.loc["key-d", "mean"] > t.loc["key-c", "mean"] and not t.loc["key-c", "pareto"]
-    assert v.best == v.top == "key-a" and v.tied == ("key-c",)
-    assert v.sentences()[-1] == ("c, tied with it, sends fewer context tokens@5 (403 against 1,003), but another "
-                                 "variant does as well for as few, so it is not named.")
+    assert v.best == "key-a" and v.tied == ("key-c",) and v.trade_off is None
+    assert not any("trade-off" in s for s in v.sentences())
 
 
-def test_a_saving_under_five_percent_does_not_move_the_headline() -> None:
+def test_a_saving_under_five_percent_is_no_trade_off() -> None:
     rng = np.random.default_rng(5)
     base = rng.binomial(1, 0.8, N).astype(float)
     twin = base.copy()
     ones, zeros = np.flatnonzero(base == 1), np.flatnonzero(base == 0)
     twin[ones[:3]], twin[zeros[:2]] = 0, 1
     v = verdict(constructed({"a": base, "b": twin}, {"a": 1000, "b": 990}))
-    assert v.best == v.top == "key-a" and v.tied == ("key-b",)
-    assert v.sentences()[-1].startswith("The variants it ties with cost about the same: 993 context tokens@5")
+    assert v.best == "key-a" and v.tied == ("key-b",) and v.trade_off is None
+    assert len(v.sentences()) == 2
+
+
+def test_model_time_per_question_is_a_cost_never_about_the_same() -> None:
+    """The trial's +rerank: fewer context tokens by a hair, seconds of model time per question, lower
+    recall. It is off the Pareto set, no trade-off, and the verdict says what it spends."""
+    rng = np.random.default_rng(9)
+    plain = rng.binomial(1, 0.8, N).astype(float)
+    slow = plain.copy()
+    slow[np.flatnonzero(plain == 1)[:2]] = 0  # two fewer found: tied with plain on 120 questions
+    result = constructed({"plain": plain, "reranked": slow}, {"plain": 1000, "reranked": 990})
+    variants = result.variants.assign(rerank_seconds_per_question=[0.0, 22.7])
+    result = SweepResult(result.per_question, result.summary, variants, result.provenance)
+    v = verdict(result)
+    t = v.table.set_index("key")
+    assert v.tied == ("key-reranked",) and t.loc["key-reranked", "query_seconds"] == 22.7
+    assert v.pareto == ("key-plain",) and v.trade_off is None
+    assert v.sentences()[-1] == "Model cost: plain none; reranked 22.70 s of model time per question."
+    faster = verdict(constructed({"plain": plain, "reranked": slow}, {"plain": 1000, "reranked": 990}))
+    assert faster.pareto == ("key-plain",) and not any("Model cost" in s for s in faster.sentences())
+
+
+def test_a_verdict_at_an_equal_context_budget() -> None:
+    """recall@budget=1024 judges the budget rows (k = 0), names the choice, and ranks by them."""
+    rng = np.random.default_rng(10)
+    result = constructed({"small": rng.binomial(1, 0.5, N), "big": rng.binomial(1, 0.9, N)},
+                         {"small": 300, "big": 1200})
+    at_budget = result.per_question.assign(k=0, budget=1024, value=lambda t: np.where(
+        (t["metric"] == "recall") & (t["variant"] == "small"), 1.0, t["value"]))  # small fills the budget best
+    pq = pd.concat([result.per_question.assign(budget=0), at_budget], ignore_index=True)
+    budgeted = SweepResult(pq, stats.summarize(pq, n_resamples=500), result.variants,
+                           Provenance.from_config({"ks": [5], "budgets": [1024]}))
+    v = budgeted.verdict("recall@budget=1024")
+    assert (v.at.label, v.best, v.k) == ("recall@1,024 tokens", "key-small", 0)
+    assert v.sentences()[0].startswith("small has the highest recall@1,024 tokens: 1.000 [")
+    assert budgeted.verdict("recall").best == "key-big"  # at k = 5, as before
 
 
 def test_truncated_chunks_get_a_warning_in_the_verdict() -> None:
@@ -134,9 +174,9 @@ def test_the_table_says_how_sure_the_winner_is() -> None:
                           "d": rng.binomial(1, 0.58, N)}, {"a": 100, "b": 200, "c": 300, "d": 400})
     v = verdict(result)
     t = v.table.set_index("key")
-    assert t["p_best"].sum() == pytest.approx(1.0, abs=1e-12) and t["p_best"].idxmax() == v.top
+    assert t["p_best"].sum() == pytest.approx(1.0, abs=1e-12) and t["p_best"].idxmax() == v.best
     assert t.loc["key-c", "p_best"] == 0.0
-    others = t.drop(v.top)
+    others = t.drop(v.best)
     np.testing.assert_allclose(others["p_holm"], stats.holm(others["p_value"]), rtol=1e-12)
     assert (others["p_holm"] >= others["p_value"]).all() and others["questions_needed"].gt(0).all()
 
@@ -145,8 +185,10 @@ def test_one_variant_and_unknown_metric() -> None:
     result = constructed({"only": np.ones(N)}, {"only": 50})
     v = verdict(result)
     assert v.runner_up is None and v.sentences()[1].startswith("It is the only variant")
-    with pytest.raises(ValueError, match="metric 'nope' not in the result"):
+    with pytest.raises(ValueError, match="metric: 'nope' is not a metric; known: "):
         verdict(result, metric="nope")
+    with pytest.raises(ValueError, match="metric 'ndcg' not in the result; known: "):
+        verdict(result, metric="ndcg")
 
 
 def test_on_context_tokens_the_best_is_the_cheapest() -> None:
@@ -170,7 +212,7 @@ def test_the_report_opens_with_the_verdict(tmp_path) -> None:
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     assert text.index('id="verdict"') < text.index('id="scores"') < text.index('id="against-best"')
     assert "y&lt;script&gt; has the highest recall@5" in text and "<script>" not in text
-    assert text.count('href="#') == len(verdict(result).sentences()) == 2  # each sentence links its evidence
+    assert text.count("evidence</a>") == len(verdict(result).sentences()) == 2  # each sentence links its evidence
 
 
 def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
@@ -178,12 +220,14 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     result = constructed({"one": same, "two": same.copy()}, {"one": 500, "two": 700})
     v = verdict(result)
     assert v.tied == (v.runner_up,) and "-0.000" not in " ".join(v.sentences())
-    assert v.sentences()[1].startswith("It is tied with two: +0.000 over it (paired interval")  # named once
+    assert v.sentences()[1].startswith("These 120 questions cannot separate the top 2: one and two")
+    assert "+0.000 over the runner-up two (paired interval [+0.000, +0.000]" in v.sentences()[1]
     assert "no number of questions would separate them" in v.sentences()[1]
     assert v.table["p_best"].tolist() == [0.5, 0.5]
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     section = text[text.index('id="verdict"'):text.index("</section>")]
-    assert "It is tied with" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
+    assert "cannot separate the top 2" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
+    assert '<tr class="headline"><td class="label">★ one' in section  # marked at every width
     assert "<td>0.50</td>" in section  # P(best) of each twin
 
 

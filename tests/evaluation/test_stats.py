@@ -21,6 +21,7 @@ from workbench.evaluation.stats import (
     resampled_means,
     summarize,
     summarize_by_group,
+    wilson,
     with_prob_best,
 )
 
@@ -59,10 +60,17 @@ def test_summary_columns_order_means_and_sizes(per_question):
     assert (s["ci_low"] <= s["mean"]).all() and (s["mean"] <= s["ci_high"]).all()
 
 
-def test_constant_groups_collapse_to_their_value(per_question):
+def test_all_hit_or_all_missed_gets_what_n_questions_can_show(per_question):
+    """60 of 60 hits is not certainty: Wilson's interval, not the bootstrap's zero width; a constant
+    cost keeps its point interval (it is no proportion)."""
     s = summarize(per_question, n_resamples=500, method="BCa").set_index(["variant", "metric"])
-    assert tuple(s.loc[("B", "recall"), ["mean", "ci_low", "ci_high"]]) == (0.0, 0.0, 0.0)
-    assert tuple(s.loc[("B", "hit"), ["mean", "ci_low", "ci_high"]]) == (1.0, 1.0, 1.0)
+    low, high = wilson(60, 60)
+    assert tuple(s.loc[("B", "hit"), ["mean", "ci_low", "ci_high"]]) == (1.0, low, 1.0) and 0.93 < low < 0.95
+    assert tuple(s.loc[("B", "recall"), ["mean", "ci_low", "ci_high"]]) == (0.0, *wilson(0, 60))
+    assert wilson(0, 60)[1] == pytest.approx(1 - low)  # the mirror of 60 of 60
+    costs = summarize(frame("C", np.full(30, 120.0), metric="context_tokens"), n_resamples=500)
+    assert tuple(costs[["mean", "ci_low", "ci_high"]].iloc[0]) == (120.0, 120.0, 120.0)
+    assert wilson(10, 20, 0.95) == pytest.approx((0.2993, 0.7007), abs=1e-4)  # a textbook case
 
 
 def test_intervals_are_scipy_bootstrap_and_seeded(per_question):

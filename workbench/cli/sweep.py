@@ -16,6 +16,7 @@ import pandas as pd
 from workbench.cli.options import EPILOG, session_of, sweep_arguments, variants_of
 from workbench.core.errors import describe
 from workbench.dataset import Dataset
+from workbench.evaluation.metrics import MetricAt
 from workbench.variant import Variant
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
         result = session.sweep(variants)
         result.provenance = result.provenance.with_(command=shlex.join(["python", "-m", "workbench", *args.argv]))
         answers = then(result, dataset) if then else None
-        judged = judge(result)
+        judged = judge(result, getattr(args, "verdict_metric", MetricAt()))
         if getattr(args, "no_report", True):
             paths = result.save(args.out) | (answers.save(args.out) if answers else {})
         else:
@@ -67,11 +68,12 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
     return result, answers, judged
 
 
-def judge(result: SweepResult) -> Verdict | None:
-    """The verdict, computed once for the report and the closing lines (its paired comparisons read
-    back from the sweep's cache on a re-run); None when the result allows none (`answer` then says why)."""
+def judge(result: SweepResult, metric: MetricAt) -> Verdict | None:
+    """The verdict on `metric`, computed once for the report and the closing lines (its paired
+    comparisons read back from the sweep's cache on a re-run); None when the result allows none
+    (`answer` then says why)."""
     try:
-        return result.verdict()
+        return result.verdict(metric)
     except ValueError:
         return None
 
@@ -88,6 +90,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep_arguments(s)
+    s.add_argument("--metric", dest="verdict_metric", type=metric_at, default=MetricAt(), metavar="METRIC",
+                   help="what the verdict and the table it ends with judge: a metric at a cut-off, recall@5, mrr@10, "
+                   "ndcg@3, or at an equal context budget, recall@budget=1024 (a budget of --budgets); without a "
+                   "cut-off, the default one (default: recall)")
+
+
+def metric_at(text: str) -> MetricAt:
+    """--metric's type: a MetricAt, or argparse's one-line error naming what is wrong."""
+    try:
+        return MetricAt.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def run(args: argparse.Namespace) -> None:
@@ -114,7 +128,7 @@ def answer(result: SweepResult, top: int = TOP, judged: Verdict | None = None) -
         v = judged if judged is not None else verdict(result)
     except ValueError as e:  # the warnings still hold
         return [f"No verdict: {e}. The tables hold every score.", *sweep_warnings(result.variants, result.provenance)]
-    at = f"{v.metric}@{v.k}"
+    at = v.at.label
     preview = " (a preview: pooled vectors, confirm before you trust it)" if result.preview else ""
     out = [f"Verdict on {at} over {v.questions} questions{preview}:"]
     out += [line for sentence in v.sentences() for line in textwrap.wrap(sentence, WIDTH, initial_indent="  ",
@@ -122,9 +136,12 @@ def answer(result: SweepResult, top: int = TOP, judged: Verdict | None = None) -
     ranked = v.table.reset_index(drop=True)
     shown = ranked[(ranked.index < top) | (ranked["key"] == v.best)]
     level = f"{result.confidence:.0%}"
-    head = ["", "#", "variant", f"{at} [{level} CI]", f"context tokens@{v.k}", "chunks", "truncated"]
+    seconds = bool(ranked["query_seconds"].gt(0).any())  # a column only when some variant spends model time per query
+    head = ["", "#", "variant", f"{at} [{level} CI]", "vs best", "context tokens", *["s/question"] * seconds,
+            "chunks", "truncated"]
     rows = [["*" if r.key == v.best else "", str(i + 1), r.variant, f"{r.mean:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
-             _count(r.context_tokens), _count(getattr(r, "chunks", None)),
+             "" if r.key == v.best else "trade-off" if r.trade_off else "tied" if r.tied else "worse",
+             _count(r.context_tokens), *[f"{r.query_seconds:.2f}"] * seconds, _count(getattr(r, "chunks", None)),
              _truncated(getattr(r, "truncated_chunks", None), getattr(r, "chunks", None))]
             for i, r in zip(shown.index, shown.itertuples(index=False), strict=True)]
     widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head))]
@@ -133,7 +150,7 @@ def answer(result: SweepResult, top: int = TOP, judged: Verdict | None = None) -
                              for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
                    for row in [head, *rows]]
     more = "; --top N for more" if len(shown) < len(ranked) else ""
-    out.append(f"* the headline; {len(shown)} of {len(ranked)} variants, by {at}{more}")
+    out.append(f"* the headline (the highest mean); {len(shown)} of {len(ranked)} variants, by {at}{more}")
     return out
 
 

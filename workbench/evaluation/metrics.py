@@ -9,6 +9,7 @@ reasons behind each choice are in docs/metrics.md; tests pin every one with hand
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from math import log2
 
 import numpy as np
@@ -55,6 +56,65 @@ BUDGET_ENCODINGS = ("cl100k_base", "o200k_base")  # the tokenizers a budget can 
 # Metrics scored at each budget, in output order ("recall_tokens" only with token boundaries);
 # "context_tokens" is what was actually sent, counted in the budget's encoding.
 BUDGET_METRICS = ("recall", "recall_tokens", "hit", "precision", "iou")
+
+
+@dataclass(frozen=True)
+class MetricAt:
+    """A metric at one cut-off: `k` chunks (k > 0), an equal context `budget` in tokens (k = 0,
+    budget > 0), or neither (precision_omega). What a verdict is on, and how a user names it.
+
+    >>> MetricAt.parse("recall@budget=1024")
+    MetricAt(name='recall', k=0, budget=1024)
+    >>> MetricAt.parse("mrr@10").label
+    'mrr@10'
+    """
+
+    name: str = "recall"
+    k: int | None = None  # None: the result's default cut-off (SweepResult.default_k)
+    budget: int = 0
+
+    def __post_init__(self) -> None:
+        if self.name not in (*METRICS, OMEGA):
+            raise ValueError(f"metric: {self.name!r} is not a metric; known: {[*METRICS, OMEGA]}")
+        at_budgets = (*BUDGET_METRICS, "context_tokens", "context_tokens_o200k")  # and the context sent
+        if self.budget and self.name not in at_budgets:
+            raise ValueError(f"metric: {self.name!r} is not scored at a context budget; those that are: "
+                             f"{list(at_budgets)}")
+        if self.budget < 0 or (self.k is not None and self.k < 0) or (self.budget and self.k):
+            raise ValueError(f"metric: a cut-off is k > 0 or a budget > 0, not both; got k={self.k}, "
+                             f"budget={self.budget}")
+
+    @classmethod
+    def parse(cls, text: str) -> MetricAt:
+        """"recall", "recall@5", "recall@budget=1024" (ValueError naming what is wrong)."""
+        name, _, at = str(text).strip().partition("@")
+        try:
+            if not at:
+                return cls(name)
+            if at.startswith("budget="):
+                return cls(name, 0, int(at.removeprefix("budget=")))
+            return cls(name, int(at))
+        except ValueError as e:
+            if "metric:" in str(e):
+                raise
+            raise ValueError(f"metric: {text!r} is not METRIC, METRIC@K or METRIC@budget=TOKENS, e.g. recall@5 "
+                             "or recall@budget=1024") from None
+
+    def at(self, k: int) -> MetricAt:
+        """This metric at `k` when no cut-off was given (a budget stays as it is)."""
+        return self if self.k is not None or self.budget else MetricAt(self.name, k)
+
+    @property
+    def label(self) -> str:
+        """recall@5, recall@1,024 tokens, precision_omega."""
+        if self.budget:
+            return f"{self.name}@{self.budget:,} tokens"
+        return f"{self.name}@{self.k}" if self.k else self.name
+
+    def rows(self, table: pd.DataFrame) -> pd.DataFrame:
+        """The rows of a result's per_question or summary table at this cut-off (k must be set)."""
+        budget = table["budget"] if "budget" in table.columns else 0
+        return table[(table["metric"] == self.name) & (table["k"] == (self.k or 0)) & (budget == self.budget)]
 
 
 def default_k(ks: Iterable[int]) -> int:

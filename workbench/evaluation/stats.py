@@ -192,7 +192,9 @@ def summarize(
     many variants summarised at once gives each the intervals of its own rows summarised alone,
     bit for bit, at one call's cost (a sweep's, see workbench.run.sweep). Percentile by default: for
     means of n ~ 500 its bounds stayed within 0.5 point of BCa's on 0/1 and skewed data, without
-    BCa's jackknife.
+    BCa's jackknife. A score whose every value is 0 or every value 1 (all hit, all missed) gets
+    Wilson's interval instead (`wilson`): the bootstrap of identical values has zero width, a
+    certainty n questions cannot give.
     cache: a cache folder (the IndexStore's), where a table summarised before is read back (`_cached`)."""
     if cache is not None:
         args = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed, "method": method}
@@ -216,7 +218,25 @@ def summarize(
     firsts = per_question[keys].iloc[first_rows]
     ids = pd.DataFrame(list(firsts.itertuples(index=False, name=None)), columns=keys).astype({"k": np.int64})
     means = [float(np.mean(v)) for v in values]
+    for i, x in enumerate(values):  # all at a bound: the bootstrap says [1, 1]; n questions cannot (wilson)
+        if not lower_is_better(str(ids["metric"].iloc[i])) and len(x) and x[0] in (0.0, 1.0) and (x == x[0]).all():
+            low[i], high[i] = wilson(int(x[0]) * len(x), len(x), confidence)
     return ids.assign(mean=means, ci_low=low, ci_high=high, n=sizes.astype(np.int64))
+
+
+def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson's score interval of a proportion: what n questions can show when every one hits (or
+    every one misses), where a bootstrap of identical values has zero width.
+
+    >>> [round(b, 3) for b in wilson(25, 25)]
+    [0.867, 1.0]
+    """
+    from scipy.stats import norm  # see mean_ci
+
+    z = float(norm.ppf(0.5 + confidence / 2))
+    p, zz = successes / n, z * z / n
+    center, half = (p + zz / 2) / (1 + zz), z * math.sqrt(p * (1 - p) / n + zz / (4 * n)) / (1 + zz)
+    return (0.0 if successes == 0 else center - half), (1.0 if successes == n else center + half)
 
 
 def summarize_by_group(
@@ -242,6 +262,12 @@ def summarize_by_group(
                       for g in dict.fromkeys(groups.values()) if (group == g).any()], ignore_index=True)
 
 
+def _at(per_question: pd.DataFrame, metric: str, k: int, budget: int) -> pd.DataFrame:
+    """The rows of one metric at one cut-off (k, budget); a table without budgets has budget 0 only."""
+    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    return sel[sel["budget"] == budget] if "budget" in sel.columns else sel
+
+
 def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int = 2000, seed: int = 0,
               higher_is_better: bool = True, budget: int = 0) -> pd.Series:
     """The bootstrap probability that each variant (by key, else label) has the best mean `metric`
@@ -252,8 +278,7 @@ def prob_best(per_question: pd.DataFrame, metric: str, k: int, n_resamples: int 
     Only questions every variant answered count. A replicate whose best mean is shared splits its
     win evenly. Seeded: the same input gives the same numbers to the last digit."""
     _check_resamples(n_resamples)
-    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
-    sel = sel[sel["budget"] == budget] if "budget" in sel.columns else sel
+    sel = _at(per_question, metric, k, budget)
     if sel.empty:
         raise ValueError(f"prob_best: no rows for metric={metric!r}, k={k}, budget={budget}")
     ident = _keys(sel)[0]
@@ -288,8 +313,7 @@ def ranking_ties(per_question: pd.DataFrame, metric: str, k: int, confidence: fl
     variant answered count (as in `prob_best`). Columns: [key or variant, rank, mean, next_low,
     next_high, apart_from_next, top_low, top_high, tied_with_top]; the last row has no next.
     cache: as in `summarize`, keyed by the rows at the cut-off, the only ones ranked."""
-    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
-    sel = sel[sel["budget"] == budget] if "budget" in sel.columns else sel
+    sel = _at(per_question, metric, k, budget)
     if cache is not None:
         args = {"metric": metric, "k": int(k), "confidence": confidence, "n_resamples": n_resamples, "seed": seed,
                 "budget": int(budget)}
@@ -373,6 +397,26 @@ def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:
     return front
 
 
+MATERIAL = 0.05  # a cost within this share of another's is the same cost (pareto_set)
+
+
+def pareto_set(quality: Sequence[float], costs: np.ndarray, floors: Sequence[float]) -> list[int]:
+    """Indices of the variants no other dominates on quality and every cost (columns of `costs`),
+    in input order. A cost differs only materially: by more than MATERIAL of the larger and more
+    than its column's floor (a token, a hundredth of a second). So a variant that saves a few
+    context tokens while spending seconds of model time per question is dominated by one as good
+    that spends neither, and no cost is weighed against another: a variant buying quality with
+    any cost stays on the front."""
+    q = np.asarray(quality, dtype=float)
+    c = np.asarray(costs, dtype=float).reshape(len(q), -1)
+    floor = np.asarray(floors, dtype=float)
+    gap = c[:, None, :] - c[None, :, :]  # gap[a, b, j] = cost j of a minus that of b
+    more = gap > np.maximum(floor, MATERIAL * np.maximum(c[:, None, :], c[None, :, :]))  # a costs materially more
+    no_worse = (q[:, None] >= q[None, :]) & ~more.any(axis=2)
+    dominates = no_worse & ((q[:, None] > q[None, :]) | more.transpose(1, 0, 2).any(axis=2))
+    return [i for i in range(len(q)) if not dominates[:, i].any()]
+
+
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values, in the input's order.
 
@@ -411,15 +455,17 @@ def paired_compare(
     n_resamples: int = 9999,
     seed: int = 0,
     method: str = "BCa",
+    budget: int = 0,
 ) -> dict[str, Any]:
-    """Variant b against variant a on the questions both answered: mean difference b - a, its BCa
-    bootstrap CI, the two-sided p-value of a paired sign-flip permutation test
-    (scipy.stats.permutation_test, permutation_type='samples'; exact when 2**n <= n_resamples),
-    the standard deviation of the per-question differences `sd` and `questions_needed` from it."""
+    """Variant b against variant a on the questions both answered, at the cut-off (k, budget):
+    mean difference b - a, its BCa bootstrap CI, the two-sided p-value of a paired sign-flip
+    permutation test (scipy.stats.permutation_test, permutation_type='samples'; exact when
+    2**n <= n_resamples), the standard deviation of the per-question differences `sd` and
+    `questions_needed` from it."""
     from scipy import stats as sps  # see mean_ci
 
     _check(confidence, n_resamples)
-    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    sel = _at(per_question, metric, k, budget)
     cols = {}
     for v in (a, b):
         rows = _rows_of(sel, v)
@@ -461,7 +507,8 @@ def paired_compare(
 
 
 def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5, n_resamples: int = 2000,
-                 seed: int = 0, confidence: float = CONFIDENCE, cache: str | Path | None = None) -> pd.DataFrame:
+                 seed: int = 0, confidence: float = CONFIDENCE, cache: str | Path | None = None,
+                 budget: int = 0) -> pd.DataFrame:
     """Every variant paired against the one with the best mean `metric`@k (the highest; the lowest
     for a cost, see `lower_is_better`), nearest the best first: the difference (variant minus the
     best), its interval at `confidence` and p-value, so a table of means is never read as a ranking
@@ -472,17 +519,18 @@ def against_best(per_question: pd.DataFrame, metric: str = "recall", k: int = 5,
     `questions_needed` says how many questions would make each difference significant on its own
     (`questions_needed`, per comparison at 0.05, not Holm-corrected). cache: as in `summarize`,
     keyed by the rows at metric@k, the only ones compared."""
-    sel = per_question[(per_question["metric"] == metric) & (per_question["k"] == k)]
+    sel = _at(per_question, metric, k, budget)
     if cache is not None:
-        args = {"metric": metric, "k": int(k), "n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+        args = {"metric": metric, "k": int(k), "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
+                "budget": int(budget)}
         return _cached(cache, "against_best", sel, args, lambda: against_best(per_question, **args))
     if sel.empty:
         raise ValueError(f"against_best: no rows for metric={metric!r}, k={k}")
     ident = _keys(sel)[0]  # the key when the table has one, else the label
     means = sel.groupby(ident, sort=False)["value"].mean().sort_values(ascending=lower_is_better(metric), kind="stable")
     best = str(means.index[0])
-    rows = [paired_compare(per_question, best, v, metric, k, confidence=confidence, n_resamples=n_resamples, seed=seed)
-            for v in means.index if v != best]
+    rows = [paired_compare(sel, best, v, metric, k, confidence=confidence, n_resamples=n_resamples, seed=seed,
+                           budget=budget) for v in means.index if v != best]
     cols = ["b", "mean_b", "diff", "ci_low", "ci_high", "p_value", "n", "questions_needed"]
     table = pd.DataFrame(rows, columns=cols).rename(columns={"b": ident, "mean_b": "mean"})
     table.insert(6, "p_holm", holm(table["p_value"]))

@@ -48,27 +48,28 @@ def left_out(why: str) -> str:
 def section(result: SweepResult, v: Verdict, dataset: Dataset) -> str:
     """The section for the verdict's best and runner-up, from their kept hits."""
     assert v.runner_up is not None
-    kept = result.hits[result.hits["key"].isin([v.best, v.runner_up]) & (result.hits["rank"] <= v.k)]
+    depth = v.k or result.default_k  # a verdict at a context budget: the chunks of the default cut-off
+    kept = result.hits[result.hits["key"].isin([v.best, v.runner_up]) & (result.hits["rank"] <= depth)]
     spans: dict[tuple[str, str], list[Span]] = {}
     for r in kept.sort_values("rank", kind="stable").itertuples(index=False):
         spans.setdefault((r.key, r.qid), []).append(Span(r.doc_id, int(r.start), int(r.end)))
     pq = result.per_question
-    at = pq[(pq["metric"] == v.metric) & (pq["k"] == v.k)].pivot(index="qid", columns="key", values="value")
+    at = v.at.rows(pq).pivot(index="qid", columns="key", values="value")
     diff = (at[v.best] - at[v.runner_up]).sort_values(kind="stable")
     wins, losses = diff[diff > 0].index[::-1], diff[diff < 0].index
     picked = [*wins[: CUT_QUESTIONS - min(1, len(losses))],
               *losses[: CUT_QUESTIONS - min(len(wins), CUT_QUESTIONS - 1)]]
     names = {key: result.label_of(key) for key in (v.best, v.runner_up)}
     order = {q.qid: i for i, q in enumerate(dataset.questions)}
-    out = [_HEAD, f"<p>The best, <b>{html.escape(names[v.best])}</b>, and the runner-up, "
-           f"<b>{html.escape(names[v.runner_up])}</b>, on questions where their {v.metric}@{v.k} differs. Each "
-           f"variant's top {v.k} chunks are coloured over the passage around the evidence (underlined in red): "
+    out = [_HEAD, f"<p>The best (the highest mean), <b>{html.escape(names[v.best])}</b>, and the runner-up, "
+           f"<b>{html.escape(names[v.runner_up])}</b>, on questions where their {v.at.label} differs. Each "
+           f"variant's top {depth} chunks are coloured over the passage around the evidence (underlined in red): "
            "evidence left uncoloured is evidence it did not retrieve.</p>\n"]
     for qid in picked:
         q = dataset.questions[order[qid]]
         scores = ", ".join(f"{html.escape(names[key])}: {at.at[qid, key]:.2f}" for key in names)
         out.append(f'<div class="cut"><h3>{html.escape(q.question)}</h3>\n<p class="note">{html.escape(qid)}, '
-                   f"{v.metric}@{v.k}: {scores}</p>\n"
+                   f"{v.at.label}: {scores}</p>\n"
                    + "".join(_retrieved(dataset, names[key], spans.get((key, qid), []), q) for key in names)
                    + "</div>\n")
     for key, ids in ((v.best, wins), (v.runner_up, losses)):

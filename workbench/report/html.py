@@ -63,6 +63,7 @@ th {{ background: #f4f4f4; white-space: normal; }}
 th:first-child {{ text-align: left; }}
 td.text {{ white-space: normal; min-width: 12em; }}
 tr.truncated > td {{ background: #fef3f2; }} td.flag {{ color: #b42318; font-weight: 600; }}
+tr.headline > td {{ font-weight: 600; }}
 .swatch {{ display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }}
 .provenance th {{ text-align: left; }}
 .provenance td {{ text-align: left; white-space: normal; overflow-wrap: anywhere; }}
@@ -118,7 +119,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
         for name, fig in figures.items():
             out.write(_figure(result, name, fig, narrow.get(name), dpi))
         out.write("</section>\n")
-    k = v.k if v is not None else result.default_k
+    k = v.k or result.default_k if v is not None else result.default_k
     out.write(_scores(result, k))
     if v is not None:
         out.write(_against_best(v))
@@ -204,9 +205,10 @@ def _count(n: float) -> str:
     return DASH if pd.isna(n) else f"{n:,.0f}"
 
 
-def _marked(share: float) -> str:
-    """A table row's class: marked when its variant's chunks are too often truncated."""
-    return ' class="truncated"' if share > TRUNCATED_SHARE else ""
+def _marked(share: float, headline: bool = False) -> str:
+    """A table row's classes: the headline's, and marked when its variant's chunks are too often truncated."""
+    names = ["headline"] * bool(headline) + ["truncated"] * bool(share > TRUNCATED_SHARE)
+    return f' class="{" ".join(names)}"' if names else ""
 
 
 def _variants(result: SweepResult, k: int) -> str:
@@ -284,43 +286,58 @@ def _provenance(provenance: Provenance) -> str:
 
 def _verdict(v: Verdict) -> str:
     """The computed verdict first: its sentences, each linked to the section that backs it, and
-    a small table of the best, the tied and the Pareto variants."""
+    a small table of the best, the tied and the Pareto variants (the headline's row marked at
+    every width: a star before its label, as the CLI marks it, and the row in bold)."""
     told = v.sentences()[: -len(v.warnings) or None]  # each warning gets its box
-    links = ("#scores", "#against-best", "#variants")
+    links = ("#scores", "#against-best", "#variants", "#variants", "#variants")
     text = " ".join(f'{html.escape(s)} <a href="{link}">evidence</a>' for s, link in zip(told, links, strict=False))
-    shown = v.table[v.table["key"].isin({v.best, v.top}) | v.table["tied"] | v.table["pareto"]]
+    shown = v.table[(v.table["key"] == v.best) | v.table["tied"] | v.table["pareto"]]
     shares = truncated_share(shown).to_numpy()
+    seconds = bool(shown["query_seconds"].gt(0).any())  # a column only when some variant spends model time per question
     rows = "".join(
-        f'<tr{_marked(share)}><td class="label">{_label(str(r.variant))}</td>'
+        f'<tr{_marked(share, r.key == v.best)}><td class="label">{"★ " * (r.key == v.best)}'
+        f"{_label(str(r.variant))}</td>"
         f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
         f"<td>{r.p_best:.2f}</td>"
-        f"<td>{'best' if r.key == v.best else 'tied' if r.tied or r.key == v.top else 'worse'}</td>"
-        f"<td>{r.context_tokens:,.0f}</td><td>{r.chunks:,.0f}</td>"
+        f"<td>{_standing(v, r)}</td>"
+        f"<td>{r.context_tokens:,.0f}</td>" + (f"<td>{r.query_seconds:,.2f}</td>" if seconds else "")
+        + f"<td>{_count(r.chunks)}</td>"
         f"{_truncated_cell(_count(getattr(r, 'truncated_chunks', math.nan)), share)}"
         f"<td>{'yes' if r.pareto else ''}</td></tr>\n"
         for r, share in zip(shown.itertuples(index=False), shares, strict=True))
-    at = f"{v.metric}@{v.k}"
+    at = v.at.label
     boxes = _warnings(v.warnings, truncation_warning(v.table, v.window))
+    per_question = "<th>model seconds per question</th>" if seconds else ""
     return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n{boxes}'
+            f"<p>The rows shown: the best (★), those tied with it and those on the Pareto set ({len(shown)} of "
+            f"{len(v.table)}; every variant is in <a href=\"#against-best\">Against the best</a>).</p>\n"
             '<div class="scroll"><table>\n<thead><tr><th>variant</th>'
-            f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens@{v.k}</th><th>chunks</th>"
-            f"<th>truncated_chunks</th><th>Pareto (cost vs {at})</th></tr></thead>\n<tbody>\n{rows}</tbody></table>"
-            "</div></section>\n")
+            f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens</th>{per_question}"
+            f"<th>chunks</th><th>truncated_chunks</th><th>Pareto (every cost vs {at})</th></tr></thead>\n"
+            f"<tbody>\n{rows}</tbody></table></div></section>\n")
+
+
+def _standing(v: Verdict, row: Any) -> str:
+    """best (the highest mean), trade-off, tied or worse: how a row stands against the headline."""
+    if row.key == v.best:
+        return "best (highest mean)"
+    return "tied, a trade-off" if row.trade_off else "tied" if row.tied else "worse"
 
 
 def _against_best(v: Verdict) -> str:
     """Every variant paired against the best on the verdict's metric and k."""
     if v.runner_up is None:
         return ""
-    at = f"{v.metric}@{v.k}"
+    at = v.at.label
     columns = ["variant", "mean", "diff", "diff_low", "diff_high", "p_value", "p_holm", "questions_needed"]
-    shown = v.table[v.table["key"] != v.top][columns].rename(
+    shown = v.table[v.table["key"] != v.best][columns].rename(
         columns={"mean": at, "diff": "difference", "diff_low": "low", "diff_high": "high", "p_value": "p",
                  "p_holm": "p (Holm)", "questions_needed": "questions needed"})
     shown["questions needed"] = [DASH if math.isinf(n) else f"{n:,.0f}" for n in shown["questions needed"]]
     return (f'<section id="against-best"><h2>Against the best variant</h2>\n<p>Each variant minus '
-            f"<b>{html.escape(str(v.row(v.top)['variant']))}</b> (the best mean) on {at}, paired over the same "
-            "questions: BCa bootstrap interval of the difference and the p-value of a sign-flip permutation test. "
+            f"<b>{html.escape(str(v.row(v.best)['variant']))}</b> (the best mean) on {at}, paired over the same "
+            "questions: BCa bootstrap interval of the difference (at the result's confidence) and the p-value of a "
+            "sign-flip permutation test. "
             "p (Holm) applies "
             f"Holm's correction for the {len(shown)} comparisons with the best: a difference is significant at 0.05 "
             "counting every comparison when it is at most 0.05. Questions needed: about how many questions would make "

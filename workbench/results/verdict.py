@@ -1,13 +1,16 @@
-"""What a sweep says, in two to four sentences a team lead can act on, computed, never written.
+"""What a sweep says, in a few sentences a team lead can act on, computed, never written.
 
-The verdict names a variant on a primary metric (recall@k by default; for a cost the lowest mean
-is best, see stats.lower_is_better): the highest mean, or, when the questions cannot tell it from
-others (a paired bootstrap interval of the difference that holds 0 means "tied"), the cheapest in
-context tokens of the tied that nothing dominates. It says how it compares with the runner-up,
-how many questions would separate a tie, what it saves, the Pareto set of quality against context
-cost, and the warnings to read before trusting any number (`sweep_warnings`: chunks embedded truncated,
-evidence much shorter than every chunk, most questions on one document). It reads only the tidy
-tables and the provenance of a SweepResult, like plots and the report.
+The verdict is on one metric at one cut-off, the user's choice (recall@k by default; MRR, nDCG, or
+recall at an equal context budget: metrics.MetricAt; for a cost the lowest mean is best, see
+stats.lower_is_better). Its headline is always the variant of the highest mean. When the questions
+cannot separate others from it (the paired bootstrap interval of a difference holds 0: "tied",
+judged at the result's confidence), it says so and lists them: "cannot tell apart" is not "as good
+as". A tied variant that costs materially less may then be offered as a trade-off, stated as one,
+with how much it could lose. Costs are every cost the variants table records: context tokens sent
+per question, model seconds per question (a reranker), and at index time the model seconds and
+tokens (an LLM writing contexts or chunks, and the tokens embedded); the Pareto set weighs them all
+(stats.pareto_set). The verdict ends with the warnings to read before trusting any number
+(`sweep_warnings`). It reads only the tidy tables and the provenance of a SweepResult.
 """
 
 from __future__ import annotations
@@ -19,13 +22,23 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from workbench.evaluation import stats
+from workbench.evaluation.metrics import MetricAt
 
 if TYPE_CHECKING:
     from workbench.results.provenance import DatasetIdentity, Provenance
     from workbench.results.result import SweepResult
 
-COST = "context_tokens"
-SAME_COST = 0.95  # a tied variant within 5% of the top's context tokens is no cheaper headline
+COST = "context_tokens"  # the verdict table's column of context tokens per question at its cut-off
+# every cost the verdict weighs: its column in the verdict's table, the variants table's columns it sums
+# (absent: 0), the least difference that counts, and how a sentence names it
+COSTS = {
+    COST: ((), 1.0, "context tokens per question"),
+    "query_seconds": (("rerank_seconds_per_question",), 0.01, "model seconds per question"),
+    "index_seconds": (("index_llm_seconds",), 0.01, "model seconds to build the index"),
+    "index_tokens": (("tokens_embedded", "index_tokens_generated"), 1.0, "tokens embedded or generated to build "
+                                                                         "the index"),
+}
+NAMED = 5  # variants a sentence lists by name before "and N more"
 TRUNCATED_SHARE = 0.10  # a dense variant with more of its chunks cut by the model's window gets a warning
 EVIDENCE_RATIO = 4  # a variant whose smallest chunk is this many times the median evidence span gets a warning
 MAIN_DOCUMENT_SHARE = 0.5  # a document holding the evidence of more of the questions gets a warning
@@ -33,93 +46,120 @@ MAIN_DOCUMENT_SHARE = 0.5  # a document holding the evidence of more of the ques
 
 @dataclass(frozen=True)
 class Verdict:
-    """The computed verdict. Variants are keys; `table` has one row per variant, highest mean
-    first: [key, variant, mean, ci_low, ci_high, p_best, diff, diff_low, diff_high, p_value, p_holm,
-    questions_needed, tied, context_tokens, chunks, truncated_chunks, tokens_embedded, pareto];
-    diff* compare each variant with `top` (paired, see stats.against_best), p_best is stats.prob_best.
+    """The computed verdict. Variants are keys; `table` has one row per variant, best mean first:
+    [key, variant, mean, ci_low, ci_high, p_best, diff, diff_low, diff_high, p_value, p_holm,
+    questions_needed, tied, every cost of COSTS, chunks, truncated_chunks, ..., pareto, trade_off];
+    diff* compare each variant with `best` (paired, see stats.against_best), p_best is stats.prob_best.
 
-    `top` has the highest mean (lowest, for a cost). `best`, the headline, is `top` unless the
-    questions cannot tell `top` from others: then it is the cheapest in context tokens of those
-    tied with it that no variant dominates (as good or better on the metric for as few tokens or
-    fewer), so a dominated variant is never the headline.
+    `best` has the highest mean (lowest, for a cost): the headline, always. `tied` are the variants
+    whose paired difference with it holds 0 (one comparison on its own, like p_value; Holm's p_holm
+    corrects for all of them together). `trade_off` is the tied variant, on the Pareto set, that costs
+    materially less than `best` in some cost and no more in any (the least context tokens first), if
+    any: offered as a trade-off, never as the best."""
 
-    `tied` means the paired interval of the difference holds 0, one comparison on its own, like
-    p_value. Holm's p_holm corrects for the m - 1 comparisons together and is never below
-    p_value, so a variant "worse" by its interval may still have p_holm > 0.05: read "worse" as
-    "worse on these questions", p_holm <= 0.05 as "worse even counting every comparison made"."""
-
-    metric: str
-    k: int
-    best: str  # the headline
-    top: str  # the highest mean (lowest for a cost): what the paired differences compare with
-    runner_up: str | None  # `top` when the headline is a cheaper tied variant, else the second mean
-    tied: tuple[str, ...]  # variants whose paired difference to `top` holds 0 (`top` and `best` excluded)
-    pareto: tuple[str, ...]  # undominated on (context tokens, metric), cheapest first
+    at: MetricAt  # the metric and cut-off judged
+    best: str  # the headline: the highest mean
+    runner_up: str | None  # the second mean
+    tied: tuple[str, ...]  # paired difference with `best` holds 0, best mean first
+    trade_off: str | None
+    pareto: tuple[str, ...]  # undominated on the metric and every cost, least context tokens first
     questions: int  # how many questions each variant was scored on
+    confidence: float  # of every interval, and of the ties
     window: int | None  # the model's input window in word pieces (None: not recorded)
     table: pd.DataFrame
     warnings: tuple[str, ...]  # what to read before trusting a number (see `sweep_warnings`): the last sentences
 
+    @property
+    def metric(self) -> str:
+        return self.at.name
+
+    @property
+    def k(self) -> int:
+        """The cut-off k (0 for a verdict at a context budget)."""
+        return int(self.at.k or 0)
+
     def row(self, key: str) -> pd.Series:
         return self.table.set_index("key").loc[key]
 
+    def headline(self) -> str:
+        return self.sentences()[0]
+
     def sentences(self) -> list[str]:
-        """Two to four sentences, plain text (the report adds links and markup): the headline, how
-        it compares, what it saves, then the warnings (`sweep_warnings`)."""
-        at = f"{self.metric}@{self.k}"
-        b = self.row(self.best)
-        score = f"{b['mean']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}]"
-        if self.best == self.top:
-            most = "lowest" if stats.lower_is_better(self.metric) else "highest"
-            out = [f"{b['variant']} has the {most} {at}: {score}, "
-                   f"best in {b['p_best']:.0%} of bootstrap resamples of the questions."]
-        else:
-            t = self.row(self.top)
-            same = "the same" if b["mean"] == t["mean"] else "a tied"
-            out = [f"{b['variant']} reaches {at} {score} with {b[COST]:,.0f} context tokens@{self.k}: tied with "
-                   f"{t['variant']} ({t['mean']:.3f} with {t[COST]:,.0f}), this one reaches {same} {self.metric} "
-                   f"with {1 - b[COST] / t[COST]:.0%} fewer tokens."]
+        """The headline, how it compares, the trade-off, what the models cost, then the warnings,
+        plain text (the report adds links and markup)."""
+        at, b = self.at.label, self.row(self.best)
+        most = "lowest" if stats.lower_is_better(self.metric) else "highest"
+        out = [f"{b['variant']} has the {most} {at}: {_score(b)}, best in {b['p_best']:.0%} of bootstrap resamples "
+               "of the questions."]
         if self.runner_up is None:
             return [*out, "It is the only variant measured, so nothing is compared.", *self.warnings]
         r = self.row(self.runner_up)
-        o = r if self.best == self.top else b  # the variant `top` is compared with
-        lead, low, high = (0.0 - o[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
-        over = f"over the runner-up {r['variant']}" if self.best == self.top else f"for {r['variant']} over it"
-        if self.best == self.top and self.runner_up in self.tied:  # named as the first it ties with
-            over = "over it"
-        gap = f"{lead:+.3f} {over} (paired interval [{low:+.3f}, {high:+.3f}], p = {o['p_value']:.3g})"
-        if not (self.tied or self.best != self.top):
-            return [*out, f"It beats every other variant: {gap}.", *self.warnings]
-        tied_with = [self.top] * (self.best != self.top) + sorted(self.tied, key=lambda k: k != self.runner_up)
-        n = len(tied_with)
-        others = f" and {n - 1} other variant{'s' if n > 2 else ''}" if n > 1 else ""
-        first = self.row(tied_with[0])["variant"]
-        out.append(f"It is tied with {first}{others}: {gap}, an interval that holds 0, so these {self.questions:,} "
-                   f"questions cannot tell them apart. {self._separate(o['questions_needed'])}")
-        return [*out, *self._cheaper(), *self.warnings]
+        lead, low, high = (0.0 - r[c] for c in ("diff", "diff_high", "diff_low"))  # 0.0 -: no "-0.000"
+        gap = (f"{lead:+.3f} over the runner-up {r['variant']} (paired interval [{low:+.3f}, {high:+.3f}] at "
+               f"{self.confidence:.0%}, p = {r['p_value']:.3g})")
+        if not self.tied:
+            out.append(f"It beats every other variant: {gap}.")
+        else:
+            out.append(f"These {self.questions:,} questions cannot separate {self._tied_set()}: the paired interval "
+                       f"of each difference holds 0, so read them as tied, not as equal. The closest: {gap}. "
+                       f"{self._separate(r['questions_needed'])}")
+        return [*out, *self._trade_off(), *self._model_costs(), *self.warnings]
+
+    def _tied_set(self) -> str:
+        """'the top 3: A, B and C' when the tied set is the top of the ranking, else 'it from N others: ...'."""
+        keys = list(self.table["key"])
+        names = [str(self.row(k)["variant"]) for k in (self.best, *self.tied)]
+        shown = names[:NAMED] + ([f"{len(names) - NAMED} more (the verdict's table)"] if len(names) > NAMED else [])
+        listed = ", ".join(shown[:-1]) + f" and {shown[-1]}"
+        if set(keys[: len(names)]) == {self.best, *self.tied}:
+            return f"the top {len(names)}: {listed}"
+        return f"it from {len(names) - 1} other variant{'s' * (len(names) > 2)}: {listed}"
 
     def _separate(self, n: float) -> str:
-        """How many questions would tell the tied variants apart, in words."""
+        """How many questions would tell the best and the runner-up apart, in words."""
         if n == float("inf"):
             return "Their means are equal, so no number of questions would separate them."
-        return f"About {n:,.0f} would separate them at this difference (paired test at 0.05, power 0.8)."
+        return f"About {n:,.0f} questions would separate those two at this difference (paired test at 0.05, power 0.8)."
 
-    def _cheaper(self) -> list[str]:
-        """When the headline is `top` and ties: what it saves against the others tied, or why a
-        cheaper tied variant is not named. (A cheaper headline says what it saves itself.)"""
-        if self.best != self.top:
+    def _trade_off(self) -> list[str]:
+        """The trade-off, stated as one: what it saves and how much it could lose."""
+        if self.trade_off is None:
             return []
-        b = self.row(self.best)
-        others = self.table[self.table["key"].isin(self.tied)].sort_values(COST, kind="stable")
-        c = others.iloc[0]
-        if c[COST] < SAME_COST * b[COST]:  # dominated, or it would be the headline
-            return [f"{c['variant']}, tied with it, sends fewer context tokens@{self.k} ({c[COST]:,.0f} against "
-                    f"{b[COST]:,.0f}), but another variant does as well for as few, so it is not named."]
-        if c[COST] * SAME_COST < b[COST]:
-            return [f"The variants it ties with cost about the same: {c[COST]:,.0f} context tokens@{self.k} at the "
-                    f"least against its {b[COST]:,.0f}."]
-        return [f"Of the variants it ties with it sends the fewest context tokens@{self.k}: {b[COST]:,.0f}, "
-                f"{1 - b[COST] / c[COST]:.0%} fewer than {c['variant']} ({c[COST]:,.0f})."]
+        b, c = self.row(self.best), self.row(self.trade_off)
+        loss = abs(float(c["diff_low"] if not stats.lower_is_better(self.metric) else c["diff_high"]))
+        saves = [_saving(name, float(c[name]), float(b[name])) for name in COSTS if _material(name, b[name], c[name])]
+        return [f"A trade-off, not a better variant: {c['variant']}, tied with it, reaches {c['mean']:.3f} against "
+                f"{b['mean']:.3f} with {' and '.join(saves)}; with these questions its loss could be as large as "
+                f"{loss:.3f}."]
+
+    def _model_costs(self) -> list[str]:
+        """What the variants the verdict names spend in model time, when any does: never silent."""
+        named = [k for k in dict.fromkeys([self.best, self.runner_up, self.trade_off, *self.tied]) if k]
+        out = []
+        for column, what in (("query_seconds", "s of model time per question"),
+                             ("index_seconds", "s of model time to build its index")):
+            spend = [(str(self.row(k)["variant"]), float(self.row(k)[column])) for k in named]
+            if any(s > 0 for _, s in spend):
+                parts = [f"{name} {s:,.2f}" if s else f"{name} none" for name, s in spend[:NAMED]]
+                out.append(f"Model cost: {'; '.join(parts)} {what}.")
+        return out
+
+
+def _score(row: pd.Series) -> str:
+    return f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+
+
+def _material(name: str, a: float, b: float) -> bool:
+    """Whether costs a and b differ materially (stats.pareto_set's rule)."""
+    return abs(a - b) > max(COSTS[name][1], stats.MATERIAL * max(a, b))
+
+
+def _saving(name: str, cheap: float, dear: float) -> str:
+    """'50% fewer context tokens per question' / 'no model seconds per question instead of 22.70'."""
+    what = COSTS[name][2]
+    if cheap == 0:
+        return f"no {what} instead of {dear:,.2f}"
+    return f"{1 - cheap / dear:.0%} fewer {what} ({cheap:,.0f} against {dear:,.0f})"
 
 
 def truncated_share(variants: pd.DataFrame) -> pd.Series:
@@ -188,49 +228,75 @@ def sweep_warnings(variants: pd.DataFrame, provenance: Provenance) -> list[str]:
     return [w for w in found if w]
 
 
-def verdict(result: SweepResult, metric: str = "recall", k: int | None = None, n_resamples: int = 2000,
-            cache: str | Path | None = None) -> Verdict:
-    """The verdict on `metric`@k (k defaults to the result's default_k), its ties judged at the result's
-    confidence; `cache`: a cache folder, where the paired comparisons of the same scores are read back
-    (stats.against_best). SweepResult.verdict is this with the sweep's cache."""
+def verdict(result: SweepResult, metric: str | MetricAt = "recall", k: int | None = None, budget: int = 0,
+            n_resamples: int = 2000, cache: str | Path | None = None) -> Verdict:
+    """The verdict on `metric` at k (default: the result's default_k) or at a context `budget`;
+    `metric` may name its cut-off itself ("recall@budget=1024", a MetricAt). Its ties are judged at
+    the result's confidence; `cache`: a cache folder, where the paired comparisons of the same
+    scores are read back (stats.against_best). SweepResult.verdict is this with the sweep's cache."""
+    at = metric if isinstance(metric, MetricAt) else MetricAt.parse(metric)
+    at = MetricAt(at.name, k, budget) if k is not None or budget else at
+    at = at.at(result.default_k)
     pq = result.per_question
-    if metric not in set(pq["metric"]):
-        raise ValueError(f"metric {metric!r} not in the result; known: {sorted(set(pq['metric']))}")
-    k = result.default_k if k is None else int(k)
-    means = result.summary[(result.summary["metric"] == metric) & (result.summary["k"] == k)]
+    if at.name not in set(pq["metric"]):
+        raise ValueError(f"metric {at.name!r} not in the result; known: {sorted(set(pq['metric']))}")
+    means = at.rows(result.summary)
     if means.empty:
-        raise ValueError(f"no {metric}@{k} in the result; swept ks: {sorted(set(pq['k']) - {0})}")
-    lower = stats.lower_is_better(metric)
+        raise ValueError(f"no {at.label} in the result; swept ks: {result.ks}, budgets: {result.budgets}")
+    lower, kk = stats.lower_is_better(at.name), at.k or 0
     table = means[["key", "variant", "mean", "ci_low", "ci_high"]].sort_values("mean", ascending=lower, kind="stable")
-    p_best = stats.prob_best(pq, metric, k, n_resamples, higher_is_better=not lower)
+    p_best = stats.prob_best(pq, at.name, kk, n_resamples, higher_is_better=not lower, budget=at.budget)
     table = table.assign(p_best=table["key"].map(p_best))
     compared = ["key", "diff", "ci_low", "ci_high", "p_value", "p_holm", "questions_needed"]
-    pairs = (stats.against_best(pq, metric, k, n_resamples, confidence=result.confidence, cache=cache)
-             if len(table) > 1 else pd.DataFrame(columns=compared))
+    pairs = (stats.against_best(pq, at.name, kk, n_resamples, confidence=result.confidence, cache=cache,
+                                budget=at.budget) if len(table) > 1 else pd.DataFrame(columns=compared))
     pairs = pairs[compared].rename(columns={"ci_low": "diff_low", "ci_high": "diff_high"})
-    cost = result.summary[(result.summary["metric"] == COST) & (result.summary["k"] == k)].set_index("key")["mean"]
-    columns = [c for c in ("chunks", "truncated_chunks", "tokens_embedded", "min_chunk_chars")
-               if c in result.variants.columns]
-    index = result.variants.set_index("key")[columns]
-    table = table.merge(pairs, on="key", how="left").assign(
-        tied=lambda t: (t["diff_low"] <= 0) & (t["diff_high"] >= 0),
-        context_tokens=lambda t: t["key"].map(cost),
-    ).join(index, on="key")
-    top = str(table["key"].iloc[0])
-    table.loc[table["key"] == top, ["diff", "diff_low", "diff_high"]] = 0.0
-    front = stats.pareto_front(list(table[COST]), list(table["mean"] * (-1 if lower else 1)))
+    table = table.merge(pairs, on="key", how="left").assign(tied=lambda t: (t["diff_low"] <= 0) & (t["diff_high"] >= 0))
+    table = _with_costs(table, result, at)
+    best = str(table["key"].iloc[0])
+    table.loc[table["key"] == best, ["diff", "diff_low", "diff_high", "tied"]] = (0.0, 0.0, 0.0, False)
+    table["tied"] = table["tied"].astype(bool)
+    front = stats.pareto_set(list(table["mean"] * (-1 if lower else 1)), table[list(COSTS)].to_numpy(float),
+                             [floor for _, floor, _ in COSTS.values()])
     table["pareto"] = [i in front for i in range(len(table))]
-    near = table[(table["key"] == top) | table["tied"]]
-    # never empty: a variant dominating `top` ties with it; a saving under 5% does not move the headline
-    undominated = near[near["pareto"]].sort_values([COST, "mean"], ascending=[True, lower], kind="stable")
-    best = str(undominated["key"].iloc[0])
-    top_cost = table.loc[table["key"] == top, COST].iloc[0]
-    if top in set(undominated["key"]) and undominated[COST].iloc[0] >= SAME_COST * top_cost:
-        best = top
-    tied = tuple(k for k in table.loc[table["tied"], "key"] if k not in (top, best))
-    runner_up = top if best != top else (str(table["key"].iloc[1]) if len(table) > 1 else None)
+    table["trade_off"] = False
+    trade_off = _trade_off(table, best)
+    if trade_off is not None:
+        table.loc[table["key"] == trade_off, "trade_off"] = True
+    pareto = table[table["pareto"]].sort_values([COST, "mean"], ascending=[True, lower], kind="stable")["key"]
     window = result.provenance.window
-    return Verdict(metric, k, best, top, runner_up, tied, tuple(table["key"].iloc[front]),
-                   int(pq[(pq["metric"] == metric) & (pq["k"] == k)]["qid"].nunique()),
-                   int(window) if window else None, table.reset_index(drop=True),
-                   tuple(sweep_warnings(table, result.provenance)))
+    return Verdict(at, best, str(table["key"].iloc[1]) if len(table) > 1 else None,
+                   tuple(table.loc[table["tied"], "key"]), trade_off, tuple(pareto),
+                   int(at.rows(pq)["qid"].nunique()), result.confidence, int(window) if window else None,
+                   table.reset_index(drop=True), tuple(sweep_warnings(table, result.provenance)))
+
+
+def _with_costs(table: pd.DataFrame, result: SweepResult, at: MetricAt) -> pd.DataFrame:
+    """`table` with every cost of COSTS (context tokens at the verdict's cut-off, from the summary; the
+    others from the variants table, 0 where it has no such column) and the variants table's counts."""
+    sent = "context_tokens" if result.provenance.settings.budget_encoding == "cl100k_base" or not at.budget else (
+        "context_tokens_o200k")
+    cost = MetricAt(sent, at.k, at.budget).rows(result.summary).set_index("key")["mean"]
+    variants = result.variants.set_index("key")
+    columns = {COST: table["key"].map(cost)}
+    for name, (sources, _, _) in COSTS.items():
+        if sources:
+            present = [s for s in sources if s in variants.columns]
+            summed = variants[present].fillna(0).sum(axis=1) if present else pd.Series(0.0, index=variants.index)
+            columns[name] = table["key"].map(summed).fillna(0.0).astype(float)
+    counts = [c for c in ("chunks", "truncated_chunks", "tokens_embedded", "min_chunk_chars", "retriever")
+              if c in variants.columns]
+    return table.assign(**columns).join(variants[counts], on="key")
+
+
+def _trade_off(table: pd.DataFrame, best: str) -> str | None:
+    """The tied variant on the Pareto set that costs materially less than `best` in some cost and
+    materially more in none, the least context tokens first (then the best mean); None if there is none."""
+    b = table.set_index("key").loc[best]
+    cheaper = [r.key for r in table[table["tied"] & table["pareto"]].itertuples(index=False)
+               if any(_material(c, getattr(r, c), b[c]) and getattr(r, c) < b[c] for c in COSTS)
+               and not any(_material(c, getattr(r, c), b[c]) and getattr(r, c) > b[c] for c in COSTS)]
+    if not cheaper:
+        return None
+    ordered = table[table["key"].isin(cheaper)].sort_values(COST, kind="stable")
+    return str(ordered["key"].iloc[0])

@@ -120,6 +120,17 @@ class PanelBase(Guarded):
         return self.session.settings.ks
 
     @staticmethod
+    def verdict_html(result: SweepResult | None, k: int) -> str:
+        """The verdict on recall@k over every variant of `result`, as the CLI and the report word it (its
+        warnings apart: `warnings_html`); "" before two variants are measured or without recall."""
+        if (result is None or len(result.keys) < 2 or "recall" not in set(result.summary["metric"])
+                or result.per_question["qid"].nunique() < 2):  # nothing to pair
+            return ""
+        v = result.verdict("recall", k)
+        told = v.sentences()[: -len(v.warnings) or None]
+        return f"<b>Verdict</b> on {html.escape(v.at.label)}: " + " ".join(html.escape(s) for s in told)
+
+    @staticmethod
     def warnings_html(result: SweepResult | None, keys: list[str] | None = None) -> str:
         """verdict.sweep_warnings over the variants `keys` of `result` (default: all), as HTML, one
         per line; "" when there is nothing to warn about."""

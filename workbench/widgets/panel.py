@@ -113,6 +113,7 @@ class Panel(PanelBase):
         self.remove = w.Button(description="remove variant", icon="minus", tooltip="drop the selected variant")
         self.progress = w.Output()
         self.warning = w.HTML()  # about the selected variant and the questions (verdict.sweep_warnings)
+        self.verdict = w.HTML()  # what every variant measured says, worded as the CLI and the report word it
         self.plot = w.Image(format="png", layout=w.Layout(width="100%"))
         self.strategy.observe(self.guarded(self._on_strategy), names="value")
         for modifier in (self.header, self.late):
@@ -124,7 +125,7 @@ class Panel(PanelBase):
             row(self.strategy, self.about),
             self.param_box,
             row(self.header, self.late, self.k, self.add, self.remove),
-            self.message, self.warning, self.progress, self.plot,
+            self.message, self.warning, self.verdict, self.progress, self.plot,
         ]
         self._on_strategy()
 
@@ -203,6 +204,7 @@ class Panel(PanelBase):
         shown = list(dict.fromkeys([*self.compared, self.selected]))
         fig = overview(self.result, k=self.k.value, variants=shown, highlight=self.selected)
         self.plot.value = figure_to_png_bytes(fig)
+        self.verdict.value = self.verdict_html(self.result, self.k.value)
 
 
 def panel(

@@ -128,6 +128,7 @@ class Sweeper(PanelBase):
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
         self.warning = w.HTML()  # about the measured variants (verdict.sweep_warnings)
+        self.verdict = w.HTML()  # what the measured variants say, worded as the CLI and the report word it
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
         self.param = w.Dropdown(description="parameter", layout=whole_label())
@@ -185,7 +186,7 @@ class Sweeper(PanelBase):
                         self.contextual_header, self.late], layout=w.Layout(max_width="100%")),
                 self.range_box),
             row(self.k, self.run_button, self.stop_button, self.bar, self.progress),
-            self.message, self.warning,
+            self.message, self.warning, self.verdict,
             row(self.slider, self.choice),
             self.tabs,
             self.question, self.viewer,
@@ -332,6 +333,7 @@ class Sweeper(PanelBase):
                                        axes=(self.param.value, self.heat_metric.value))
             if redraw is Redraw.REBUILD:
                 self.warning.value = self.warnings_html(self.result)
+                self.verdict.value = self.verdict_html(self.result, self.k.value)
                 self.pictures = {name: Picture(fig) for name, fig in self._figures().items()}
                 self._set_options()
                 self._show()
