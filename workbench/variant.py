@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from workbench.chunkers import ChunkEnv, get_strategy
 from workbench.chunkers.registry import Strategy
 from workbench.core.chunk import Chunk
-from workbench.core.params import IncompatibleParams, Param, resolve
+from workbench.core.params import IncompatibleParams, Param, parse_value, resolve, short_value, split_outside
 from workbench.core.stages import DENSE, STAGES, first_stages, get_stage
 from workbench.dataset import Dataset, Document
 from workbench.models.llm import LLM_SPEC
@@ -178,7 +178,8 @@ class Variant:
     @property
     def key(self) -> str:
         header = {"header_version": HEADER_VERSION} if self.contextual_header and HEADER_VERSION != 1 else {}
-        spec = self.spec() | {"version": self.version} | header
+        identity = get_strategy(self.strategy).identity
+        spec = self.spec() | {"version": self.version} | header | (dict(identity(self.kwargs)) if identity else {})
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
@@ -251,6 +252,15 @@ class Variant:
                              "make the variant again")
         return strategy
 
+    def fallbacks(self, dataset: Dataset) -> dict[str, str]:
+        """The documents this variant's strategy chunks some other way than it is meant to (markdown on
+        source code, code on prose), with why: doc_id -> reason (Strategy.fallback)."""
+        fallback = self.strategy_entry().fallback
+        if fallback is None:
+            return {}
+        reasons = ((d.doc_id, fallback(d, self.kwargs)) for d in dataset.documents)
+        return {doc_id: reason for doc_id, reason in reasons if reason}
+
     def chunk(self, dataset: Dataset, env: ChunkEnv, progress: bool = False) -> list[Chunk]:
         """Chunk every document, in dataset order (so each document's chunks are contiguous); a
         +context variant's contexts are written by the index build (workbench.models.context)."""
@@ -279,15 +289,6 @@ def _context_params(strategy: str, contextual: bool | Mapping[str, Any]) -> tupl
     return tuple(sorted(resolved.items()))
 
 
-def short_value(value: Any) -> str:
-    """95.0 -> "95", 0.25 -> "0.25"; a float that 6 digits would round prints in full
-    (95.0000001), so labels of different values never look alike."""
-    if not isinstance(value, float):
-        return str(value)
-    short = f"{value:g}"
-    return short if float(short) == value else repr(value)
-
-
 def with_header(doc: Document, chunk: Chunk) -> Chunk:
     """Contextual chunk header: embed "title > heading path" above the text; span and text stay. The title
     is left out when the path starts with it (a page titled by its first heading says it once)."""
@@ -301,36 +302,10 @@ def _text_value(v: Any) -> str:
     return v if isinstance(v, str) and parse_value(v) == v and "," not in v and "+" not in v else json.dumps(v)
 
 
-def parse_value(raw: str) -> Any:
-    """'256' -> 256, '0.5' -> 0.5, 'true' -> True, anything else stays a string."""
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
-def _split_outside_json(text: str, sep: str) -> list[str]:
-    """Split on `sep` except inside JSON strings and brackets, so a value may be a JSON list."""
-    parts, depth, start, in_string, escaped = [], 0, 0, False, False
-    for i, ch in enumerate(text):
-        if in_string:
-            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return [*parts, text[start:]]
-
-
 def _parse_args(text: str, args: str) -> dict[str, Any]:
     """'size=256,overlap=32' -> {"size": 256, "overlap": 32}."""
     params: dict[str, Any] = {}
-    for item in filter(None, (a.strip() for a in _split_outside_json(args, ","))):
+    for item in filter(None, (a.strip() for a in split_outside(args, ","))):
         key, eq, raw = item.partition("=")
         if not eq:
             raise ValueError(f"variant {text!r}: expected name=value, got {item!r}")
@@ -343,7 +318,7 @@ def parse_variant(text: str) -> Variant:
     parameters after a colon: '+context:doc_tokens=1024') and retrieval
     stages in order, each with its parameters after a colon: '+bm25', '+hybrid:rrf_k=30'. A value
     may be JSON: 'recursive:size=128,custom_separators=["\\n\\n", ". "]'."""
-    head, *mods = _split_outside_json(text.strip(), "+")
+    head, *mods = split_outside(text.strip(), "+")
     named = [(m.partition(":")[0].strip(), _parse_args(text, m.partition(":")[2])) for m in mods]
     unknown = sorted({n for n, _ in named} - set(MODIFIERS) - set(STAGES))
     if unknown:

@@ -105,7 +105,10 @@ function greet(name) {
 
 
 def chunk(text: str, doc_language: str | None, **params: object) -> list[Chunk]:
-    return run_strategy("code", params, Document("src/m", "m", text, path="src/m.x", language=doc_language), ENV)
+    """The code strategy's chunks of `text`, without the embedded header unless asked for: the tests of
+    where cuts fall are about the text (the header's share of `size` has tests of its own)."""
+    return run_strategy("code", {"header": False} | params,
+                        Document("src/m", "m", text, path="src/m.x", language=doc_language), ENV)
 
 
 def units_of(text: str, start: int, end: int) -> int:
@@ -180,13 +183,32 @@ def test_go_and_javascript_cuts_fall_on_function_boundaries(blank: str) -> None:
 
 
 def test_header_is_path_class_and_signature() -> None:
-    chunks = chunk(PY, "python", size=20)
-    get = next(c for c in chunks if "return self.items.get(key)" in c.text)
-    assert get.heading == "class Store > def get(self, key)"
-    assert get.embed_text == f"src/m.x > class Store > def get(self, key)\n\n{get.text}"
+    chunks = chunk(PY, "python", size=56, header=True)
     size = next(c for c in chunks if "len(self.items)" in c.text)
     assert size.heading == "class Store > def size(self)"  # decorated: the signature of what is decorated
-    assert all(c.embed_text is None for c in chunk(PY, "python", size=20, header=False))
+    assert size.embed_text == f"src/m.x > class Store > def size(self)\n\n{size.text}"
+    get = next(c for c in chunk(PY, "python", size=40, header=True) if "return self.items.get(key)" in c.text)
+    assert get.heading == "class Store > def get(self, key)"  # over a quarter of 40 tokens: named, no signature
+    assert get.embed_text == f"src/m.x > class Store > def get\n\n{get.text}"
+    assert all(c.embed_text is None for c in chunk(PY, "python", size=20))
+
+
+@pytest.mark.parametrize("size", [24, 40, 80])
+def test_the_embedded_header_counts_inside_the_size(size: int) -> None:
+    """The model reads header and text together, so together they fit `size` (but for a line over it,
+    cut by units as any leaf): following the truncation advice (size <= the model's window) removes the
+    truncation. A header over a quarter of `size` names the definitions without their signatures."""
+    long = "def f(alpha_argument, beta_argument, gamma_argument, delta_argument, epsilon_argument):\n    return 1\n"
+    text = PY + "\n" + long
+    chunks = chunk(text, "python", size=size, header=True)
+    count = TiktokenTokenizer("cl100k_base").count
+    for c in chunks:
+        lines_fit = all(count(line) + count(c.embed_text.split("\n\n", 1)[0]) + 2 <= size
+                        for line in c.text.splitlines())
+        assert count(c.embed_text) <= size + 1 or not lines_fit, c.embed_text  # +1: the joint of the two
+    assert " ".join(c.text for c in chunks).count("def get") == 1  # every text once, no chunk lost
+    f, = chunk(long, "python", size=40, header=True)
+    assert f.heading.startswith("def f(alpha_argument") and f.embed_text == f"src/m.x > def f\n\n{long.strip()}"
 
 
 def test_code_with_syntax_errors_still_chunks() -> None:

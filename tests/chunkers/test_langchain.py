@@ -16,13 +16,13 @@ import workbench as wb
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.chunkers.adapters import register_factory
 from workbench.chunkers.registry import check_overlap
-from workbench.cli.options import DEMO_GRID
 from workbench.core.offline import bundled_tiktoken
 from workbench.core.params import IncompatibleParams, Param
 from workbench.core.tokens import tiktoken_encoding
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
+from workbench.run.defaults import default_grid
 from workbench.variant import parse_variant
 
 TEXTS = sorted((REPO / "tests" / "data" / "semantic").glob("*"))
@@ -103,10 +103,12 @@ def test_units_are_named_for_widgets_and_tables() -> None:
 def test_cli_accepts_the_library_parameter_names() -> None:
     v = parse_variant("langchain_recursive:chunk_size=256,chunk_overlap=32")
     assert (v.strategy, v.kwargs) == ("langchain_recursive", {"chunk_size": 256, "chunk_overlap": 32, "unit": "tokens"})
-    demo = [parse_variant(s) for s in DEMO_GRID]
-    ours = next(v for v in demo if v.strategy == "recursive")
-    theirs = next(v for v in demo if v.strategy == "langchain_recursive")
-    assert (theirs.kwargs["chunk_size"], theirs.kwargs["unit"]) == (ours.kwargs["size"], ours.kwargs["unit"])
+    default = default_grid(Dataset("d", (), ()), 254)
+    ours = next(v for v in default if v.strategy == "recursive")
+    theirs = next(v for v in default if v.strategy == "langchain_recursive")
+    # LangChain counts cl100k tokens only: two thirds of the size ours counts in the model's word pieces
+    assert (theirs.kwargs["chunk_size"], theirs.kwargs["unit"]) == (2 * ours.kwargs["size"] // 3, ours.kwargs["unit"])
+    assert ours.kwargs["tokenizer"] == "model"
 
 
 def test_a_chunk_size_grid_sweeps_on_the_tiny_corpus(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:

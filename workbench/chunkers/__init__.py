@@ -6,6 +6,7 @@ from workbench.chunkers import code, llm, pages, tables  # noqa: F401  (register
 # after the built-in families, so they come first in every list of strategies
 from workbench.chunkers import external  # noqa: F401  (registers langchain_recursive, llamaindex_sentence)
 from workbench.chunkers import automerge  # noqa: F401  (registers auto_merging: LlamaIndex's hierarchy)
+from workbench.chunkers import route  # noqa: F401  (registers route: a strategy per kind of document)
 # isort: on
 from workbench.chunkers.adapters import register_factory, register_function, register_node_parser
 from workbench.chunkers.base import ChunkEnv

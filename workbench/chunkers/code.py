@@ -17,6 +17,7 @@ above the text, which stays the exact source span.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,7 @@ GRAMMARS = {"jsx": "javascript"}  # a language read by another's grammar (Pygmen
 AUTO = "auto"  # the document's own `language`
 LINE_SEPARATORS = ("\n\n", "\n", " ")  # a leaf over `size`, and text in no language, split by lines
 SCOPE_SEP = " > "
+HEADER_SHARE = 4  # a header longer than 1/4 of `size` is cut to the definitions' names
 
 
 @cache
@@ -254,7 +256,12 @@ def check_language(doc: Document, language: str) -> str | None:
                           choices=(AUTO, *sorted(DEFINITIONS))),
         "header": Param(True, "embed 'path > class > signature' above each chunk"),
     },
-    version=2,  # 2: text an ERROR node holds past its last child (after an unclosed "/*") is chunked, not dropped
+    # 2: text an ERROR node holds past its last child (after an unclosed "/*") is chunked, not dropped; 3: the
+    # embedded header counts inside `size`
+    version=3,
+    fallback=lambda doc, params: (None if check_language(doc, params["language"]) else
+                                  f"{'no grammar for ' + doc.language if doc.language else 'not source code'}: "
+                                  "cut at blank lines, then lines"),
 )
 def code(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str, language: str,
          header: bool) -> list[Chunk]:
@@ -266,13 +273,43 @@ def code(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str, 
         return [make_chunk(doc, s, e) for s, e in src.lines(0, len(text))]
     root = _parser(name).parse(text.encode("utf-8")).root_node
     spans = [(0, len(text))] if src.fits(0, len(text)) else _split(src, root)
+    length = env.length_fn(unit, tokenizer)
+
+    def head(s: int, e: int) -> str:
+        return _header(doc, src, root, name, (s, e), lambda h: length(h) <= size // HEADER_SHARE)
+
     out = []
     for span in spans:
-        s, e = strip_span(text, *span) or (span[0], span[0])
-        if e <= s:
-            continue
-        heading = _scope(src, root, (s, e), DEFINITIONS[name])
-        path = SCOPE_SEP.join(p for p in (doc.path or doc.doc_id, heading) if p)
-        embed = f"{path}\n\n{text[s:e]}" if header else None
-        out.append(make_chunk(doc, s, e, heading=heading, embed_text=embed))
+        for s, e in _headed(src, span, size, (lambda s, e: length(head(s, e))) if header else None):
+            embed = f"{head(s, e)}{text[s:e]}" if header else None
+            out.append(make_chunk(doc, s, e, heading=_scope(src, root, (s, e), DEFINITIONS[name]), embed_text=embed))
     return out
+
+
+def _header(doc: Document, src: _Source, root: Node, name: str, span: Bounds, fits: Callable[[str], bool]) -> str:
+    """What `header` embeds above a chunk: "path > class > signature" and a blank line; with the
+    signatures cut to their names ("class Serializer > def __init__") when that does not `fit`."""
+    scope = _scope(src, root, span, DEFINITIONS[name])
+    path = doc.path or doc.doc_id
+    full = f"{SCOPE_SEP.join(p for p in (path, scope) if p)}\n\n"
+    if fits(full):
+        return full
+    names = SCOPE_SEP.join(s.split("(", 1)[0].rstrip() for s in scope.split(SCOPE_SEP)) if scope else ""
+    return f"{SCOPE_SEP.join(p for p in (path, names) if p)}\n\n"
+
+
+def _headed(src: _Source, span: Bounds, size: int, header: Callable[[int, int], int] | None) -> list[Bounds]:
+    """The span stripped, and with a header (its length in units by `header`) split by lines again until
+    header and text fit in `size` together: the model reads both, so the header counts inside the size."""
+    stripped = strip_span(src.text, *span)
+    if stripped is None:
+        return []
+    s, e = stripped
+    extra = header(s, e) if header else 0
+    if src.units.count(s, e) + extra <= size or e - s <= 1:
+        return [(s, e)]
+    smaller = _Source(src.text, src.units, max(1, size - extra))
+    pieces = smaller.lines(s, e)
+    if pieces == [(s, e)]:  # one line over what is left: it stays whole, as any leaf over `size` is cut by units
+        return pieces
+    return [p for piece in pieces for p in _headed(src, piece, size, header)]

@@ -96,6 +96,18 @@ def section_spans(text: str, max_level: int = 6) -> list[tuple[int, int, str]]:
     return sections(text, tokens, lines, max_level)
 
 
+def source_code(doc: Document, params: object = None) -> str | None:
+    """Why Markdown's structure is not read in `doc`: it is source code, where a `# comment` line is no
+    heading (the strategy's fallback, said in the variant's row); None for any other text."""
+    return f"source code ({doc.language}): no headings read, split along lines" if doc.language else None
+
+
+def code_pieces(doc: Document, units: Units, size: int) -> list[Bounds]:
+    """What a Markdown strategy cuts source code into (`source_code`): pieces along blank lines and
+    lines, up to `size`, for merge_pieces."""
+    return split_pieces(doc.text, 0, len(doc.text), units, size, PRESETS["code"])
+
+
 def _atomic_blocks(tokens: list[Token], lines: list[int]) -> list[tuple[int, int]]:
     """Char ranges of tables and code blocks (outermost only), in order."""
     out: list[tuple[int, int]] = []
@@ -137,15 +149,19 @@ def _section_pieces(
         "max_heading_level": Param(6, "deepest heading level that starts a section", lo=1, hi=6),
     },
     check=check_overlap(),
-    version=2,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes
+    version=3,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes; 3: source code has no headings
+    fallback=source_code,
 )
 def markdown(
     doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str, max_heading_level: int
 ) -> list[Chunk]:
     text = doc.text
+    units = Units(unit_boundaries(text, unit, tokenizer, env))
+    if source_code(doc):
+        return [make_chunk(doc, s, e) for s, e in merge_pieces(text, code_pieces(doc, units, size), units, size,
+                                                              overlap)]
     tokens, lines = parse_blocks(text)
     blocks = _atomic_blocks(tokens, lines)
-    units = Units(unit_boundaries(text, unit, tokenizer, env))
     block_starts = [s for s, _ in blocks]
     chunks = []
     for start, end, path in sections(text, tokens, lines, max_heading_level):

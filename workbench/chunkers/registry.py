@@ -50,6 +50,12 @@ class Strategy:
     # calls ChunkEnv.embed (semantic): its sentence vectors are the embedder's, computed and cached where the
     # embedder is, so an engine never ships its documents to workers (workbench.retrieval.index.chunk_corpus)
     embeds: bool = False
+    # fn(doc, params) -> why the strategy chunks `doc` some other way (markdown on source code, code on prose),
+    # None when it reads it as meant: said in the variant's row and a warning, never silent (Variant.fallbacks)
+    fallback: Callable[[Document, Mapping[str, Any]], str | None] | None = None
+    # params -> what else names its chunks beyond them (route: its members' versions and resolved parameters),
+    # part of the variant's key
+    identity: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults and validate; raises ValueError naming the parameter and its range."""
@@ -69,10 +75,12 @@ def strategy(
     models: tuple[str, ...] = (),
     generations: Callable[..., list[Asks]] | None = None,
     embeds: bool = False,
+    fallback: Callable[[Document, Mapping[str, Any]], str | None] | None = None,
+    identity: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> Callable[[ChunkFn], ChunkFn]:
     def register(fn: ChunkFn) -> ChunkFn:
-        add_entry(STRATEGIES, "strategy", name,
-                  Strategy(name, fn, dict(params), help, check, version, replaceable, models, generations, embeds))
+        add_entry(STRATEGIES, "strategy", name, Strategy(name, fn, dict(params), help, check, version, replaceable,
+                                                         models, generations, embeds, fallback, identity))
         return fn
 
     return register

@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from itertools import pairwise
 
 from workbench.chunkers.base import ChunkEnv
-from workbench.chunkers.markdown import line_offset, parse_blocks, sections
+from workbench.chunkers.markdown import code_pieces, line_offset, parse_blocks, sections, source_code
 from workbench.chunkers.recursive import LINES, PRESETS, Units, merge_pieces, split_pieces
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
@@ -161,12 +161,15 @@ def _table_chunks(doc: Document, table: Table, units: Units, size: int, rows: st
         "rows": Param("fit", "a table over `size` (fit) or every table (each) split by rows: packed up to `size`, "
                       "or one row per chunk", choices=ROWS),
     },
-    version=2,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes
+    version=3,  # 2: heading paths without MkDocs/Pandoc "{ #anchor }" attributes; 3: source code has no headings
+    fallback=source_code,
 )
 def table(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str, max_heading_level: int,
           rows: str) -> list[Chunk]:
     text = doc.text
     units = Units(unit_boundaries(text, unit, tokenizer, env))
+    if source_code(doc):
+        return [make_chunk(doc, s, e) for s, e in merge_pieces(text, code_pieces(doc, units, size), units, size, 0)]
     gfm, code = markdown_tables(text)
     html = [t for t in html_tables(text) if not any(s < t.span[1] and t.span[0] < e for s, e in code)]
     blocks = sorted([(t.span, t) for t in gfm + html] + [(span, None) for span in code], key=lambda b: b[0])

@@ -1,5 +1,5 @@
-"""What the commands share: the options of a sweep and the session and grid they describe, the
-demo grid, grid files, warnings as lines."""
+"""What the commands share: the options of a sweep and the session and grid they describe, grid
+files, warnings as lines."""
 
 from __future__ import annotations
 
@@ -18,23 +18,10 @@ from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
 from workbench.retrieval.ann import Ann
+from workbench.run.defaults import default_grid
 from workbench.run.engine import ENGINES, get_engine
 from workbench.run.session import Session
 from workbench.variant import Variant, parse_variant
-
-DEMO_GRID = (
-    "fixed:size=128",
-    "fixed:size=256",
-    "fixed:size=256,overlap=64",
-    "fixed:size=512",
-    "fixed:size=256+bm25",
-    "fixed:size=256+hybrid",
-    "recursive:size=256",
-    "langchain_recursive:chunk_size=256",
-    "sentence:size=256",
-    "semantic:breakpoint_percentile=80,max_size=256",
-    "semantic:breakpoint_percentile=95,max_size=256",
-)
 
 DEMO_OUT = Path("results/demo")
 CHECK_OUT = Path("results/check")
@@ -92,7 +79,9 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
                    "empty) instead of warning")
     s.add_argument("--out", type=Path, default=out, help="output folder (default: %(default)s)")
     s.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
-                   help="a variant to sweep (repeatable); see below. Default: the demo grid")
+                   help="a variant to sweep (repeatable); see below. Default: the default grid of the data and the "
+                   "model (every dense variant sized in the model's tokens to fit its window; code, markdown and a "
+                   "route of both when the folder holds source code and Markdown or reStructuredText)")
     s.add_argument("--grid", type=Path, help="JSON file with a list of variants (added to --variant)")
     s.add_argument("--ks", type=int, nargs="+", default=list(DEFAULT_KS),
                    help=f"cut-offs k (default: {' '.join(map(str, DEFAULT_KS))})")
@@ -153,14 +142,20 @@ def print_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def variants_of(args: argparse.Namespace) -> list[Variant]:
-    """The grid the options name: every --variant, then the --grid file's, else the demo grid."""
+    """The grid the options name: every --variant, then the --grid file's; [] when they name none (the
+    sweep then runs the default grid of its data and model, `grid_of`)."""
     try:
         variants = [parse_variant(v) for v in args.variant]
     except ValueError as e:
         raise SystemExit(f"error: --variant: {e}") from e
-    if args.grid:
-        variants += load_grid(args.grid)
-    return variants or [parse_variant(v) for v in DEMO_GRID]
+    return variants + (load_grid(args.grid) if args.grid else [])
+
+
+def grid_of(session: Session, variants: list[Variant]) -> list[Variant]:
+    """`variants`, or when there are none the default grid of the session's data, sized for the
+    smallest window of its models (workbench.run.defaults)."""
+    windows = [e.window_tokens for e in session.models if e.window_tokens is not None]
+    return variants or default_grid(session.dataset, min(windows) if windows else None)
 
 
 def session_of(args: argparse.Namespace) -> Session:

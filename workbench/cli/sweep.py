@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from workbench.cli.options import EPILOG, session_of, sweep_arguments, variants_of
+from workbench.cli.options import EPILOG, grid_of, session_of, sweep_arguments, variants_of
 from workbench.core.errors import describe
 from workbench.dataset import Dataset
 from workbench.evaluation.metrics import MetricAt
+from workbench.models.choose import variant_key
+from workbench.results.combine import combine
+from workbench.run.session import Session
 from workbench.variant import Variant
 
 if TYPE_CHECKING:
@@ -33,11 +36,12 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
     """The sweep the options describe, what `then` makes of it (answer quality) and its verdict
     (None when it has none), saved to --out (with plots and the report unless --no-report), with
     its progress and the paths it wrote printed unless --quiet."""
-    variants = variants_of(args)
+    given = variants_of(args)
     if args.top < 1:
         raise SystemExit(f"error: --top must be >= 1, got {args.top}")
     t0 = time.perf_counter()
     session = session_of(args)
+    variants = grid_of(session, given)
     dataset, models = session.dataset, session.models
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
@@ -46,10 +50,11 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
         if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
             for name, estimate in session.estimate(variants).items():
                 print(textwrap.fill(f"{name}: " * (len(models) > 1) + estimate.line(), WIDTH, subsequent_indent="  "))
-        result = session.sweep(variants)
+        metric = getattr(args, "verdict_metric", MetricAt())
+        result = with_route(session, session.sweep(variants), metric, args.quiet)
         result.provenance = result.provenance.with_(command=shlex.join(["python", "-m", "workbench", *args.argv]))
         answers = then(result, dataset) if then else None
-        judged = judge(result, getattr(args, "verdict_metric", MetricAt()))
+        judged = judge(result, metric)
         if getattr(args, "no_report", True):
             paths = result.save(args.out) | (answers.save(args.out) if answers else {})
         else:
@@ -66,6 +71,21 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
             print("\n".join(_preview_lines(args, result)))
         print()
     return result, answers, judged
+
+
+def with_route(session: Session, result: SweepResult, metric: MetricAt, quiet: bool) -> SweepResult:
+    """`result` and, when its folders' winners chunk differently, the route built from them, measured and
+    noted in its provenance (workbench.results.routing); a preview proposes none (its scores are estimates)."""
+    from workbench.results.routing import propose_route
+
+    proposal = None if result.preview else propose_route(result, session.dataset, metric)
+    if proposal is None or proposal.variant.key in {variant_key(k) for k in result.keys}:
+        return result
+    if not quiet:
+        print(textwrap.fill(f"the folders disagree: measuring {proposal.variant.label}", WIDTH, subsequent_indent="  "))
+    routed = combine(result, session.sweep([proposal.variant]))
+    routed.provenance = routed.provenance.with_(notes=(*routed.provenance.notes, proposal.note))
+    return routed
 
 
 def judge(result: SweepResult, metric: MetricAt) -> Verdict | None:

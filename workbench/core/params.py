@@ -7,6 +7,7 @@ defaults and names what is wrong (scikit-learn's rule: validate up front, before
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -30,6 +31,9 @@ class Param:
     label: bool = False  # always shown in variant labels (else only when not the default)
     slider_hi: float | None = None  # where the widget's slider ends when `hi` is open (counts, not sizes)
     unit: str | None = None  # what the number counts ("sentences", "tokens"); UNIT_PARAM: the `unit` parameter's
+    # a valid value -> its canonical form, what names the variant (two spellings of one value, one key);
+    # raises ValueError naming what is wrong
+    normalize: Callable[[Any], Any] | None = None
 
     def title(self, name: str, params: Mapping[str, Any] | None = None) -> str:
         """The name with its unit, for people: "overlap (sentences)", "size (tokens)"."""
@@ -51,6 +55,11 @@ class Param:
             lo = "-inf" if self.lo is None else self.lo
             hi = "inf" if self.hi is None else self.hi
             raise ValueError(f"{where} must be in [{lo}, {hi}], got {value!r}")
+        if self.normalize is not None:
+            try:
+                return self.normalize(value)
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
         return value
 
 
@@ -83,3 +92,41 @@ def get_entry(table: Mapping[str, T], kind: str, name: str) -> T:
     if name not in table:
         raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(table)}")
     return table[name]
+
+
+def short_value(value: Any) -> str:
+    """95.0 -> "95", 0.25 -> "0.25"; a float that 6 digits would round prints in full
+    (95.0000001), so labels of different values never look alike."""
+    if not isinstance(value, float):
+        return str(value)
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+def parse_value(raw: str) -> Any:
+    """'256' -> 256, '0.5' -> 0.5, 'true' (or a label's 'True') -> True, anything else stays a string."""
+    if raw in ("True", "False"):  # as a variant's label writes a switch
+        return raw == "True"
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def split_outside(text: str, sep: str) -> list[str]:
+    """Split on `sep` except inside JSON strings and brackets (and parentheses), so a value may be a
+    JSON list, or a strategy written as its label: code(size=256, header=False)."""
+    parts, depth, start, in_string, escaped = [], 0, 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import ScalarFormatter
 
+from workbench.core.params import short_value
 from workbench.evaluation import stats
 from workbench.figures.plotdata import (
     COST,
@@ -31,7 +32,6 @@ from workbench.figures.plotdata import (
     swept_parameters,
     variant_colors,
 )
-from workbench.variant import short_value
 
 if TYPE_CHECKING:
     from workbench.results.result import SweepResult

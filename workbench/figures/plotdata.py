@@ -16,10 +16,9 @@ import numpy as np
 import pandas as pd
 
 from workbench.chunkers import STRATEGIES
-from workbench.core.params import UNIT_PARAM
+from workbench.core.params import UNIT_PARAM, short_value
 from workbench.core.stages import STAGES, get_stage
 from workbench.evaluation import stats
-from workbench.variant import short_value
 
 if TYPE_CHECKING:
     from workbench.results.result import SweepResult

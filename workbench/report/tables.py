@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from workbench.core.params import short_value
 from workbench.evaluation import metrics, stats
-from workbench.variant import short_value
 
 if TYPE_CHECKING:
     from workbench.results.result import SweepResult

@@ -109,6 +109,7 @@ class Provenance:
     computed: Computed = field(default_factory=Computed)
     token_pass_model: str | None = None  # a preview's: the model its token pass ran on
     command: str | None = None  # the CLI command that made it, to run it again
+    notes: tuple[str, ...] = ()  # what the run said of how its rows came to be (a route proposed and measured)
 
     @property
     def confidence(self) -> float:
@@ -162,6 +163,8 @@ class Provenance:
                 "token_pass_documents": self.computed.token_pass_documents, "date": self.date}
         if self.command:
             out["command"] = self.command
+        if self.notes:
+            out["notes"] = list(self.notes)
         return out
 
     @classmethod
@@ -184,7 +187,8 @@ class Provenance:
                             int(c.get("token_pass_documents", 0)))
         settings = Settings.from_config({"budgets": (), **c})  # saved before budgets: it scored none
         return cls(dataset, models, settings, tuple(c.get("grid", ())), dict(c.get("versions", {})),
-                   str(c.get("date", "")), computed, c.get("token_pass_model"), c.get("command"))
+                   str(c.get("date", "")), computed, c.get("token_pass_model"), c.get("command"),
+                   tuple(c.get("notes", ())))
 
 
 def combine_provenance(parts: list[Provenance]) -> Provenance:
@@ -203,5 +207,6 @@ def combine_provenance(parts: list[Provenance]) -> Provenance:
     models = tuple({m.fingerprint: m for p in parts for m in p.models}.values())
     grid = tuple({json.dumps(g, sort_keys=True, default=str): g for p in parts for g in p.grid}.values())
     computed = sum((p.computed for p in parts[1:]), first.computed)
-    return first.with_(models=models, grid=grid, computed=computed, date=max(p.date for p in parts))
+    notes = tuple(dict.fromkeys(n for p in parts for n in p.notes))
+    return first.with_(models=models, grid=grid, computed=computed, date=max(p.date for p in parts), notes=notes)
 

@@ -68,6 +68,7 @@ class Verdict:
     window: int | None  # the model's input window in word pieces (None: not recorded)
     table: pd.DataFrame
     warnings: tuple[str, ...]  # what to read before trusting a number (see `sweep_warnings`): the last sentences
+    notes: tuple[str, ...] = ()  # how some rows came to be (the result's provenance: a route proposed), said too
 
     @property
     def metric(self) -> str:
@@ -103,17 +104,19 @@ class Verdict:
             out.append(f"These {self.questions:,} questions cannot separate {self._tied_set()}: the paired interval "
                        f"of each difference holds 0, so read them as tied, not as equal. The closest: {gap}. "
                        f"{self._separate(r['questions_needed'])}")
-        return [*out, *self._trade_off(), *self._model_costs(), *self.warnings]
+        return [*out, *self._trade_off(), *self._model_costs(), *self.notes, *self.warnings]
 
     def _tied_set(self) -> str:
-        """'the top 3: A, B and C' when the tied set is the top of the ranking, else 'it from N others: ...'."""
-        keys = list(self.table["key"])
-        names = [str(self.row(k)["variant"]) for k in (self.best, *self.tied)]
+        """'the top 3: A, B and C' when the tied set is the top of the ranking, else 'it from 2 other
+        variants: B and C'."""
+        contiguous = set(self.table["key"].iloc[: len(self.tied) + 1]) == {self.best, *self.tied}
+        keys = [self.best, *self.tied] if contiguous else list(self.tied)
+        names = [str(self.row(k)["variant"]) for k in keys]
         shown = names[:NAMED] + ([f"{len(names) - NAMED} more (the verdict's table)"] if len(names) > NAMED else [])
-        listed = ", ".join(shown[:-1]) + f" and {shown[-1]}"
-        if set(keys[: len(names)]) == {self.best, *self.tied}:
+        listed = ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else shown[0]
+        if contiguous:
             return f"the top {len(names)}: {listed}"
-        return f"it from {len(names) - 1} other variant{'s' * (len(names) > 2)}: {listed}"
+        return f"it from {len(names)} other variant{'s' * (len(names) > 1)}: {listed}"
 
     def _separate(self, n: float) -> str:
         """How many questions would tell the best and the runner-up apart, in words."""
@@ -219,11 +222,31 @@ def document_warning(dataset: DatasetIdentity) -> str | None:
             "questions on the others before choosing for the whole corpus.")
 
 
+def fallback_warning(variants: pd.DataFrame, documents: int | None) -> str | None:
+    """One sentence naming the variants whose strategy chunks some documents other than it is meant to
+    (markdown on source code, code on prose: the variants table's fallback_documents and examples), with
+    what to do; None when none does, or for a result measured before they were counted."""
+    if "fallback_documents" not in variants.columns:
+        return None
+    over = variants[variants["fallback_documents"].fillna(0) > 0]
+    if over.empty:
+        return None
+    of = f" of {documents:,}" if documents else ""
+    named = "; ".join(f"{r.variant}: {int(r.fallback_documents):,}{of}, e.g. {r.fallback_examples}"
+                      for r in over.head(NAMED).itertuples(index=False))
+    more = f" and {len(over) - NAMED} more variants" if len(over) > NAMED else ""
+    return (f"Warning: {len(over)} of {len(variants)} variants chunk some documents other than their strategy is "
+            f"meant to ({named}{more}); give each kind of document its own strategy with route "
+            "(route:code=code(size=256),text=markdown(size=256)).")
+
+
 def sweep_warnings(variants: pd.DataFrame, provenance: Provenance) -> list[str]:
     """Every warning to read before trusting a number of these variants, each one sentence: chunks
-    embedded truncated, evidence much shorter than every chunk, most questions on one document.
-    The verdict ends with them; the CLI, report and widgets show them through here."""
+    embedded truncated, documents a strategy does not read as meant, evidence much shorter than every
+    chunk, most questions on one document. The verdict ends with them; the CLI, report and widgets show
+    them through here."""
     found = (truncation_warning(variants, provenance.window),
+             fallback_warning(variants, provenance.dataset.documents),
              evidence_warning(variants, provenance.dataset.evidence_chars), document_warning(provenance.dataset))
     return [w for w in found if w]
 
@@ -268,7 +291,8 @@ def verdict(result: SweepResult, metric: str | MetricAt = "recall", k: int | Non
     return Verdict(at, best, str(table["key"].iloc[1]) if len(table) > 1 else None,
                    tuple(table.loc[table["tied"], "key"]), trade_off, tuple(pareto),
                    int(at.rows(pq)["qid"].nunique()), result.confidence, int(window) if window else None,
-                   table.reset_index(drop=True), tuple(sweep_warnings(table, result.provenance)))
+                   table.reset_index(drop=True), tuple(sweep_warnings(table, result.provenance)),
+                   result.provenance.notes)
 
 
 def _with_costs(table: pd.DataFrame, result: SweepResult, at: MetricAt) -> pd.DataFrame:
@@ -284,8 +308,8 @@ def _with_costs(table: pd.DataFrame, result: SweepResult, at: MetricAt) -> pd.Da
             present = [s for s in sources if s in variants.columns]
             summed = variants[present].fillna(0).sum(axis=1) if present else pd.Series(0.0, index=variants.index)
             columns[name] = table["key"].map(summed).fillna(0.0).astype(float)
-    counts = [c for c in ("chunks", "truncated_chunks", "tokens_embedded", "min_chunk_chars", "retriever")
-              if c in variants.columns]
+    counts = [c for c in ("chunks", "truncated_chunks", "tokens_embedded", "min_chunk_chars", "retriever",
+                          "fallback_documents", "fallback_examples") if c in variants.columns]
     return table.assign(**columns).join(variants[counts], on="key")
 
 

@@ -36,6 +36,8 @@ from workbench.retrieval.preview import TokenCache, preview_index, preview_input
 from workbench.retrieval.search import queries, ranked_for
 from workbench.variant import Variant
 
+FALLBACK_EXAMPLES = 3  # documents a variant's row names of those its strategy does not read as meant
+
 
 def check_grid(variants: Sequence[Variant]) -> None:
     """Refuse an empty grid, one variant twice or a +context LLM that is not a local model, before
@@ -189,6 +191,10 @@ def steps_of(variants: Sequence[Variant], context: Context, several: bool = Fals
         # that ranks by vectors loses a truncated tail
         first = {"chunks": cost.pop("chunks"), "truncated_chunks": cost.pop("truncated_chunks") * v.embeds}
         build_seconds = cost.pop("seconds")  # when the index was built, perhaps runs ago
+        fallbacks = v.fallbacks(context.dataset)  # documents it does not read as meant, said (sweep_warnings)
+        shown = list(fallbacks)[:FALLBACK_EXAMPLES]
+        first |= {"fallback_documents": len(fallbacks),
+                  "fallback_examples": f"{', '.join(shown)} ({fallbacks[shown[0]]})" if shown else ""}
         row = {**named, "strategy": v.strategy, "contextual_header": v.contextual_header, "late": v.late,
                "retriever": v.retriever, **v.stage_params, **v.kwargs, **first, **cost,
                "build_seconds": build_seconds, "seconds": round(time.perf_counter() - t0, 3),  # this run's
