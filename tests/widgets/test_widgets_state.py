@@ -272,3 +272,12 @@ def test_the_memory_leaves_out_what_can_no_longer_be_made(tiny: Dataset, embedde
     assert restored.variants == {}
     assert restored.left_out[0].startswith("gone: unknown strategy 'gone'")
     assert restored.left_out[1] == "fixed(size=16, overlap=0): its scores are no longer cached"
+
+
+def test_the_sweeper_builds_a_route_from_members_typed_as_labels() -> None:
+    """A member's label holds commas: it stays one value, so a route is typed as the CLI writes it."""
+    spec = GridSpec(("route",), {"code": "code(size=128, header=False), code(size=238, tokenizer=model)",
+                                 "text": "markdown(size=238)"})
+    routes = spec.variants().variants
+    assert [v.kwargs["code"] for v in routes] == ["code(size=128, header=False)", "code(size=238, tokenizer=model)"]
+    assert {v.kwargs["text"] for v in routes} == {"markdown(size=238, overlap=0)"}

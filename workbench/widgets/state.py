@@ -21,7 +21,7 @@ import pandas as pd
 from workbench.chunkers import STRATEGIES
 from workbench.core.errors import describe
 from workbench.core.io import write_text
-from workbench.core.params import Param
+from workbench.core.params import Param, split_outside
 from workbench.core.stages import first_stages
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
@@ -80,10 +80,11 @@ def _number(name: str, text: str, kind: type) -> int | float:
 
 def parse_values(name: str, text: str, p: Param) -> list[Any]:
     """User text -> values of parameter `name`: "128, 256, 512", "64:512:64" (start:stop:step,
-    stop included) or both mixed; "" is [] (the default). ValueError naming the parameter."""
+    stop included) or both mixed; "" is [] (the default); a strategy written as its label stays whole
+    ("code(size=128, header=False), code(size=256)", a route's members). ValueError naming the parameter."""
     kind = type(p.default)
     values: list[Any] = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in filter(None, (part.strip() for part in split_outside(text, ","))):  # a label's commas stay
         if p.choices is None and kind in (int, float):
             if ":" in item:
                 values.extend(_range(name, item, kind))
