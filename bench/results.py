@@ -160,6 +160,12 @@ def explorer(text: str) -> list[str]:
     return out
 
 
+def defaults(text: str) -> list[str]:
+    t = tables(text)[0]
+    return [f"{r[0]}: the worst dense variant truncates {r[1]} of its chunks (the previous grid's: {r[2]})"
+            for r in t[1:]]
+
+
 def sweeper_overhead(text: str) -> list[str]:
     t = tables(text)[0]
     return [f"{r[0]} cache: wb.sweep {r[1]}, Sweeper Run {r[2]}, overhead {r[3]}" for r in t[1:]]
@@ -267,6 +273,11 @@ STUDIES = [
           "What does each chunking strategy cost to chunk, to embed and to hand to the LLM, against fixed at 256 "
           "tokens?",
           "docs/strategies.md, \"What the strategies cost\"; README, \"More measurements\"", chunker_costs),
+    Study("defaults", "defaults.md",
+          "Does the default grid fit the model: what share of each dense variant's chunks does the model truncate, "
+          "on the bundled data, a folder of documentation and code and the shared datasets?",
+          "README, \"Strategies\": the default grid's rule (sizes in the model's tokens, at 94% of its window); "
+          "workbench/run/defaults.py", defaults),
     Study("demo_times", "demo_times.json",
           "How long does `make demo` take, cold and warm?",
           "README, \"Measured on this machine\": the `make demo` rows", demo_times),
