@@ -44,9 +44,9 @@ def test_strategies_lists_every_parameter(capsys: pytest.CaptureFixture[str]) ->
 def test_strategies_lists_the_modifiers_and_the_retrieval_stages(capsys: pytest.CaptureFixture[str]) -> None:
     main(["strategies"])
     out = capsys.readouterr().out
-    modifiers = out.split("modifiers")[1]
+    modifiers = out.split("\nmodifiers (")[1]  # the section, not a help text naming modifiers
     assert all(f"+{name}: {meaning}" in modifiers for name, meaning in MODIFIERS.items())
-    stages = out.split("retrieval stages")[1]
+    stages = out.split("\nretrieval stages (")[1]
     for name, s in STAGES.items():
         assert f"+{name}: {s.help}" in stages
         assert all(f"    {p} = {prm.default!r}" in stages for p, prm in s.params.items())

@@ -233,6 +233,9 @@ class Dataset:
     name: str
     documents: tuple[Document, ...]
     questions: tuple[Question, ...]
+    # what loading it said (files skipped, quotes matched loosely, labels dropped), one line each: carried to
+    # a result's provenance, so its report says it too; no fingerprint includes it
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     @cached_property
     def docs(self) -> dict[str, Document]:
@@ -318,7 +321,7 @@ class Dataset:
         if max_questions is not None and len(qs) > max_questions:
             picked = set(random.Random(seed).sample(range(len(qs)), max_questions))
             qs = [q for i, q in enumerate(qs) if i in picked]
-        return Dataset(self.name, docs, tuple(qs))
+        return Dataset(self.name, docs, tuple(qs), self.notes)
 
     def with_distractors(self, n: int, seed: int = 0) -> Dataset:
         """The documents holding some question's evidence plus `n` of the others drawn with a fixed
@@ -333,7 +336,7 @@ class Dataset:
                              f"without evidence (of {len(self.documents)})")
         keep = evidence | set(random.Random(seed).sample(others, n))
         name = f"{self.name}+{n}distractors" + (f"-seed{seed}" if seed else "")
-        return Dataset(name, tuple(d for d in self.documents if d.doc_id in keep), self.questions)
+        return Dataset(name, tuple(d for d in self.documents if d.doc_id in keep), self.questions, self.notes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import REPO
 from PIL import Image
@@ -54,6 +55,33 @@ def test_one_warning_counts_what_was_read_and_names_what_was_skipped(tmp_path: P
     assert {d.doc_id for d in ds.documents} >= {"handbook.pdf", "page.html", "tools/deploy", "docs_src/server.go"}
     with pytest.raises(DatasetError, match=r"(?s)files were skipped \(strict\): read 9 file.*\.png: 2 unknown type"):
         load_dataset(folder, strict=True)
+    assert ds.notes == (message,) and ds.select(max_questions=1).notes == (message,)  # kept for the report
+
+
+def test_what_loading_said_reaches_the_result_and_its_report(tmp_path: Path) -> None:
+    """Every warning the CLI prints about the data is in the result's provenance, its config.json and
+    its report (issue 44: the report left out that labels matched only fuzzily and a file was skipped)."""
+    from workbench.evaluation.settings import Settings
+    from workbench.report import write_report
+    from workbench.results.provenance import DatasetIdentity, Provenance
+    from workbench.results.result import SweepResult
+
+    folder = mixed(tmp_path)
+    with pytest.warns(DatasetWarning):
+        ds = load_dataset(folder)
+    identity = DatasetIdentity.of(ds)
+    assert identity.notes == ds.notes and len(ds.notes) == 1
+    provenance = Provenance(identity, ())
+    assert Provenance.from_config(provenance.config()).dataset.notes == ds.notes  # saved and read back
+    from workbench.evaluation.stats import summarize
+
+    pq = pd.DataFrame([("k", "fixed(size=8)", q, 5, 0, m, v) for q, v in (("q1", 1.0), ("q2", 0.0))
+                       for m in ("recall", "context_tokens")], columns=["key", "variant", "qid", "k", "budget",
+                                                                        "metric", "value"])
+    result = SweepResult(pq, summarize(pq), pd.DataFrame({"key": ["k"], "variant": ["fixed(size=8)"]}),
+                         provenance.with_(settings=Settings(ks=(5,), budgets=())))
+    page = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
+    assert "The data, as loaded:" in page and "skipped 4:" in page and "blank.md" in page
 
 
 def test_a_question_into_a_skipped_file_says_why_and_a_near_miss_id_gets_did_you_mean(tmp_path: Path) -> None:

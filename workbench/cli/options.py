@@ -71,7 +71,8 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
                      ) -> None:
     """The options of a sweep (`sweep`, `answers`, and `check` when it sweeps)."""
     s.add_argument("--data", type=Path, default=Path("data/chroma_small"),
-                   help="dataset folder: corpus.jsonl + questions.jsonl, or .md/.txt files + questions.jsonl "
+                   help="dataset folder: corpus.jsonl + questions.jsonl, or a folder of documents (Markdown, "
+                   "reStructuredText, text, HTML, PDF, Word, source code in 20 languages) + questions.jsonl "
                    "(default: %(default)s)")
     s.add_argument("--questions", type=Path, help="questions file, if not <data>/questions.jsonl")
     s.add_argument("--strict", action="store_true",

@@ -64,8 +64,8 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     if not args.quiet:
-        embedded = sum(e.stats.embedded for e in models)
-        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), embedded)}")
+        sampled = sum(e.stats.embedded for e in models) - result.provenance.computed.texts_embedded
+        print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), sampled)}")
         print(_wrote(args.out, paths))
         if args.preview:
             print("\n".join(_preview_lines(args, result)))
@@ -185,13 +185,17 @@ def _truncated(n: float | None, chunks: float | None) -> str:
     return f"{n:,.0f} ({n / chunks:.0%})"
 
 
-def _computed(result: SweepResult, n_variants: int, embedded: int) -> str:
+def _computed(result: SweepResult, n_variants: int, sampled: int) -> str:
     """What the run computed, for its closing line: the indexes built, or the preview's token pass,
-    and the texts embedded (`embedded`: the estimate's sample too)."""
+    and the texts embedded, as the result's provenance (and so the report) counts them, plus those
+    the estimate embedded first to measure its rate (`sampled`, kept in the cache)."""
+    embedded = result.provenance.computed.texts_embedded
+    more = f" (and {sampled:,} by the estimate, to measure its rate)" if sampled else ""
     if not result.preview:
-        texts = f"{embedded} texts embedded" if embedded else "embedded nothing new (every vector came from the cache)"
+        texts = (f"{embedded:,} texts embedded{more}" if embedded or sampled
+                 else "embedded nothing new (every vector came from the cache)")
         return f"{int(result.variants['built'].sum())} of {n_variants} indexes built, {texts}"
-    texts = f"{embedded} texts embedded" if embedded else "no text embedded"
+    texts = f"{embedded:,} texts embedded{more}" if embedded or sampled else "no text embedded"
     passed = result.provenance.computed.token_pass_documents
     tokens = (f"a token pass over {passed} documents (computed now)" if passed
               else f"the cached token pass over {result.provenance.dataset.documents} documents (no model pass)")

@@ -8,11 +8,12 @@ warning (`strict`: one error) and loads the rest.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from workbench.dataset import EMPTY_DOCS, Dataset, DatasetError, Document, Loaded, drop_empty
+from workbench.dataset import EMPTY_DOCS, Dataset, DatasetError, DatasetWarning, Document, Loaded, drop_empty
 from workbench.ingest.code import CODE_SUFFIXES, read_code, read_untyped
 from workbench.ingest.html import read_html
 from workbench.ingest.jsonl import read_corpus, read_questions
@@ -159,6 +160,15 @@ def load_dataset(
     `"error"` raises a DatasetError naming the first. Answers given as quotes are located in the text
     (`read_questions`), one DatasetWarning counting those that matched only normalised or fuzzily.
     """
-    doc_list, skipped, qpath = load_documents(path, questions, empty_docs, strict)
-    docs = {d.doc_id: d for d in doc_list}
-    return Dataset(name or Path(path).name, tuple(doc_list), tuple(read_questions(qpath, docs, skipped)))
+    said: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", DatasetWarning)
+            doc_list, skipped, qpath = load_documents(path, questions, empty_docs, strict)
+            docs = {d.doc_id: d for d in doc_list}
+            questions_read = tuple(read_questions(qpath, docs, skipped))
+    finally:  # said again to the caller, as they were (an error too), and kept on the dataset for its report
+        for w in said:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    notes = tuple(str(w.message) for w in said if issubclass(w.category, DatasetWarning))
+    return Dataset(name or Path(path).name, tuple(doc_list), questions_read, notes)

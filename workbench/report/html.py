@@ -104,6 +104,9 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
               '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
               f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
               f"<h1>{html.escape(title)}</h1>\n<p>{head}</p>\n")
+    if p.dataset.notes:  # what loading the data said, as the CLI printed it
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in p.dataset.notes)
+        out.write(f'<div class="warning"><b>The data, as loaded:</b><ul>{items}</ul></div>\n')
     if result.preview:
         out.write('<p class="preview"><b>Preview.</b> Every chunk vector here was pooled from one model pass over '
                   "the corpus (workbench.retrieval.preview), not embedded: the ranking is an estimate. Confirm the "
@@ -301,7 +304,7 @@ def _verdict(v: Verdict) -> str:
         f"<td>{r.p_best:.2f}</td>"
         f"<td>{_standing(v, r)}</td>"
         f"<td>{r.context_tokens:,.0f}</td>" + (f"<td>{r.query_seconds:,.2f}</td>" if seconds else "")
-        + f"<td>{_count(r.chunks)}</td>"
+        + f"<td>{_count(getattr(r, 'chunks', math.nan))}</td>"
         f"{_truncated_cell(_count(getattr(r, 'truncated_chunks', math.nan)), share)}"
         f"<td>{'yes' if r.pareto else ''}</td></tr>\n"
         for r, share in zip(shown.itertuples(index=False), shares, strict=True))

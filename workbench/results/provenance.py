@@ -56,13 +56,14 @@ class DatasetIdentity:
     characters: int | None = None
     evidence_chars: float | None = None  # the median evidence span, in characters
     main_document: tuple[str, int] | None = None  # the document most questions have evidence in, and how many
+    notes: tuple[str, ...] = ()  # what loading it said (Dataset.notes): files skipped, quotes matched loosely
 
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetIdentity:
         d = dataset
         main = d.main_document
         return cls(d.name, d.fingerprint, d.corpus_fingerprint, len(d.documents), len(d.questions), d.n_chars,
-                   d.evidence_chars, (str(main[0]), int(main[1])) if main else None)
+                   d.evidence_chars, (str(main[0]), int(main[1])) if main else None, d.notes)
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,8 @@ class Provenance:
         out: dict[str, Any] = {
             "dataset": d.name, "dataset_fingerprint": d.fingerprint, "corpus_fingerprint": d.corpus_fingerprint,
             "documents": d.documents, "questions": d.questions, "characters": d.characters,
-            "evidence_chars": d.evidence_chars, "main_document": list(d.main_document) if d.main_document else None}
+            "evidence_chars": d.evidence_chars, "main_document": list(d.main_document) if d.main_document else None,
+            **({"dataset_notes": list(d.notes)} if d.notes else {})}
         if self.model:
             m = self.model
             out |= {"model": m.name, "model_fingerprint": m.fingerprint, "backend": m.backend, "model_window": m.window}
@@ -176,7 +178,7 @@ class Provenance:
         dataset = DatasetIdentity(str(c.get("dataset", "")), str(c.get("dataset_fingerprint", "")),
                                   c.get("corpus_fingerprint"), c.get("documents"), c.get("questions"),
                                   c.get("characters"), c.get("evidence_chars"),
-                                  (str(main[0]), int(main[1])) if main else None)
+                                  (str(main[0]), int(main[1])) if main else None, tuple(c.get("dataset_notes", ())))
         if "models" in c:
             models = tuple(ModelInfo(m["name"], m["fingerprint"], m.get("backend", "torch"), m.get("window"))
                            for m in c["models"])

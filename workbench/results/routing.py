@@ -49,8 +49,8 @@ def propose_route(result: SweepResult, dataset: Dataset, metric: MetricAt | str 
              if g != MIXED and n >= MIN_QUESTIONS and _is_folder(g, dataset)}
     if len(sizes) < 2:
         return None
-    table = result.by_group({q: g for q, g in groups.items() if g in sizes}, at.name, at.k or 0)
-    table = table[table["budget"] == at.budget] if "budget" in table.columns else table
+    table = result.by_group(groups, at.name, at.k or 0)
+    table = table[table["group"].isin(sizes) & ((table["budget"] == at.budget) if "budget" in table.columns else True)]
     sign = -1 if stats.lower_is_better(at.name) else 1
     best = table.loc[(table["mean"] * sign).groupby(table["group"], sort=False).idxmax()]
     winners = {str(r.group): result.variant(r.key) for r in best.itertuples(index=False)}
