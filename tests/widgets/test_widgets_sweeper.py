@@ -182,7 +182,7 @@ def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embe
 
     other = SweepResult(result.per_question, result.summary, result.variants,
                         result.provenance.with_(models=(ModelInfo("other", "x"),)))
-    with pytest.raises(ValueError, match=r"result has model_fingerprint of \['other'\], none of the panel's"):
+    with pytest.raises(ValueError, match=r"result has model_fingerprint of \['other \(torch\)'\], none of the panel's"):
         sweeper(tiny, embedder, store, result=other)
 
 
@@ -369,3 +369,24 @@ def test_stop_ends_a_generating_run_between_generations_and_the_next_run_resumes
     assert "1 already measured" in sw.message.value and "estimate (chunk-context v1)" in sw.message.value
     assert llm.stats.generated == chunks and sw.run.stopped_at is None  # each context generated once in all
     assert sw.result.keys == [plain.key, ctx.key]
+
+
+def test_a_saved_cli_run_opens_in_the_sweeper_by_its_folder(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+    """The trial's finding: the CLI had measured the grid, the sweeper started empty. Its folder opens the
+    run, whose settings the sweeper then measures with, so what it adds combines; ks the run holds are
+    accepted, others named."""
+    from test_notebook import write_dataset
+
+    from workbench.cli import main
+    from workbench.run.session import Session
+
+    data = write_dataset(tiny, tmp_path / "data")
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache"),
+          "--quiet", "--no-report", "--backend", "torch", "--ks", "1", "3", "5", "-v", "fixed:size=16", "-v",
+          "fixed:size=32"])
+    session = Session(tiny, cache=tmp_path / "cache", embedder=embedder)
+    sw = sweeper(session, result=tmp_path / "run", ks=(1, 3), restore=False)
+    assert sw.result is not None and sw.result.labels == ["fixed(size=16, overlap=0)", "fixed(size=32, overlap=0)"]
+    assert sw.settings.ks == (1, 3, 5) and list(sw.k.options) == [1, 3, 5]
+    with pytest.raises(ValueError, match=r"swept at ks \[1, 3, 5\], without \[10\] of the ks asked for"):
+        sweeper(session, result=tmp_path / "run", ks=(1, 10))

@@ -95,6 +95,11 @@ class PanelBase(Guarded):
                                                                      models=models)
         self.session = session.with_settings(sweep_settings(result, session, ks), progress=False)
 
+    @staticmethod
+    def opened(result: SweepResult | str | Path | None) -> SweepResult | None:
+        """A panel's `result`: a SweepResult, or the folder of a saved run (`sweep --out`: SweepResult.load)."""
+        return result if result is None or isinstance(result, SweepResult) else SweepResult.load(result)
+
     @property
     def dataset(self) -> Dataset:
         return self.session.dataset

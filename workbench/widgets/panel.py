@@ -92,8 +92,9 @@ class Panel(PanelBase):
         embedder: Embedder | None = None,
         store: IndexStore | str | Path = CACHE_DIR,
         ks: Sequence[int] | None = None,
-        result: SweepResult | None = None,
+        result: SweepResult | str | Path | None = None,
     ):
+        result = self.opened(result)
         super().__init__(source, embedder, store, result=result, ks=ks)
         self.result = result
         self.compared: list[str] = result.keys if result is not None else []
@@ -212,7 +213,7 @@ def panel(
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     ks: Sequence[int] | None = None,
-    result: SweepResult | None = None,
+    result: SweepResult | str | Path | None = None,
 ) -> Panel:
     """The interactive panel of a Session (or of a Dataset, with a session's arguments); with
     `result`, its variants are compared from the start (and its settings are used for new variants)."""

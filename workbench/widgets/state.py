@@ -194,18 +194,23 @@ class GridSpec:
 
 def sweep_settings(result: SweepResult | None, session: Session, ks: Sequence[int] | None = None) -> Settings:
     """The settings a panel sweeps new variants with: those of `result` (so `combine` accepts what
-    it measures), which must be of the session's data and models (ValueError naming what differs),
-    else the session's with `ks` when given."""
+    it measures: a saved run of the CLI's, say), which must be of the session's data and models and
+    hold every cut-off of `ks` (ValueError naming what differs), else the session's with `ks`."""
     if result is None:
         return session.settings if ks is None else Settings.of(session.settings, ks=tuple(ks))
     result.provenance.check_about(session.dataset, "the panel's result")
+    missing = sorted(set(ks or ()) - set(result.ks))
+    if missing:
+        raise ValueError(f"the panel's result was swept at ks {result.ks}, without {missing} of the ks asked for: "
+                         "leave ks out to take the result's, or sweep it again with them")
     models = session.models
     ours = {e.fingerprint for e in models}
-    theirs = {m.fingerprint: m.name for m in result.provenance.models}
+    theirs = {m.fingerprint: f"{m.name} ({m.backend})" for m in result.provenance.models}
     other = sorted(name for fp, name in theirs.items() if fp not in ours)
     if other:
         raise ValueError(f"result has model_fingerprint of {other}, none of the panel's models "
-                         f"{[e.name for e in models]}: pass models= (or embedder=) the result was measured with")
+                         f"{[f'{e.name} ({e.backend})' for e in models]}: pass models= (or embedder=) the result was "
+                         "measured with (its backend too)")
     return result.provenance.settings
 
 

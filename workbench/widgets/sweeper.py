@@ -87,11 +87,12 @@ class Sweeper(PanelBase):
         embedder: Embedder | None = None,
         store: IndexStore | str | Path = CACHE_DIR,
         ks: Sequence[int] | None = None,
-        result: SweepResult | None = None,
+        result: SweepResult | str | Path | None = None,
         background: bool = True,
         restore: bool = True,
         models: Sequence[ModelSpec] | None = None,
     ):
+        result = self.opened(result)
         super().__init__(source, embedder, store, models, result, ks)
         self.result = result
         self.memory = SweeperMemory.of(self.store.root, self.dataset, self.models, self.settings)
@@ -505,13 +506,14 @@ def sweeper(
     embedder: Embedder | None = None,
     store: IndexStore | str | Path = CACHE_DIR,
     ks: Sequence[int] | None = None,
-    result: SweepResult | None = None,
+    result: SweepResult | str | Path | None = None,
     restore: bool = True,
     models: Sequence[ModelSpec] | None = None,
 ) -> Sweeper:
     """The sweeper panel of a Session (or of a Dataset, with a session's arguments: `embedder`,
-    `store` as its cache, `models`); with `result`, its variants are shown from the start (and its
-    settings are used for new ones). It brings back the grid and the variants it last measured on
+    `store` as its cache, `models`); with `result` (a SweepResult, or the folder of a saved run: what
+    `python -m workbench sweep --out` wrote), its variants are shown from the start and its settings
+    are used for new ones. It brings back the grid and the variants it last measured on
     this data, models and settings (from the caches); restore=False starts with none of them. With
     several models (e.g. wb.Session(ds, models=[None, "wordllama"])) every variant is measured with
     each model ticked, and the "by model" tab shows which chunking suits which.
