@@ -266,3 +266,20 @@ def test_preview_prints_a_confirm_command_that_runs_as_printed(tiny: Dataset, tm
     main(["sweep", "--data", str(data), "--out", str(tmp_path / "p2"), "--preview", *grid, *options])
     done = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done in "))
     assert f"the cached token pass over {len(tiny.documents)} documents" in done
+
+
+def test_ctrl_c_ends_with_one_line_saying_what_finished_and_is_cached(tiny: Dataset, tmp_path: Path) -> None:
+    """The trial's Ctrl-C printed a 135-line traceback; now one line, and the next run resumes."""
+    from workbench.chunkers import register_function
+
+    def interrupt(text: str) -> list[str]:
+        raise KeyboardInterrupt
+
+    register_function("interrupted", interrupt)
+    data = write_dataset(tiny, tmp_path / "data")
+    args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"), "--quiet",
+            "--no-report", "--ks", "1", "-v", "fixed:size=24", "-v", "interrupted"]
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert str(stopped.value.code).startswith("interrupted: 1 of 2 variants measured and cached")
+    assert "run the same command again to resume" in str(stopped.value.code)

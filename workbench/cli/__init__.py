@@ -25,7 +25,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv  # kept in the result, to run it again
-    COMMANDS[args.command].run(args)
+    try:
+        COMMANDS[args.command].run(args)
+    except KeyboardInterrupt:  # one line, never a traceback (a sweep says what finished: cli.sweep.interrupted)
+        raise SystemExit("interrupted: what finished is cached (every cache write is whole or absent); run the "
+                         "same command again to go on") from None
 
 
 if __name__ == "__main__":

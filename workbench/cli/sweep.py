@@ -48,6 +48,8 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
               f"{len(variants)} variants, model{'s' * (len(models) > 1)} {', '.join(e.name for e in models)}")
     try:
         if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
+            print("estimating: the grid is chunked and a sample of what is not cached is embedded (or generated) "
+                  "to measure the rates...", flush=True)
             for name, estimate in session.estimate(variants).items():
                 print(textwrap.fill(f"{name}: " * (len(models) > 1) + estimate.line(), WIDTH, subsequent_indent="  "))
         metric = getattr(args, "verdict_metric", MetricAt())
@@ -63,6 +65,8 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
             paths = export(result, args.out, dataset=dataset, store=session.store, answers=answers, judged=judged)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
+    except KeyboardInterrupt:  # Ctrl-C: one line, what finished and is kept
+        raise SystemExit(f"interrupted: {interrupted(session, variants)}") from None
     if not args.quiet:
         sampled = sum(e.stats.embedded for e in models) - result.provenance.computed.texts_embedded
         print(f"done in {time.perf_counter() - t0:.1f} s: {_computed(result, len(result.keys), sampled)}")
@@ -86,6 +90,15 @@ def with_route(session: Session, result: SweepResult, metric: MetricAt, quiet: b
     routed = combine(result, session.sweep([proposal.variant]))
     routed.provenance = routed.provenance.with_(notes=(*routed.provenance.notes, proposal.note))
     return routed
+
+
+def interrupted(session: Session, variants: list[Variant]) -> str:
+    """What a Ctrl-C leaves: the variants whose scores are cached (every model's), and that the rest of
+    what was computed (vectors, generations, judgements) is cached too, so the same command resumes."""
+    caches = [session.context(e).scores for e in session.models]  # none for a preview: nothing of it is kept
+    done = sum(all(c is not None and c.has(v) for c in caches) for v in variants)
+    return (f"{done} of {len(variants)} variants measured and cached, and every vector, generation and judgement "
+            "computed before the interrupt; run the same command again to resume from there")
 
 
 def judge(result: SweepResult, metric: MetricAt) -> Verdict | None:
