@@ -174,15 +174,9 @@ class Answers:
 
 
 def ranked_keys(result: SweepResult, metric: str = "recall", k: int | None = None) -> list[str]:
-    """The result's keys by mean `metric`@k, best first, ties in grid order (as SweepResult.top
-    ranks, by key, so a result of several models ranks its (variant, model) rows)."""
-    k = result.default_k if k is None else k
-    table = result.summary
-    rows = table[(table["metric"] == metric) & (table["k"] == k) & (table["budget"] == 0)]
-    if rows.empty:
-        raise ValueError(f"no {metric!r} at k={k} in the result; metrics: {sorted(table['metric'].unique())}, "
-                         f"ks: {result.ks}")
-    return list(rows.sort_values("mean", ascending=stats.lower_is_better(metric), kind="stable")["key"])
+    """The result's keys by mean `metric`@k, best first (SweepResult.ranking: by key, so a result of
+    several models ranks its (variant, model) rows)."""
+    return list(result.ranking(metric, k)["key"])
 
 
 def evaluate(
