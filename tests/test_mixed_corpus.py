@@ -61,7 +61,7 @@ def test_folders_that_disagree_get_their_route_measured_and_called_optimistic(
     recursive, big = "recursive:size=238,tokenizer=model", "fixed:size=476,tokenizer=model+bm25"
     result = sweep(folder, tmp_path / "out", "-v", recursive, "-v", big)
     out = capsys.readouterr().out
-    assert "the folders disagree: measuring route(" in " ".join(out.split())
+    assert "the folders disagree: measured route(" in " ".join(out.split())
     routed = result.variants[result.variants["strategy"] == "route"]
     assert len(routed) == 1 and routed["retriever"].item() == "bm25"
     label = routed["variant"].item()

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from workbench.chunkers import ChunkEnv, register_function
+from workbench.core.io import project_dir
 from workbench.dataset import Dataset
 from workbench.figures.viewer import EVIDENCE
 from workbench.models.embed import Embedder
@@ -27,7 +28,6 @@ from workbench.retrieval.index import IndexStore
 from workbench.run.session import sweep
 from workbench.variant import Variant
 from workbench.widgets import Sweeper, sweeper
-from workbench.widgets.base import project_dir
 from workbench.widgets.state import GridSpec, Redraw
 
 KS = (1, 3)

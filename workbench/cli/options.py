@@ -18,7 +18,6 @@ from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
 from workbench.retrieval.ann import Ann
-from workbench.run.defaults import default_grid
 from workbench.run.engine import ENGINES, get_engine
 from workbench.run.session import Session
 from workbench.variant import Variant, parse_variant
@@ -153,10 +152,8 @@ def variants_of(args: argparse.Namespace) -> list[Variant]:
 
 
 def grid_of(session: Session, variants: list[Variant]) -> list[Variant]:
-    """`variants`, or when there are none the default grid of the session's data, sized for the
-    smallest window of its models (workbench.run.defaults)."""
-    windows = [e.window_tokens for e in session.models if e.window_tokens is not None]
-    return variants or default_grid(session.dataset, min(windows) if windows else None)
+    """`variants`, or when there are none the session's default grid (Session.default_grid)."""
+    return variants or session.default_grid()
 
 
 def session_of(args: argparse.Namespace) -> Session:

@@ -17,8 +17,6 @@ from workbench.cli.options import EPILOG, grid_of, session_of, sweep_arguments, 
 from workbench.core.errors import describe
 from workbench.dataset import Dataset
 from workbench.evaluation.metrics import MetricAt
-from workbench.models.choose import variant_key
-from workbench.results.combine import combine
 from workbench.run.session import Session
 from workbench.variant import Variant
 
@@ -53,7 +51,10 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
             for name, estimate in session.estimate(variants).items():
                 print(textwrap.fill(f"{name}: " * (len(models) > 1) + estimate.line(), WIDTH, subsequent_indent="  "))
         metric = getattr(args, "verdict_metric", MetricAt())
-        result = with_route(session, session.sweep(variants), metric, args.quiet)
+        swept = session.sweep(variants)
+        result = session.with_route(swept, metric)
+        if len(result.keys) > len(swept.keys) and not args.quiet:
+            print(textwrap.fill(f"the folders disagree: measured {result.labels[-1]}", WIDTH, subsequent_indent="  "))
         result.provenance = result.provenance.with_(command=shlex.join(["python", "-m", "workbench", *args.argv]))
         answers = then(result, dataset) if then else None
         judged = judge(result, metric)
@@ -75,21 +76,6 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
             print("\n".join(_preview_lines(args, result)))
         print()
     return result, answers, judged
-
-
-def with_route(session: Session, result: SweepResult, metric: MetricAt, quiet: bool) -> SweepResult:
-    """`result` and, when its folders' winners chunk differently, the route built from them, measured and
-    noted in its provenance (workbench.results.routing); a preview proposes none (its scores are estimates)."""
-    from workbench.results.routing import propose_route
-
-    proposal = None if result.preview else propose_route(result, session.dataset, metric)
-    if proposal is None or proposal.variant.key in {variant_key(k) for k in result.keys}:
-        return result
-    if not quiet:
-        print(textwrap.fill(f"the folders disagree: measuring {proposal.variant.label}", WIDTH, subsequent_indent="  "))
-    routed = combine(result, session.sweep([proposal.variant]))
-    routed.provenance = routed.provenance.with_(notes=(*routed.provenance.notes, proposal.note))
-    return routed
 
 
 def interrupted(session: Session, variants: list[Variant]) -> str:

@@ -1,5 +1,5 @@
-"""Atomic file writes (results and caches are replaced whole or not at all), and the hash of
-source code that names a cache entry."""
+"""Atomic file writes (results and caches are replaced whole or not at all), the hash of source
+code that names a cache entry, and the project folder a notebook writes into."""
 
 from __future__ import annotations
 
@@ -63,3 +63,16 @@ def publish(path: Path, write: Callable[[Path], None]) -> None:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def project_dir(start: str | Path | None = None) -> Path:
+    """The project a notebook runs in, so that what a panel writes lands in the project's results/
+    whatever the kernel's working directory (notebooks/): the nearest folder at or above `start`
+    (default: the working directory) holding a pyproject.toml, else the nearest holding a results/
+    folder, else `start` itself."""
+    here = Path.cwd() if start is None else Path(start).resolve()
+    for marker in ("pyproject.toml", "results"):
+        found = next((d for d in (here, *here.parents) if (d / marker).exists()), None)
+        if found is not None:
+            return found
+    return here

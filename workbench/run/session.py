@@ -23,17 +23,20 @@ from workbench.core.chunk import Chunk
 from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset, Hit
 from workbench.evaluation import stats
+from workbench.evaluation.metrics import MetricAt
 from workbench.evaluation.settings import Settings
 from workbench.models.base import Engine
-from workbench.models.choose import ModelSpec, embedders_of
+from workbench.models.choose import ModelSpec, embedders_of, variant_key
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate
 from workbench.results.combine import combine
 from workbench.results.provenance import Computed
 from workbench.results.result import SweepResult
+from workbench.results.routing import propose_route
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.search import search
 from workbench.run import estimate as estimates
+from workbench.run.defaults import default_grid
 from workbench.run.engine import get_engine
 from workbench.run.sweep import Context, check_grid, steps_of
 from workbench.variant import Variant
@@ -99,6 +102,12 @@ class Session:
         other.progress = self.progress if progress is None else progress
         return other
 
+    def default_grid(self) -> list[Variant]:
+        """The grid a sweep runs when none is given: built from the data and the smallest window of the
+        session's models (workbench.run.defaults)."""
+        windows = [e.window_tokens for e in self.models if e.window_tokens is not None]
+        return default_grid(self.dataset, min(windows) if windows else None)
+
     def context(self, model: Embedder | None = None, variants: Sequence[Variant] = (),
                 stop: Callable[[], bool] | None = None, settings: Settings | None = None) -> Context:
         """What measuring a variant with `model` (default: the first) needs (workbench.run.sweep.Context)."""
@@ -132,6 +141,17 @@ class Session:
             result.provenance.computed.token_pass_documents)
         result.provenance = result.provenance.with_(computed=computed)
         return result
+
+    def with_route(self, result: SweepResult, metric: MetricAt | str = "recall") -> SweepResult:
+        """`result` and, when its folders are won by different chunkings, the route that gives each folder
+        its winner (workbench.results.routing), measured, with a note in its provenance that it was chosen
+        on the same questions; `result` itself when there is none to propose (or it is a preview)."""
+        proposal = None if result.preview else propose_route(result, self.dataset, metric)
+        if proposal is None or proposal.variant.key in {variant_key(k) for k in result.keys}:
+            return result
+        routed = combine(result, self.sweep([proposal.variant]))
+        routed.provenance = routed.provenance.with_(notes=(*routed.provenance.notes, proposal.note))
+        return routed
 
     def preview(self, variants: Sequence[Variant], **changes: Any) -> SweepResult:
         """Every variant scored from one cached model pass over the corpus (workbench.retrieval.preview),

@@ -27,19 +27,6 @@ ERROR = '<span style="color:#b00020">{}</span>'  # an error on the message line 
 WARNING = '<span style="color:#8a4b00">{}</span>'  # a caveat on what is shown, e.g. truncated chunks
 
 
-def project_dir(start: str | Path | None = None) -> Path:
-    """The project a notebook runs in, so that what a panel writes lands in the project's results/
-    whatever the kernel's working directory (notebooks/): the nearest folder at or above `start`
-    (default: the working directory) holding a pyproject.toml, else the nearest holding a results/
-    folder, else `start` itself."""
-    here = Path.cwd() if start is None else Path(start).resolve()
-    for marker in ("pyproject.toml", "results"):
-        found = next((d for d in (here, *here.parents) if (d / marker).exists()), None)
-        if found is not None:
-            return found
-    return here
-
-
 FULL_WIDTH = "calc(100% - 4px)"  # a control's share of its box: 100% less the 2 px margin each side
 
 

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from workbench import report
 from workbench.chunkers import STRATEGIES
 from workbench.core.chunk import Chunk
-from workbench.core.io import CACHE_DIR
+from workbench.core.io import CACHE_DIR, project_dir
 from workbench.core.stages import first_stages
 from workbench.dataset import Dataset, Hit, Question
 from workbench.evaluation import stats
@@ -41,7 +41,7 @@ from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.session import Session
 from workbench.variant import Variant
-from workbench.widgets.base import FULL_WIDTH, PanelBase, project_dir, row, whole_label
+from workbench.widgets.base import FULL_WIDTH, PanelBase, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
