@@ -14,6 +14,7 @@ from workbench.chunkers.llm import MODEL, LLMChunkWarning
 from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
+from workbench.retrieval.index import IndexStore
 from workbench.retrieval.preview import token_embedder
 from workbench.run.estimate import Estimate, padded_word_pieces, window_lengths
 from workbench.run.session import Session, sweep
@@ -96,7 +97,6 @@ def test_context_generations_are_estimated_and_unknown_ones_are_not_chunked(
     sample generated and kept); a chunker that names an LLM but says nothing of what it will ask is
     named, not run (it would generate everything)."""
     from workbench.chunkers.registry import strategy
-    from workbench.retrieval.index import IndexStore
 
     @strategy("asks_unsaid", "a chunker asking an LLM it does not describe", {"model": MODEL}, models=("model",))
     def asks_unsaid(doc: Document, env: ChunkEnv, *, model: str) -> list[Chunk]:
@@ -120,7 +120,6 @@ def test_llm_chunkers_are_estimated_on_what_they_will_ask(
         tiny: Dataset, llm_cache: Callable[[str], Path], embedder: Embedder) -> None:
     """propositions: exactly the passages its build asks about; llm_chunk: each document's first
     window exactly, the windows after it between the bounds its line gives."""
-    from workbench.retrieval.index import IndexStore
 
     store = IndexStore(llm_cache("estimate-llm-chunkers"))
     props = Variant.make("propositions", passage_size=48, max_tokens=3)
@@ -145,10 +144,23 @@ def test_llm_chunkers_are_estimated_on_what_they_will_ask(
 
 
 def test_variants_that_generate_nothing_cost_no_generation_estimate(tiny: Dataset, tmp_path: Path) -> None:
-    from workbench.retrieval.index import IndexStore
 
     store = IndexStore(tmp_path)
     fresh = Embedder(cache_dir=tmp_path, progress=False)
     plain = [Variant.make("fixed", size=24), Variant.make("recursive", size=32, contextual_header=True)]
     assert Session(tiny, cache=store, embedder=fresh).generation_estimates(plain) == ((), 0)
     assert "tokenizer" not in vars(fresh) and "model" not in vars(fresh)  # not even the chunks were looked at
+
+
+def test_a_rerank_stage_is_estimated_on_its_measured_rate_and_counts_nothing_once_scored(
+        tiny: Dataset, tmp_path: Path, cross_encoder: Path) -> None:
+    store = IndexStore(tmp_path)
+    session = Session(tiny, cache=store, embedder=Embedder(cache_dir=tmp_path, progress=False))
+    reranked = [parse_variant(f"fixed:size=24+rerank:model={cross_encoder},n={n}") for n in (3, 5)]
+    (est,) = session.estimate(reranked).values()
+    (rerank,) = est.reranks
+    assert (rerank.variants, rerank.pairs) == (2, len(tiny.questions) * (3 + 5))
+    assert rerank.rate > 0 and f"at most {rerank.pairs:,} pairs for 2 variants" in est.line()
+    session.sweep(reranked)
+    (after,) = session.estimate(reranked).values()
+    assert after.cached and after.reranks == ()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from workbench.models.base import Engine, Model, local_model_path, model_fingerprint, resolve_device
 from workbench.models.cache import RerankCache, cache_file, pair_key
@@ -86,7 +87,8 @@ class Reranker(Model):
         batches = [[pairs[i] for i in r] for r in rows]
         computed = self.engine.map(self, "batch_scores", batches) if self.engine else map(self.batch_scores, batches)
         out = np.zeros(len(pairs), dtype=np.float64)
-        for r, scores in zip(rows, computed, strict=True):
+        bar = tqdm(computed, total=len(rows), desc=f"reranking ({self.name})", unit="batch", disable=len(rows) < 2)
+        for r, scores in zip(rows, bar, strict=True):
             out[r] = scores
         return out
 

@@ -65,6 +65,7 @@ from workbench.run.sweep import Context
 from workbench.variant import Variant
 
 PROBE_CHARS = 4000  # the text a token pass measures the rate on when no text is left to sample
+PASSAGE_CHARS = 800  # a passage a reranker's rate is measured on: about a chunk of 200 tokens
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,13 @@ class Estimate:
     # the token passes' own rate, when they run on another model than the texts (a preview's on the int8
     # export, which reads about twice as fast) and there are texts too; None: they run at `rate`
     pass_rate: float | None = None
+    reranks: tuple[RerankEstimate, ...] = ()  # per reranker of the variants' +rerank stages
 
     @property
     def cached(self) -> bool:
         """Nothing to embed or generate: every vector, generation (or score) the sweep needs is cached."""
-        return self.word_pieces == 0 and all(g.cached for g in self.generations) and not self.unestimated
+        return (self.word_pieces == 0 and all(g.cached for g in self.generations) and not self.unestimated
+                and not self.reranks)
 
     @property
     def seconds(self) -> float:
@@ -105,7 +108,7 @@ class Estimate:
     def line(self) -> str:
         if self.cached:
             return "estimate: all cached, nothing to embed"
-        more = generation_parts(self.generations, self.unestimated)
+        more = generation_parts(self.generations, self.unestimated) + [r.line() for r in self.reranks]
         if self.word_pieces == 0:
             return "estimate: nothing to embed; " + "; ".join(more)
         return self._embedding_line() + "".join(f"; {m}" for m in more)
@@ -119,6 +122,27 @@ class Estimate:
         return (f"estimate: {' and '.join(work)} ({self.word_pieces:,} word pieces) for {self.variants} variants"
                 f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s"
                 f"{f' ({self.pass_rate:,.0f} for the token pass)' if self.pass_rate else ''}, measured {self.measured}")
+
+
+@dataclass(frozen=True)
+class RerankEstimate:
+    """What a reranker of +rerank stages will score, said before it starts: at most this many pairs."""
+
+    model: str  # the reranker, as the stage names it
+    variants: int  # the variants it reranks
+    pairs: int  # questions x n of each variant: a bound (a pair cached, or shared by variants, is scored once)
+    rate: float  # pairs per second, measured now on a batch of real questions and passages (not kept)
+    sampled: int
+
+    @property
+    def seconds(self) -> float:
+        return self.pairs / self.rate
+
+    def line(self) -> str:
+        return (f"reranking with {self.model}: at most {self.pairs:,} pairs for {self.variants} variant"
+                f"{'s' * (self.variants > 1)} (questions x n; a pair cached or shared is scored once): at most about "
+                f"{duration(self.seconds)} at {self.rate:,.1f} pairs/s, measured on {self.sampled} pairs after "
+                "one to warm up")
 
 
 def generates(variant: Variant) -> bool:
@@ -238,7 +262,31 @@ def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
         measured += f"; the token pass's {how}"
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
                     tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), generations,
-                    unestimated, tally.pass_word_pieces, pass_rate)
+                    unestimated, tally.pass_word_pieces, pass_rate, _reranks(todo, dataset, store))
+
+
+def _reranks(variants: Sequence[Variant], dataset: Dataset, store: IndexStore) -> tuple[RerankEstimate, ...]:
+    """Per reranker the variants' +rerank stages name: the pairs it may score (every question's top n) and
+    its rate, measured on a batch of the first question against passages of the corpus, after one pair
+    to load it (scored without its cache: nothing kept)."""
+    asked: dict[str, list[int]] = {}
+    for v in variants:
+        for name, params, _ in v.stages:
+            if name == "rerank":
+                p = dict(params)
+                asked.setdefault(p["model"], []).append(len(dataset.questions) * p["n"])
+    out = []
+    for spec, pairs in asked.items():
+        reranker = store.rerankers.get(spec)
+        text = max(dataset.documents, key=lambda d: len(d.text)).text
+        question = dataset.questions[0].question
+        batch = [(question, text[i * PASSAGE_CHARS:(i + 1) * PASSAGE_CHARS]) for i in range(reranker.batch_size + 1)]
+        reranker.batch_scores(batch[:1])  # loads the model: not timed
+        t0 = time.perf_counter()
+        reranker.batch_scores(batch[1:])
+        out.append(RerankEstimate(spec, len(pairs), sum(pairs), len(batch[1:]) / (time.perf_counter() - t0),
+                                  len(batch) - 1))
+    return tuple(out)
 
 
 def generation_estimates(context: Context, variants: Sequence[Variant], stop: Callable[[], bool] | None = None,
