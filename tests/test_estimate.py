@@ -16,7 +16,7 @@ from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.preview import token_embedder
-from workbench.run.estimate import Estimate, padded_word_pieces, window_lengths
+from workbench.run.estimate import Estimate, window_lengths
 from workbench.run.session import Session, sweep
 from workbench.variant import Variant, parse_variant
 
@@ -27,9 +27,14 @@ def estimated(dataset: Dataset, variants: list[Variant], *, embedder: Embedder, 
     return Session(dataset, cache=store, embedder=embedder, **changes).estimate(variants)[embedder.name]
 
 
-def test_padding_is_counted_as_the_model_batches_texts() -> None:
-    assert padded_word_pieces([3, 1, 2, 5], batch=2) == 2 * 2 + 2 * 5  # sorted, each batch as long as its longest
-    assert padded_word_pieces([], batch=2) == 0
+def test_padding_is_counted_as_the_model_runs_its_passes() -> None:
+    torch = Embedder(batch_size=2, backend="torch", cache_dir=None)
+    assert torch.padded_word_pieces([3, 1, 2, 5]) == 2 * 2 + 2 * 5  # sorted, each batch as long as its longest
+    assert torch.padded_word_pieces([]) == 0
+    onnx = Embedder(batch_size=32, backend="onnx", cache_dir=None, threads=2)  # passes of PASS_TOKENS at most
+    assert onnx.padded_word_pieces([10] * 4 + [200]) == 4 * 10 + 200  # not five rows padded to 200
+    assert Embedder(batch_size=32, backend="onnx", cache_dir=None, threads=1).padded_word_pieces([10] * 4 + [200]) \
+        == 5 * 200  # one worker: passes of a batch
 
 
 def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ return them); a span that two levels share (a parent with one child) is one chun
 hierarchy would no longer follow from the spans. Use it with the stage, `auto_merging+auto_merge`,
 which searches the leaves only; alone, parents and leaves are ranked together.
 
-    >>> v = Variant.make("auto_merging", chunk_sizes=[64, 16], retrieval=["dense", "auto_merge"])
+    >>> from workbench.variant import Variant
+    >>> Variant.make("auto_merging", chunk_sizes=[64, 16], retrieval=["dense", "auto_merge"]).label
+    'auto_merging(chunk_sizes=(64, 16))+auto_merge'
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ line ("class Cache > def get(self, key)"); with `header` the path and that headi
 above the text, which stays the exact source span.
 
     >>> doc = Document("m.py", "m", "def f():\\n    return 1\\n\\ndef g():\\n    return 2\\n", language="python")
-    >>> [c.text for c in code(doc, ChunkEnv(), size=8, unit="tokens", tokenizer="cl100k_base",
+    >>> [c.text for c in code(doc, ChunkEnv(), size=14, unit="tokens", tokenizer="cl100k_base",
     ...                       language="auto", header=True)]
     ['def f():\\n    return 1', 'def g():\\n    return 2']
 """

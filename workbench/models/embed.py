@@ -32,8 +32,10 @@ from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import (
     BACKEND_REVISIONS,
     ONNX_BACKENDS,
+    PASS_TOKENS,
     JsonTokenizer,
     OnnxEncoder,
+    cpu_workers,
     export_file,
     exported_model,
     onnx_providers,
@@ -373,6 +375,25 @@ class Embedder(Model):
                 yield key, tokens
                 tokens.vecs = None
 
+    def passes(self, widths: Sequence[int]) -> list[range]:
+        """The model passes over texts of these widths (ascending, in word pieces), as `vectors` and
+        the token passes run them: `batch_size` rows at most and, on the ONNX runner with several
+        workers, at most PASS_TOKENS padded word pieces each (OnnxEncoder.passes). Planned without
+        loading the model, so that an estimate counts what will run."""
+        several = self.backend in ONNX_BACKENDS and reproducible(self.path) and cpu_workers(self.device,
+                                                                                           self.threads) > 1
+        return plan_passes(widths, self.batch_size, PASS_TOKENS if several else None)
+
+    def padded_word_pieces(self, lengths: Sequence[int]) -> int:
+        """Word pieces the model runs over for texts of these lengths: sorted, in `passes`, each pass
+        padded to its longest.
+
+        >>> Embedder(batch_size=2, backend="torch", cache_dir=None).padded_word_pieces([3, 1, 2, 5])
+        14
+        """
+        widths = sorted(lengths)
+        return sum(len(r) * widths[r[-1]] for r in self.passes(widths))
+
     def _run_windows(self, plan: list[_Window]) -> None:
         """Fill each text's token embeddings: one pass of the transformer per window, batched
         (`OnnxEncoder.passes`), similar lengths together to limit padding."""
@@ -380,8 +401,7 @@ class Embedder(Model):
         plan = sorted(plan, key=lambda w: w.end - w.start)
         widths = [len(prefix) + w.end - w.start + len(suffix) for w in plan]
         encoder = self.onnx_encoder
-        passes = [plan[r.start : r.stop] for r in (encoder.passes(widths, self.batch_size) if encoder
-                                                    else plan_passes(widths, self.batch_size, None))]
+        passes = [plan[r.start : r.stop] for r in self.passes(widths)]
 
         def hidden(batch: list[_Window]) -> np.ndarray:
             ids, mask = padded([prefix + w.doc.ids[w.start : w.end] + suffix for w in batch],

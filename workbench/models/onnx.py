@@ -257,7 +257,7 @@ class OnnxEncoder:
         self.truncating = JsonTokenizer(folder).backend  # a second copy, which truncates
         self.truncating.enable_truncation(max_tokens)
         self.pad_id = self.tokenizer.pad_token_id or 0
-        self.workers = (workers or threads or cores()) if device == "cpu" else 1
+        self.workers = cpu_workers(device, threads, workers)
         self.session = onnx_session(file, backend, device, 1 if self.workers > 1 else threads)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.dim = int(self.session.get_outputs()[0].shape[-1])
@@ -307,6 +307,11 @@ def padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.n
         ids[r, : len(row)] = row
         mask[r, : len(row)] = 1
     return ids, mask
+
+
+def cpu_workers(device: str, threads: int | None, workers: int | None = None) -> int:
+    """The passes an encoder runs at once: on a CPU `workers`, else `threads`, else one per core; one on a GPU."""
+    return (workers or threads or cores()) if device == "cpu" else 1
 
 
 def plan_passes(widths: Sequence[int], batch_size: int, max_tokens: int | None) -> list[range]:

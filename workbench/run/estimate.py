@@ -12,9 +12,11 @@ preview embeds no chunk, only its one token pass over the corpus, unless that is
 counted once: the vector cache serves repeats.
 
 The cost is in model word pieces as the model runs them: each text cut at the window, sorted by
-length and padded to the longest of its batch (`padded_word_pieces`). The rate is measured by
-embedding a random sample of the counted texts (a batch at most, half of them at most), which then
-sit in the vector cache, so nothing is wasted; when no text is left to sample (a token pass alone),
+length and padded to the longest of its pass (`Embedder.padded_word_pieces`: the ONNX runner's
+passes are small, so a mixed sample is not counted as padded to its longest). The rate is measured by
+embedding a random sample of the counted texts (a batch, or a fiftieth of them up to four batches;
+half of them at most), which then sit in the vector cache, so nothing is wasted; when no text is
+left to sample (a token pass alone),
 by a token pass over the start of a document, which is not kept. Either way a first pass, untimed,
 warms the model up. A preview's token pass runs on another model than its texts (the int8 export,
 workbench.retrieval.preview.token_embedder), so with texts to embed too it gets a rate of its own,
@@ -150,14 +152,6 @@ def generates(variant: Variant) -> bool:
     return variant.context is not None or bool(get_strategy(variant.strategy).models)
 
 
-def padded_word_pieces(lengths: Sequence[int], batch: int) -> int:
-    """Word pieces the model runs over for texts of these lengths: sorted, `batch` at a time, each
-    batch padded to its longest (as sentence-transformers batches them)."""
-    ordered = sorted(lengths)
-    return sum(ordered[min(i + batch, len(ordered)) - 1] * len(ordered[i : i + batch])
-               for i in range(0, len(ordered), batch))
-
-
 def window_lengths(e: Embedder, texts: Sequence[str]) -> list[int]:
     """Word pieces of each window a token pass of `e` runs over `texts`, special tokens included."""
     ids = e.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
@@ -229,13 +223,12 @@ class _Tally:
 
     def word_pieces(self, leave_out: set[bytes]) -> int:
         """Of the texts, those in `leave_out` left out, and of the token passes."""
-        batch = self.embedder.batch_size
-        return (sum(padded_word_pieces([self.length[k] for k in call if k not in leave_out], batch)
+        return (sum(self.embedder.padded_word_pieces([self.length[k] for k in call if k not in leave_out])
                     for call in self.calls) + self.pass_word_pieces)
 
     @property
     def pass_word_pieces(self) -> int:
-        return padded_word_pieces(self.windows, self.pass_embedder.batch_size)
+        return self.pass_embedder.padded_word_pieces(self.windows)
 
 
 def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
@@ -350,17 +343,18 @@ def _measure(tally: _Tally, dataset: Dataset) -> tuple[float | None, str, set[by
     """(word pieces per second, how it was measured, the keys of the texts embedded to measure it)."""
     e = tally.embedder
     exact = [k for k in tally.texts if k not in tally.inexact]
-    n = min(e.batch_size + 1, len(exact) // 2)  # one to warm the model up, then a batch
+    # one to warm the model up, then a batch, or a fiftieth of the texts up to four batches (kept, so not wasted)
+    n = min(min(max(e.batch_size, len(exact) // 50), 4 * e.batch_size) + 1, len(exact) // 2)
     if not (tally.texts or tally.windows):
         return None, "", set()
-    e.model  # loaded before the clock starts
+    e.dim  # the model loaded before the clock starts
     if n > 1:
         keys = [exact[i] for i in np.random.default_rng(0).choice(len(exact), n, replace=False)]
         keys.sort(key=tally.length.__getitem__)
         e.encode([tally.texts[keys[0]]], desc="warming up")  # a first pass sets the model up: not timed
         t0 = time.perf_counter()
         e.encode([tally.texts[k] for k in keys[1:]], desc="measuring the rate")
-        pieces = padded_word_pieces([tally.length[k] for k in keys[1:]], e.batch_size)
+        pieces = e.padded_word_pieces([tally.length[k] for k in keys[1:]])
         return (pieces / (time.perf_counter() - t0),
                 f"on {n - 1} of them after one to warm up (embedded now, kept in the cache)", set(keys))
     rate, how = _pass_rate(tally.pass_embedder, dataset)
@@ -378,5 +372,5 @@ def _pass_rate(e: Embedder, dataset: Dataset) -> tuple[float, str]:
     for _ in e.token_embeddings({doc.doc_id: text}):
         pass
     seconds = time.perf_counter() - t0
-    pieces = padded_word_pieces(window_lengths(e, [text]), e.batch_size)
+    pieces = e.padded_word_pieces(window_lengths(e, [text]))
     return pieces / seconds, f"over the start of {doc.doc_id} ({pieces:,} word pieces, not kept)"
