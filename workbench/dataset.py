@@ -127,6 +127,15 @@ class RankedHits(Sequence[list[Hit]]):
                           self.end[keep], self.score[keep], self.chunk_id[keep],
                           {enc: t[keep] for enc, t in self.tokens.items()})
 
+    def take(self, questions: np.ndarray) -> RankedHits:
+        """The hits of these questions (positions, repeats allowed), as questions in that order: one
+        ranking scored against each alternative of its question."""
+        lengths = self.lengths[questions]
+        bounds = self.bounds_of(lengths)
+        rows = np.repeat(self.bounds[:-1][questions] - bounds[:-1], lengths) + np.arange(bounds[-1])
+        return RankedHits(bounds, self.doc_id[rows], self.start[rows], self.end[rows], self.score[rows],
+                          self.chunk_id[rows], {enc: t[rows] for enc, t in self.tokens.items()})
+
     def sizes(self, encoding: str) -> np.ndarray:
         """Each hit's tiktoken size in `encoding` (none when there is no hit, whatever the encoding)."""
         return self.tokens[encoding] if len(self.doc_id) else np.zeros(0, dtype=np.int64)
