@@ -116,11 +116,10 @@ def near_misses(obj: Mapping[str, Any], known: Iterable[str], aliases: Mapping[s
     """The fields of `obj` that no reader reads but that look like a known one it lacks: field -> that one
     (a close spelling, else its name in `aliases`), for "did you mean"."""
     known = tuple(known)
-    absent = [k for k in known if k not in obj]
+    unknown = [k for k in obj if k not in known]
+    absent = [k for k in known if k not in obj] if unknown else []
     out = {}
-    for key in obj:
-        if key in known:
-            continue
+    for key in unknown:
         alias = (aliases or {}).get(key)
         guess = alias if alias in absent else next(iter(difflib.get_close_matches(key, absent, 1, 0.8)), None)
         if guess is not None:
