@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -283,3 +284,23 @@ def test_ctrl_c_ends_with_one_line_saying_what_finished_and_is_cached(tiny: Data
         main(args)
     assert str(stopped.value.code).startswith("interrupted: 1 of 2 variants measured and cached")
     assert "run the same command again to resume" in str(stopped.value.code)
+
+
+def test_labels_left_out_by_skip_missing_are_said_and_reach_the_result_and_its_report(
+        tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One quote not found stops the sweep; --skip-missing leaves it out (and its question), says so once on
+    stderr, and the result's config.json and report say it too."""
+    data = write_dataset(tiny, tmp_path / "data")
+    with (data / "questions.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"qid": "q-llama", "question": "?", "evidence": "Llamas graze on the moon"}) + "\n")
+    args = ["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
+            "-v", "fixed:size=64+bm25", "--ks", "1", "--budgets"]
+    with pytest.raises(SystemExit, match="field 'evidence' quote not found"):
+        main(args)
+    main([*args, "--skip-missing"])
+    said = "left out 1 label(s) whose evidence is not located (missing='skip'): line 5 q-llama evidence (missing)"
+    assert said in capsys.readouterr().err
+    config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
+    assert any(said in note for note in config["dataset_notes"])
+    assert html.escape(said) in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert set(pd.read_parquet(tmp_path / "out" / "per_question.parquet")["qid"]) == {q.qid for q in tiny.questions}

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import json
 import random
 import statistics
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
@@ -35,7 +36,7 @@ class DatasetError(ValueError):
         what = f" field '{field}'" if field else ""
         shown = f"\n  a valid line: {example}" if example else ""
         super().__init__(f"{where}:{what} {problem}{shown}")
-        self.path, self.line, self.field, self.problem = str(path), line, field, problem
+        self.path, self.line, self.field, self.problem, self.example = str(path), line, field, problem, example
 
 
 class DatasetWarning(UserWarning):
@@ -126,6 +127,15 @@ class RankedHits(Sequence[list[Hit]]):
                           self.end[keep], self.score[keep], self.chunk_id[keep],
                           {enc: t[keep] for enc, t in self.tokens.items()})
 
+    def take(self, questions: np.ndarray) -> RankedHits:
+        """The hits of these questions (positions, repeats allowed), as questions in that order: one
+        ranking scored against each alternative of its question."""
+        lengths = self.lengths[questions]
+        bounds = self.bounds_of(lengths)
+        rows = np.repeat(self.bounds[:-1][questions] - bounds[:-1], lengths) + np.arange(bounds[-1])
+        return RankedHits(bounds, self.doc_id[rows], self.start[rows], self.end[rows], self.score[rows],
+                          self.chunk_id[rows], {enc: t[rows] for enc, t in self.tokens.items()})
+
     def sizes(self, encoding: str) -> np.ndarray:
         """Each hit's tiktoken size in `encoding` (none when there is no hit, whatever the encoding)."""
         return self.tokens[encoding] if len(self.doc_id) else np.zeros(0, dtype=np.int64)
@@ -214,18 +224,48 @@ class Located:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question whose evidence is the union of `answers` (all spans jointly required).
+    """A question whose evidence is the union of `answers` (all spans jointly required), or, when it has
+    `alternatives`, any one of `answers` and those: the same fact in the code that sets it and in the page
+    that documents it. Each alternative is jointly required spans; the metrics score every alternative and
+    take the best (docs/metrics.md). `answers` stays the first alternative, for every reader that needs one
+    set of evidence; `any_of` lists them all.
 
-    `located` says, per answer, how its quote matched (None: offsets without a quote); it is no part of
-    the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is the same label.
-    `references`: the answer texts a generated answer is graded against (workbench.results.answers), where the
-    dataset has them; not part of the identity either, since no retrieval score reads them."""
+    `located` says, per answer of `any_of` in order, how its quote matched (None: offsets without a quote);
+    it is no part of the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is
+    the same label. `references`: the answer texts a generated answer is graded against
+    (workbench.results.answers), where the dataset has them; not part of the identity either, since no
+    retrieval score reads them."""
 
     qid: str
     question: str
     answers: tuple[Span, ...]
     located: tuple[Located | None, ...] = field(default=(), compare=False)
     references: tuple[str, ...] = field(default=(), compare=False)
+    alternatives: tuple[tuple[Span, ...], ...] = ()  # the other alternatives to `answers`, each non-empty
+
+    def __post_init__(self) -> None:
+        if not all(self.alternatives):
+            raise ValueError(f"question {self.qid!r}: an alternative needs at least one answer span")
+
+    @property
+    def any_of(self) -> tuple[tuple[Span, ...], ...]:
+        """Every alternative set of evidence, `answers` first: finding any one answers the question."""
+        return (self.answers, *self.alternatives)
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """Every answer span of every alternative, in order: where the question has evidence at all."""
+        return tuple(a for alt in self.any_of for a in alt)
+
+    def within(self, doc_ids: set[str]) -> Question | None:
+        """This question with only its alternatives that lie wholly in `doc_ids` (None when none does)."""
+        hows = iter(self.located)
+        kept = [(alt, tuple(itertools.islice(hows, len(alt)))) for alt in self.any_of]
+        kept = [(alt, h) for alt, h in kept if all(a.doc_id in doc_ids for a in alt)]
+        if len(kept) == len(self.any_of) or not kept:
+            return self if kept else None
+        return replace(self, answers=kept[0][0], alternatives=tuple(alt for alt, _ in kept[1:]),
+                       located=tuple(x for _, h in kept for x in h))
 
 
 @dataclass(frozen=True)
@@ -259,8 +299,9 @@ class Dataset:
     def fingerprint(self) -> str:
         """Hash of documents and questions: identifies the data behind a set of results."""
         h = hashlib.sha256(self.corpus_fingerprint.encode())
-        for q in self.questions:
-            h.update(json.dumps([q.qid, q.question, [[a.doc_id, a.start, a.end] for a in q.answers]]).encode())
+        for q in self.questions:  # alternatives hashed only where there are some: other questions keep their key
+            spans = [[[a.doc_id, a.start, a.end] for a in alt] for alt in q.any_of]
+            h.update(json.dumps([q.qid, q.question, *spans[:1], *([spans[1:]] if q.alternatives else [])]).encode())
         return h.hexdigest()[:16]
 
     @property
@@ -270,7 +311,8 @@ class Dataset:
         return "group" if any(d.group is not None for d in self.documents) else "prefix"
 
     def groups_of_questions(self, by: Literal["group", "prefix"] | None = None) -> dict[str, str]:
-        """qid -> the group of its evidence documents (MIXED when they differ), in question order.
+        """qid -> the group of its evidence documents, of every alternative (MIXED when they differ), in
+        question order.
 
         by="group" reads each document's `group` field, by="prefix" its id (see `doc_group`);
         None takes `grouping`."""
@@ -279,9 +321,9 @@ class Dataset:
             raise ValueError(f"groups_of_questions: parameter 'by' must be one of {list(GROUPINGS)}, got {by!r}")
         out = {}
         for q in self.questions:
-            names = {doc_group(self.docs[a.doc_id], by) for a in q.answers}
+            names = {doc_group(self.docs[a.doc_id], by) for a in q.spans}
             if None in names:
-                bare = next(a.doc_id for a in q.answers if self.docs[a.doc_id].group is None)
+                bare = next(a.doc_id for a in q.spans if self.docs[a.doc_id].group is None)
                 raise ValueError(f"groups_of_questions: document {bare!r} (evidence of question {q.qid!r}) has no "
                                  "'group' field; give every document one, or use by='prefix'")
             out[q.qid] = names.pop() if len(names) == 1 else MIXED
@@ -290,14 +332,14 @@ class Dataset:
     @property
     def evidence_chars(self) -> float:
         """The median length of an answer span in characters: what a chunk's precision is bounded by."""
-        return float(statistics.median(len(a) for q in self.questions for a in q.answers))
+        return float(statistics.median(len(a) for q in self.questions for a in q.spans))
 
     @property
     def main_document(self) -> tuple[str, int]:
         """(doc id, how many questions have evidence in it) for the document holding the most
         questions' evidence, the first in corpus order on a tie: a set that mostly asks about one
         document measures chunking on that document."""
-        counts = Counter(doc_id for q in self.questions for doc_id in {a.doc_id for a in q.answers})
+        counts = Counter(doc_id for q in self.questions for doc_id in {a.doc_id for a in q.spans})
         return max(((d.doc_id, counts[d.doc_id]) for d in self.documents), key=lambda c: c[1])
 
     @property
@@ -307,8 +349,9 @@ class Dataset:
     def select(
         self, doc_ids: list[str] | None = None, max_questions: int | None = None, seed: int = 0
     ) -> Dataset:
-        """A smaller dataset: only `doc_ids` (and their questions), and at most `max_questions`
-        questions drawn with a fixed seed (so the subset, and its fingerprint, are reproducible)."""
+        """A smaller dataset: only `doc_ids` (and their questions, each with the alternatives that lie in
+        them), and at most `max_questions` questions drawn with a fixed seed (so the subset, and its
+        fingerprint, are reproducible)."""
         docs = self.documents
         if doc_ids is not None:
             unknown = sorted(set(doc_ids) - set(self.docs))
@@ -317,7 +360,7 @@ class Dataset:
             keep = set(doc_ids)
             docs = tuple(d for d in docs if d.doc_id in keep)
         kept = {d.doc_id for d in docs}
-        qs = [q for q in self.questions if all(a.doc_id in kept for a in q.answers)]
+        qs = [q for q in (q.within(kept) for q in self.questions) if q is not None]
         if max_questions is not None and len(qs) > max_questions:
             picked = set(random.Random(seed).sample(range(len(qs)), max_questions))
             qs = [q for i, q in enumerate(qs) if i in picked]
@@ -329,7 +372,7 @@ class Dataset:
         embedding cost (fewer distractors make retrieval easier: measure it, as bench/scale.md does)."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"with_distractors: n must be an int >= 0, got {n!r}")
-        evidence = {a.doc_id for q in self.questions for a in q.answers}
+        evidence = {a.doc_id for q in self.questions for a in q.spans}
         others = [d.doc_id for d in self.documents if d.doc_id not in evidence]
         if n > len(others):
             raise ValueError(f"with_distractors: n = {n} but dataset {self.name!r} has only {len(others)} documents "

@@ -70,7 +70,9 @@ def test_drift_is_listed_with_where_the_quote_is_now_and_resolve_moves_it(tmp_pa
                           f"quote; the quote is now at [{first['start'] + moved}, {first['end'] + moved}) (exact)")
     drifted = sum(a["doc_id"] == edited for r in rows for a in r["answers"])
     assert drifted == sum(len(r["answers"]) for r in rows)  # the first six questions are all on one document
-    assert printed[-1] == f"{drifted} labels: {drifted} drift"
+    assert printed[-2] == f"{drifted} labels: {drifted} drift"
+    assert printed[-1] == (f"--skip-missing would leave out {drifted} label(s) ({drifted} drift) and 6 question(s) "
+                           "left with no answer: " + ", ".join(r["qid"] for r in rows))
     statuses = resolve_labels(data, data / "questions.jsonl")
     assert sum(s.status == "drift" for s in statuses) == drifted
     ds = load_dataset(data)

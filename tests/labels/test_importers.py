@@ -63,21 +63,32 @@ def test_squad_round_trips_the_shared_copy_and_counts_unanswerable_questions(tmp
     def renamed(spans: list[dict]) -> list[dict]:
         return [s | {"doc_id": ids[s["doc_id"]]} for s in spans]
 
-    assert [(q["qid"], renamed(q["answers"]), renamed(q["alt_answers"])) for q in got] == [
-        (q["qid"], q["answers"], q["alt_answers"]) for q in expected]
+    # the excerpt's answers and alt_answers are the annotators' distinct spans: each an alternative now
+    assert [(q["qid"], renamed(spans_of(q))) for q in got] == [(q["qid"], q["answers"] + q["alt_answers"])
+                                                              for q in expected]
+    assert all(("alternatives" in q) == bool(e["alt_answers"]) for q, e in zip(got, expected, strict=True))
     corpus = lines(tmp_path / "out" / "corpus.jsonl")
     assert [d["text"] for d in corpus] == [d["text"] for d in lines(DATA / "squad_v11_dev" / "corpus.jsonl")]
     ds = load_dataset(tmp_path / "out")
     first = ds.questions[0].answers[0]
     assert got[0][REFERENCE] == ds.docs[first.doc_id].text[first.start:first.end] == "Denver Broncos"
+    before = load_dataset(DATA / "squad_v11_dev")  # the same references, the spans now alternatives
+    assert [q.references for q in ds.questions] == [q.references for q in before.questions]
+    assert [len(q.any_of) for q in ds.questions] == [1 + len(e["alt_answers"]) for e in expected]
     readme = (tmp_path / "out" / "README.md").read_text()
     assert "dev-v2.0.json" in readme and "- 1 unanswerable" in readme
 
     by_paragraph = import_dataset("squad", src, tmp_path / "para", documents="paragraph")
     paras = {d["doc_id"]: d["text"] for d in by_paragraph.documents}
     assert len(paras) == sum(d["text"].count("\n\n") + 1 for d in corpus)
-    assert all(paras[a["doc_id"]][a["start"]:a["end"]] == q[REFERENCE] for q in by_paragraph.questions
-               for a in q["answers"])
+    assert all(paras[a["doc_id"]][a["start"]:a["end"]] in ([q[REFERENCE]] if isinstance(q[REFERENCE], str)
+                                                           else q[REFERENCE])
+               for q in by_paragraph.questions for a in spans_of(q))
+
+
+def spans_of(q: dict) -> list[dict]:
+    """The spans of a question line, of every alternative."""
+    return q["answers"] if "answers" in q else [a for alt in q["alternatives"] for a in alt]
 
 
 def test_a_squad_offset_off_by_one_is_refused_naming_the_field(tmp_path: Path) -> None:

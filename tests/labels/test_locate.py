@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -23,6 +24,7 @@ from workbench.core.locate import (
     normalise,
 )
 from workbench.dataset import Document
+from workbench.ingest.text import read_rst
 
 SOURCE = "Refunds are paid\nwithin  five days. Refunds are paid within five days."
 
@@ -178,3 +180,73 @@ def test_any_slice_rendered_locates_to_a_span_that_normalises_to_it(text: str, d
         return
     assert found.how in ("exact", "normalised")
     assert normalise(text[found.start : found.end]).text.strip() == want
+
+
+# reStructuredText copied from its rendered page (pallets/itsdangerous's docs, built with Sphinx 9.0.4)
+
+ITSDANGEROUS = REPO / "tests" / "data" / "itsdangerous"
+RST = {p.relative_to(ITSDANGEROUS).as_posix(): Document(p.relative_to(ITSDANGEROUS).as_posix(), p.stem,
+                                                         read_rst(p, p.name).text)
+       for p in sorted((ITSDANGEROUS / "docs").glob("*.rst"))}
+
+
+@pytest.mark.parametrize(("doc_id", "rendered", "first", "last"), [
+    ("docs/signer.rst", "If the value is changed, the signature will no longer match, and unsigning will raise a "
+     "BadSignature exception:", "If the value", "BadSignature` exception:"),  # :exc:`~itsdangerous.exc.BadSignature`
+    ("docs/serializer.rst", "If you don\u2019t want to inspect attributes to figure out what exactly went wrong you "
+     "can also use loads_unsafe():", "If you don't", "loads_unsafe`:"),  # :meth: shows its name with ()
+    ("docs/serializer.rst", "A Signer class to instantiated with the secret_key, salt, and signer_kwargs passed to the "
+     "serializer.", "A :class:", "serializer."),  # ``literals``
+    ("docs/changes.rst", "Handle date overflow in timed unsign on 32-bit systems. #299", "Handle date", ":pr:`299`"),
+    ("docs/concepts.rst", "One way to generate a key is to use os.urandom().", "One way", ":func:`os.urandom`."),
+])
+def test_a_quote_copied_from_rendered_rst_maps_back_to_its_markup(doc_id: str, rendered: str, first: str,
+                                                                  last: str) -> None:
+    found = locate_quote(RST, rendered, doc_id)
+    span = RST[doc_id].text[found.start : found.end]
+    assert found.how == "normalised" and span.startswith(first) and span.endswith(last)
+
+
+def test_rst_roles_links_directives_and_emphasis_show_as_a_page_does() -> None:
+    source = ("See :doc:`the guide <install>` and :class:`!Plain`, :pep:`8`, :py:meth:`.Signer.sign`,\n"
+              ":attr:`~a.b.Thing.name` or `the site <https://x.org>`_. It is *very* **safe** ``code``.\n\n"
+              ".. note::\n\n    Keep it.\n\n.. code-block:: python\n    :linenos:\n\n    x = 1\n\n"
+              ".. versionchanged:: 2.0\n    Rewritten.\n\nAn example::\n\n    y = 2\n\n.. _site: https://x.org\n")
+    assert normalise(source).text.strip() == (
+        "See the guide and Plain, PEP 8, Signer.sign(), name or the site. It is very safe code. Keep it. x = 1 "
+        "Changed in version 2.0: Rewritten. An example: y = 2")
+    doc = Document("a.rst", "a", source)
+    found = locate_quote({"a.rst": doc}, "PEP 8, Signer.sign(), name or the site.")
+    assert source[found.start : found.end] == (":pep:`8`, :py:meth:`.Signer.sign`,\n:attr:`~a.b.Thing.name` or "
+                                               "`the site <https://x.org>`_.")
+
+
+def test_quotes_copied_from_the_rendered_itsdangerous_docs_locate_but_for_page_titles() -> None:
+    """Every sentence of 6+ words of the narrative pages as rendered (tests/data/itsdangerous_rendered.jsonl)
+    is found once normalised (or exactly), save those naming another page by its title (:doc:`/signer`
+    shows "Signing Interface", which the source does not hold): those are left to fuzzy matching."""
+    rendered = REPO / "tests" / "data" / "itsdangerous_rendered.jsonl"
+    rows = [json.loads(line) for line in rendered.open(encoding="utf-8")]
+    how: dict[str, str] = {}
+    for r in rows:
+        try:
+            how[r["quote"]] = locate_quote(RST, r["quote"], r["doc_id"]).how
+        except QuoteNotFound:
+            how[r["quote"]] = "missing"
+    loose = sorted(q for q, h in how.items() if h not in ("exact", "normalised"))
+    titles = ("Signing Interface", "Serialization Interface", "Signing With Timestamps", "URL Safe Serialization")
+    assert len(rows) == 156 and loose == sorted(q for q in how if any(t in q for t in titles)) and len(loose) == 6
+
+
+def test_a_fuzzy_span_covers_the_whole_quote_from_its_first_word_to_its_last() -> None:
+    """A quote whose first words differ a little and which leaves words out: an alignment of its length
+    covered only part of the source sentence; the span is the whole sentence."""
+    quote = ("Wars were raging in Europe. President Roosevelt's purpose was to wake up Congress and to alert the "
+             "people that this was no ordinary time.")
+    found = locate_quote(DOCS, quote)
+    assert found.how == "fuzzy" and quoted(found) == (
+        "War was raging in Europe.\n\nPresident Roosevelt\u2019s purpose was to wake up Congress and alert the "
+        "American people that this was no ordinary time.")
+    typo = "If a value was changed, the signature will no longer match, and unsigning will raise a BadSignature error."
+    found = locate_quote(RST, typo, "docs/signer.rst")
+    assert found.how == "fuzzy" and RST["docs/signer.rst"].text[found.start : found.end].startswith("If the value")

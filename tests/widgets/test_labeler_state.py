@@ -192,3 +192,51 @@ def test_the_widget_shows_an_error_instead_of_raising(folder: Path) -> None:
     assert "size" in labeler.message.value and "#b00020" in labeler.message.value
     labeler.guarded(labeler._save)()  # no question typed yet
     assert "type the question" in labeler.message.value
+
+
+def test_an_alternative_is_added_saved_as_alternatives_and_loads_as_any_one_of_them(folder: Path) -> None:
+    """The refund is in the notes and in the other file: "Add alternative" between them makes either count;
+    editing brings the last alternative back into the draft and saves the same line."""
+    state = LabelerState.open(folder)
+    with pytest.raises(ValueError, match="add the evidence of this alternative first"):
+        state.add_alternative()
+    state.add_evidence(evidence(state, "五 days 😀😀"))
+    state.add_alternative()
+    assert state.draft.evidence == () and len(state.draft.alternatives) == 1
+    state.add_evidence(evidence(state, "refunds and shipping", "other.txt"))
+    assert [p.draft for p in state.pieces() if NOTES[p.start:p.end] == "五 days 😀😀"] == [True]  # both marked
+    label = state.commit("How long does a refund take?")
+    assert [e.quote for e in label.evidence] == ["五 days 😀😀", "refunds and shipping"]
+    line = json.loads((folder / "questions.jsonl").read_text(encoding="utf-8"))
+    assert "answers" not in line and [[a["quote"] for a in alt] for alt in line["alternatives"]] == [
+        ["五 days 😀😀"], ["refunds and shipping"]]
+    (q,) = load_dataset(folder).questions
+    assert [[OTHER[a.start:a.end] if a.doc_id == "other.txt" else NOTES[a.start:a.end] for a in alt]
+            for alt in q.any_of] == [["五 days 😀😀"], ["refunds and shipping"]]
+    draft = state.edit(label.qid)
+    assert [e.quote for e in draft.evidence] == ["refunds and shipping"] and len(draft.alternatives) == 1
+    state.remove_alternative(0)
+    state.commit()
+    assert "answers" in json.loads((folder / "questions.jsonl").read_text(encoding="utf-8"))
+    state.undo()
+    state.undo()  # the alternative is back in the draft, and the file as it was
+    assert len(state.draft.alternatives) == 1 and "alternatives" in json.loads(
+        (folder / "questions.jsonl").read_text(encoding="utf-8"))
+    reopened = LabelerState.open(folder)
+    assert reopened.labels[0].json() == line and len(reopened.labels[0].any_of) == 2
+
+
+def test_a_file_of_the_flat_shape_opens_in_the_labeller_its_quotes_kept(folder: Path) -> None:
+    (folder / "questions.jsonl").write_text(json.dumps({"qid": "q1", "question": "Refund?", "source": "other.txt",
+                                                        "evidence": "Shipping is free."}) + "\n", encoding="utf-8")
+    state = LabelerState.open(folder)
+    (label,) = state.labels
+    assert label.answers == () and label.kept == ({"quote": "Shipping is free.", "doc_id": "other.txt"},)
+    state.edit("q1")
+    state.add_evidence(evidence(state, "The **refund**"))
+    state.commit()
+    line = json.loads((folder / "questions.jsonl").read_text(encoding="utf-8"))
+    assert line == {"qid": "q1", "question": "Refund?", "answers": [
+        {"doc_id": "notes.md", "start": NOTES.index("The **refund**"),
+         "end": NOTES.index("The **refund**") + len("The **refund**"), "quote": "The **refund**"},
+        {"quote": "Shipping is free.", "doc_id": "other.txt"}]}

@@ -21,11 +21,12 @@ def _add_labels(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("labels", help="check how every label's evidence locates, or write its offsets",
                        description="Answers may be offsets (doc_id, start, end), offsets with the quote they hold, "
                        "or quotes alone (with doc_id, or searched in the whole corpus) located exactly, normalised "
-                       "or fuzzily. `check` prints each label's status; `resolve` writes the questions with offsets.")
+                       "or fuzzily; a line may give them flat (source, evidence) and as alternatives. `check` prints "
+                       "each label's status; `resolve` writes the questions with offsets.")
     actions = p.add_subparsers(dest="action", required=True)
     for name, helped in (("check", "print every label's status: exact, normalised, fuzzy (score), ambiguous, "
-                          "missing (the best candidate), drift (offsets that no longer hold their quote); exit "
-                          "status 1 when any would stop load_dataset"),
+                          "missing (the best candidate), drift (offsets that no longer hold their quote), and what "
+                          "--skip-missing would leave out; exit status 1 when any would stop load_dataset"),
                          ("resolve", "write the questions with every answer as offsets (quotes kept, drifted "
                           "labels moved to where their quote is now), atomically")):
         a = actions.add_parser(name, help=helped, description=helped)
@@ -56,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> None:
     if args.command == "import":
         return _import(args)
-    from workbench.labels.check import BROKEN, check_labels, resolve_labels, summary
+    from workbench.labels.check import BROKEN, check_labels, resolve_labels, skip_summary, summary
 
     if args.action == "generate":
         return _generate(args)
@@ -71,9 +72,12 @@ def run(args: argparse.Namespace) -> None:
     print_warnings(caught)
     if args.action == "check":
         print("\n".join(s.describe() for s in statuses))
+        print("".join(f"a valid line: {e}\n" for e in dict.fromkeys(s.example for s in statuses if s.example)), end="")
     moved = sum(s.status == "drift" for s in statuses)
     print(summary(statuses) + (f"; wrote {args.out} ({moved} drifted label(s) moved)" if args.action == "resolve"
                                else ""))
+    if args.action == "check" and skip_summary(statuses):
+        print(skip_summary(statuses))
     if args.action == "check" and any(s.status in BROKEN for s in statuses):
         raise SystemExit(1)
 

@@ -77,6 +77,10 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
     s.add_argument("--strict", action="store_true",
                    help="stop with an error when any file of --data is skipped (unknown type, binary, unreadable, "
                    "empty) instead of warning")
+    s.add_argument("--skip-missing", action="store_true",
+                   help="leave out each label whose evidence is not located (a quote not found or found in several "
+                   "places, offsets that no longer hold their quote) and a question left with no answer, named in "
+                   "one warning that the report repeats, instead of stopping (`labels check` lists them)")
     s.add_argument("--out", type=Path, default=out, help="output folder (default: %(default)s)")
     s.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
                    help="a variant to sweep (repeatable); see below. Default: the default grid of the data and the "
@@ -157,14 +161,15 @@ def grid_of(session: Session, variants: list[Variant]) -> list[Variant]:
 
 
 def session_of(args: argparse.Namespace) -> Session:
-    """The session the options describe: the dataset (--data, --questions, --strict, --max-questions,
-    --distractors), the settings, the engine and the models, each refused with a one-line error naming
+    """The session the options describe: the dataset (--data, --questions, --strict, --skip-missing,
+    --max-questions, --distractors), the settings, the engine and the models, each refused with a one-line error naming
     its option before any model loads."""
     if args.max_questions is not None and args.max_questions < 1:
         raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
-            dataset = load_dataset(args.data, args.questions, strict=args.strict)
+            dataset = load_dataset(args.data, args.questions, strict=args.strict,
+                                   missing="skip" if args.skip_missing else "error")
     except DatasetError as e:
         raise SystemExit(f"error: {e}") from e
     print_warnings(caught)

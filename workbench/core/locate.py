@@ -92,8 +92,24 @@ _QUOTE_MARKS = str.maketrans({**dict.fromkeys("‘’‚‛′‹›", "'"), **d
                               **dict.fromkeys("‐‑‒–—―−", "-")})
 _DROPPED = frozenset("`*_")  # code and emphasis markers a rendered page does not show
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")  # [text](url "title"), ![alt](src)
-_LINE_MARK = re.compile(r"(?:^|(?<=\s))(?:#{1,6}(?:[ \t]+|$)|>[ \t]?)")  # heading, block-quote markers: a quote
-# joins lines, so they are dropped wherever a line could have started (both sides alike), and at the very end
+_LINE_MARK = re.compile(r"(?:^|(?<=\s))(?:(?:#{1,6}|#:)(?:[ \t]+|$)|>[ \t]?)")  # heading, block-quote markers and
+# the '#:' of an attribute's doc comment: a quote joins lines, so they are dropped wherever a line could have
+# started (both sides alike), and at the very end
+# reStructuredText, as Sphinx renders it: a role shows its title, else its target (`~` keeps the last
+# dotted part; a leading `!` or `.` is dropped), some with words around it (ROLE_SHOWN); `title <url>`_
+# shows its title; a directive line and its options show nothing but a version note's sentence
+# (DIRECTIVE_SHOWN), nor does a link target; a paragraph's closing '::' shows as ':' (nothing after a
+# space). ``literals`` and *emphasis* are the backticks and asterisks dropped below.
+_ROLE = re.compile(r"(?<![\w`]):(?:[A-Za-z][\w+.-]*:)*(?P<name>[A-Za-z][\w+.-]*):`"
+                   r"(?P<body>(?:[^`\n]|\n(?![ \t]*\n))+)`_{0,2}")  # within a paragraph
+_TITLED = re.compile(r"(?P<title>.*?\S)\s*<[^<>]+>", re.DOTALL)  # a role's or link's `title <target>`
+_RST_LINK = re.compile(r"(?<![\w`:])`(?P<title>[^`<>]*?\S)\s*<[^<>`]+>`_{1,2}")
+_DIRECTIVE = re.compile(r"^[ \t]*\.\.[ \t]+(?P<name>[\w:.-]+)::(?P<arg>[^\n]*)(?:\n[ \t]+:[\w-]+:(?:[ \t][^\n]*)?)*"
+                        r"|^[ \t]*\.\.[ \t]+_[^\n]*", re.M)
+_LITERAL_MARK = re.compile(r"(?<=\S)::(?=[ \t]*$)|(?:^|(?<=\s))::(?=[ \t]*$)", re.M)
+ROLE_SHOWN = {"func": "{}()", "meth": "{}()", "pep": "PEP {}", "rfc": "RFC {}", "issue": "#{}", "pr": "#{}"}
+DIRECTIVE_SHOWN = {"versionadded": "Added in version {}:", "versionchanged": "Changed in version {}:",
+                   "deprecated": "Deprecated since version {}:"}
 _PLAIN = re.compile(r"[!-)+-^a-~]+")  # printable ASCII but the dropped markers: kept as is, in bulk
 _ANCHOR = re.compile(r"\w{4,}")  # quote words a fuzzy match is sought around
 _ANCHORS_PER_WORD = 5000  # a word this frequent places nothing
@@ -160,29 +176,98 @@ class Normalised:
         return bisect.bisect_left(self.starts, offset)
 
 
-def _kept(text: str) -> Iterator[tuple[int, int]]:
-    """The source ranges left once link syntax keeps its text and line-start markers are dropped."""
-    cut = sorted([(m.start(), m.start(1)) for m in _LINK.finditer(text)]
-                 + [(m.end(1), m.end()) for m in _LINK.finditer(text)]
-                 + [m.span() for m in _LINE_MARK.finditer(text) if m.end() > m.start()])
+Edit = tuple[int, int, str, int]  # source [start, end) shown as a text ("": not at all); a hidden one joins the
+# character shown after it (1: a role's ':meth:`~a.'), before it (-1: its closing '`'), or neither (0), so that
+# a span ending or starting at the text a role shows covers the role
+
+
+def _role(m: re.Match[str]) -> list[Edit]:
+    """What a page shows of the role `m` (:meth:`~a.B.c`): its title or target, kept as source, and the
+    markup around it hidden or replaced by the words its kind adds (ROLE_SHOWN)."""
+    a, b = m.span("body")
+    body = m.group("body")
+    titled = _TITLED.fullmatch(body)
+    if titled:
+        show_from, show_to, template = a, a + titled.end("title"), "{}"
+    else:
+        show_from, show_to = a + len(body) - len(body.lstrip("!.~")), b
+        if body.lstrip("!.").startswith("~"):
+            show_from = max(show_from, m.string.rfind(".", show_from, b) + 1)
+        template = ROLE_SHOWN.get(m.group("name"), "{}")
+        if template.endswith("()") and body.endswith(")"):
+            template = "{}"
+    before, _, after = template.partition("{}")
+    return [(m.start(), show_from, before, 1), (show_to, m.end(), after, -1)]
+
+
+def _edits(text: str) -> Iterator[Edit]:
+    """The markup of `text` a rendered page does not show as written: Markdown's link syntax (its text
+    kept) and line-start markers, and reStructuredText's roles, links, directives and closing '::'."""
+    for m in _LINK.finditer(text):
+        yield m.start(), m.start(1), "", 0
+        yield m.end(1), m.end(), "", 0
+    yield from ((*m.span(), "", 0) for m in _LINE_MARK.finditer(text) if m.end() > m.start())
+    for m in _ROLE.finditer(text):
+        yield from _role(m)
+    yield from ((m.end("title"), m.end(), "", -1) for m in _RST_LINK.finditer(text))
+    for m in _DIRECTIVE.finditer(text):
+        shown = DIRECTIVE_SHOWN.get(m.group("name") or "")
+        yield m.start(), m.end(), shown.format(m.group("arg").strip()) if shown else "", 0
+    for m in _LITERAL_MARK.finditer(text):
+        yield m.end() - 1 if m.start() and not text[m.start() - 1].isspace() else m.start(), m.end(), "", -1
+
+
+def _pieces(text: str) -> Iterator[Edit | tuple[int, int, None, int]]:
+    """`text` as runs of source to normalise (shown None) and its markup (`_edits`), in order; an edit
+    that begins inside an earlier one only widens what is hidden."""
     at = 0
-    for a, b in cut:
+    for a, b, shown, attach in sorted(_edits(text), key=lambda e: (e[0], -e[1])):
+        if a < at:
+            at = max(at, b)
+            continue
         if a > at:
-            yield at, a
-        at = max(at, b)
+            yield at, a, None, 0
+        yield a, b, shown, attach
+        at = b
     if at < len(text):
-        yield at, len(text)
+        yield at, len(text), None, 0
 
 
 def normalise(text: str) -> Normalised:
     """What a rendered page and a copy-paste keep of `text`: Unicode NFKC, typographic quotes and dashes
-    made ASCII, every whitespace run one space, and Markdown's backticks, emphasis markers, heading and
-    block-quote markers (after any whitespace) and link syntax ([text](url) -> text) dropped. Both sides
-    of a comparison go through it; a base character is normalised with the combining marks after it."""
+    made ASCII, every whitespace run one space, Markdown's backticks, emphasis markers, heading and
+    block-quote markers (after any whitespace) and link syntax ([text](url) -> text) dropped, and
+    reStructuredText shown as Sphinx renders it (`_edits`: :meth:`~a.b` -> b(), ``x`` -> x, directive
+    lines dropped). Both sides of a comparison go through it; a base character is normalised with the
+    combining marks after it, and a text a piece of markup shows maps back to that markup."""
     out: list[str] = []
     starts, ends = array("q"), array("q")
-    for lo, hi in _kept(text):
-        i = lo
+    joins: int | None = None  # where hidden markup that joins the next character shown begins
+
+    def put(chars: str, i: int, j: int) -> None:
+        """Characters from source [i, j), markers dropped and whitespace runs made one space."""
+        nonlocal joins
+        for ch in chars:
+            if ch in _DROPPED:
+                continue
+            if ch.isspace():
+                if out and out[-1][-1] == " ":
+                    ends[-1] = j
+                    continue
+                ch = " "
+            out.append(ch)
+            starts.append(i if joins is None else joins)
+            ends.append(j)
+            joins = None
+
+    for lo, hi, shown, attach in _pieces(text):
+        if shown:
+            put(shown, lo, hi)
+        elif shown == "" and attach > 0:
+            joins = lo if joins is None else joins
+        elif shown == "" and attach < 0 and out:
+            ends[-1] = hi
+        i = lo if shown is None else hi
         while i < hi:
             m = _PLAIN.match(text, i, hi)
             j = m.end() if m else i
@@ -190,24 +275,17 @@ def normalise(text: str) -> Normalised:
                 j -= 1
             if j > i:
                 out.append(text[i:j])
+                first = len(starts)
                 starts.extend(range(i, j))
                 ends.extend(range(i + 1, j + 1))
+                if joins is not None:
+                    starts[first], joins = joins, None
                 i = j
                 continue
             j = i + 1
             while j < hi and unicodedata.combining(text[j]):
                 j += 1
-            for ch in unicodedata.normalize("NFKC", text[i:j]).translate(_QUOTE_MARKS):
-                if ch in _DROPPED:
-                    continue
-                if ch.isspace():
-                    if out and out[-1][-1] == " ":
-                        ends[-1] = j
-                        continue
-                    ch = " "
-                out.append(ch)
-                starts.append(i)
-                ends.append(j)
+            put(unicodedata.normalize("NFKC", text[i:j]).translate(_QUOTE_MARKS), i, j)
             i = j
     return Normalised("".join(out), starts, ends)
 
@@ -247,6 +325,25 @@ def _words(text: str, a: int, b: int) -> tuple[int, int]:
     return a, b
 
 
+def _whole(text: str, quote: str, a: int, b: int) -> tuple[int, int, float]:
+    """[a, b) of normalised `text` moved to the word boundaries within half the quote's length that match
+    the whole `quote` best (rapidfuzz's ratio; the wider span on a tie), and that score. Why: partial
+    alignment places a window of the quote's length, which clips a span that is longer (markup a page
+    does not show) or whose first words differ; the best ratio spans from the quote's first word to its last."""
+    reach = len(quote) // 2
+    lo, hi = max(0, a - reach), min(len(text), b + reach)
+    words = [m.span() for m in re.finditer(r"\S+", text[lo:hi])]
+    firsts, lasts = [lo + s for s, _ in words], [lo + e for _, e in words]
+    best = (fuzz.ratio(quote, text[a:b]), b - a)
+    while True:
+        start = max(firsts, key=lambda s: (fuzz.ratio(quote, text[s:b]), b - s) if s < b else (-1.0, 0))
+        end = max(lasts, key=lambda e: (fuzz.ratio(quote, text[start:e]), e - start) if e > start else (-1.0, 0))
+        score = (fuzz.ratio(quote, text[start:end]), end - start)
+        if score <= best:
+            return a, b, best[0]
+        a, b, best = start, end, score
+
+
 def _fuzzy(docs: Mapping[str, Document], ids: list[str], quote: str) -> list[Located]:
     """Fuzzy alignments of the normalised quote, best first: scored only where its words place it
     (each occurrence of a quote word votes for where the quote would start), so a megabyte corpus
@@ -273,8 +370,8 @@ def _fuzzy(docs: Mapping[str, Document], ids: list[str], quote: str) -> list[Loc
         al = fuzz.partial_ratio_alignment(quote, window)
         a, b = _words(norm.text, lo + al.dest_start, lo + al.dest_end)
         if b > a:
-            start, end = norm.source(a, b)
-            found[doc_id, start, end] = fuzz.ratio(quote, norm.text[a:b])
+            a, b, score = _whole(norm.text, quote, a, b)
+            found[(doc_id, *norm.source(a, b))] = score
     ranked = sorted(found.items(), key=lambda kv: -kv[1])
     return [Located(d, s, e, "fuzzy", score) for (d, s, e), score in ranked]
 

@@ -3,7 +3,8 @@ per document, with interval arithmetic, and (for recall_tokens) the tokens they 
 
 Why apart from the metrics: every metric and every variant reads the same prepared evidence, so it
 is prepared once per question (TokenBounds keeps it) and laid out as flat arrays for scoring all
-questions at once (EvidenceTable).
+questions at once (EvidenceTable). A question with alternatives is one set of evidence per alternative,
+scored alike and then the best taken (metrics.py), so the arrays hold alternatives, not questions.
 """
 
 from __future__ import annotations
@@ -149,28 +150,39 @@ class TokenBounds(dict[str, np.ndarray]):
         return self._evidence[key]
 
     def prepared(self, questions: Sequence[Question]) -> list[Evidence]:
-        """Each question's prepared evidence, kept for the same questions (the same sequence, as a
-        sweep scores its dataset's questions for every variant)."""
+        """Each alternative's prepared evidence (`prepare_all`), kept for the same questions (the same
+        sequence, as a sweep scores its dataset's questions for every variant)."""
         if questions is not self._questions:
             self._questions, self._table = questions, None
-            self._prepared = [self.evidence(q.answers) for q in questions]
+            self._prepared = [self.evidence(alt) for q in questions for alt in q.any_of]
         return self._prepared
 
     def evidence_table(self, questions: Sequence[Question]) -> EvidenceTable:
         """The questions' evidence as flat arrays, kept as `prepared` is."""
         prepared = self.prepared(questions)
         if self._table is None:
-            self._table = EvidenceTable(prepared)
+            self._table = EvidenceTable(prepared, owners(questions))
         return self._table
+
+
+def owners(questions: Sequence[Question]) -> np.ndarray | None:
+    """The question of each alternative, in order, where some question has alternatives; None where
+    each has one, so that such questions are scored as they always were, with nothing to reduce."""
+    if not any(q.alternatives for q in questions):
+        return None
+    return np.repeat(np.arange(len(questions)), [len(q.any_of) for q in questions])
 
 
 class EvidenceTable:
     """The evidence of many questions as flat arrays: what score_omega and `_states` read to score
-    every question at once. Rows are the merged evidence intervals (question, doc, start, end);
-    `span_*` the answer spans as given (hit_strict); with token boundaries, `piece_*` each evidence
-    token's evidence characters within one row, ordered by token (`piece_token`)."""
+    every question at once. Each prepared evidence is one "question" here: a question's, or, where
+    `owner` is given, one alternative's, `owner` naming its question (alternatives of one question
+    consecutive). Rows are the merged evidence intervals (question, doc, start, end); `span_*` the
+    answer spans as given (hit_strict); with token boundaries, `piece_*` each evidence token's evidence
+    characters within one row, ordered by token (`piece_token`)."""
 
-    def __init__(self, prepared: Sequence[Evidence]):
+    def __init__(self, prepared: Sequence[Evidence], owner: np.ndarray | None = None):
+        self.owner = owner
         rows = [(i, doc, s, e) for i, ev in enumerate(prepared) for doc, ivs in ev.by_doc.items() for s, e in ivs]
         question, doc, start, end = zip(*rows, strict=True) if rows else ((), (), (), ())
         self.question = np.array(question, dtype=np.int64)
@@ -217,9 +229,25 @@ def prepare(evidence: Sequence[Span], token_bounds: Mapping[str, np.ndarray] | N
 
 
 def prepare_all(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> list[Evidence]:
+    """Every alternative's prepared evidence, questions in order (one each, but for alternatives)."""
     if isinstance(token_bounds, TokenBounds):
         return token_bounds.prepared(questions)
-    return [Evidence(q.answers, token_bounds) for q in questions]
+    return [Evidence(alt, token_bounds) for q in questions for alt in q.any_of]
+
+
+def evidence_table(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> EvidenceTable:
+    """The questions' evidence table, kept by a TokenBounds between calls."""
+    if isinstance(token_bounds, TokenBounds):
+        return token_bounds.evidence_table(questions)
+    return EvidenceTable(prepare_all(questions, token_bounds), owners(questions))
+
+
+def best(values: np.ndarray, owner: np.ndarray | None) -> np.ndarray:
+    """Each question's best value (along the first axis) over its alternatives' rows; `values` as it is
+    when each question has one (`owner` None)."""
+    if owner is None:
+        return values
+    return np.maximum.reduceat(values, np.flatnonzero(np.diff(owner, prepend=-1)), axis=0)
 
 
 def token_bounds(dataset: Dataset, tokenizer: str = "cl100k_base") -> TokenBounds:

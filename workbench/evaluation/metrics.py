@@ -2,7 +2,8 @@
 
 Every metric compares the spans a ranking returns (`Hit.span`, what the LLM would read) with the
 question's evidence (the union of its answer spans) by character offsets, never by chunk ids, so
-one set of labels scores every chunking variant on the same footing. Formulas, edge cases and the
+one set of labels scores every chunking variant on the same footing. A question with alternatives
+gets, metric by metric, the best of its alternatives' values. Formulas, edge cases and the
 reasons behind each choice are in docs/metrics.md; tests pin every one with hand-computed cases.
 """
 
@@ -21,13 +22,14 @@ from workbench.evaluation.evidence import (
     EvidenceTable,
     Intervals,
     TokenBounds,
+    best,
     by_doc,
     clip,
     evidence_intervals,
+    evidence_table,
     merge,
     overlap,
     prepare,
-    prepare_all,
     total,
 )
 
@@ -211,17 +213,22 @@ def score_question(
     *,
     frac_threshold: float = FRAC_THRESHOLD,
     token_bounds: Mapping[str, np.ndarray] | None = None,
+    alternatives: Sequence[Sequence[Span]] = (),
 ) -> list[tuple[str, int, float]]:
     """(metric, k, value) for every k in ascending order and every metric in METRICS order.
 
     `ranked` may be shorter than k (the missing ranks retrieve nothing). `token_bounds` maps
     doc_id -> sorted char offsets of token starts plus len(text) (Tokenizer.boundaries); when
-    given, "recall_tokens" is added."""
+    given, "recall_tokens" is added. With `alternatives` (other sets of evidence, any one of which
+    answers the question), each value is the best of `evidence`'s and the alternatives', metric by
+    metric and k by k."""
     ks = _check_ks(ks)
     _check_threshold(frac_threshold)
     ev = prepare(evidence, token_bounds)
     names = _names(ev.tokens is not None)
     values = _values(ev, ranked, ks, frac_threshold)
+    for alternative in alternatives:
+        values = list(map(max, values, _values(prepare(alternative, token_bounds), ranked, ks, frac_threshold)))
     return [(m, k, values[i * len(names) + j]) for i, k in enumerate(ks) for j, m in enumerate(names)]
 
 
@@ -241,7 +248,7 @@ def score_rankings(
     ks = _check_ks(ks)
     _check_threshold(frac_threshold)
     names = _names(token_bounds is not None)
-    states = _states(_table(questions, token_bounds), rankings, ks[-1], frac_threshold)
+    states = _states(evidence_table(questions, token_bounds), rankings, ks[-1], frac_threshold)
     values = np.stack([states[m][:, ks] for m in names], axis=2)  # questions x ks x names
     per_question = len(ks) * len(names)
     return pd.DataFrame(
@@ -254,13 +261,6 @@ def score_rankings(
     )
 
 
-def _table(questions: Sequence[Question], token_bounds: Mapping[str, np.ndarray] | None) -> EvidenceTable:
-    """The questions' evidence table, kept by a TokenBounds between calls."""
-    if isinstance(token_bounds, TokenBounds):
-        return token_bounds.evidence_table(questions)
-    return EvidenceTable(prepare_all(questions, token_bounds))
-
-
 def _states(table: EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int,
             frac_threshold: float) -> dict[str, np.ndarray]:
     """Every per-k metric of every question after each rank: name -> (questions x depth + 1)
@@ -270,8 +270,11 @@ def _states(table: EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int,
     and a segment is covered from the first rank whose hit holds it, so the covered length after
     rank r sums the segments covered by then; a token piece is covered when every segment under
     it is, a token when its pieces are. Sums run rank by rank in `_values`' order, so floats agree
-    to the bit."""
-    nq, hits = len(table.length), RankedHits.of(rankings).top(depth)
+    to the bit. Alternatives (`table.owner`) are scored as questions of their own, each with its
+    question's ranking, and every value is then the best of its question's (`evidence.best`)."""
+    hits = RankedHits.of(rankings).top(depth)
+    hits = hits if table.owner is None else hits.take(table.owner)
+    nq = len(table.length)
     codes, _ = pd.factorize(np.concatenate([table.doc, table.span_doc, hits.doc_id]))
     row_doc, span_doc = codes[: len(table.doc)], codes[len(table.doc) : len(table.doc) + len(table.span_doc)]
     hq, hj = hits.question, hits.rank
@@ -327,7 +330,7 @@ def _states(table: EvidenceTable, rankings: Sequence[Sequence[Hit]], depth: int,
     }
     if table.tokens:
         out["recall_tokens"] = _recall_tokens(table, lo, hi, seg_first, nq, depth)
-    return out
+    return {m: best(v, table.owner) for m, v in out.items()}
 
 
 def _by_rank(question: np.ndarray, first: np.ndarray, weight: np.ndarray, nq: int, depth: int) -> np.ndarray:
@@ -407,7 +410,7 @@ def score_budgets(
     before = np.concatenate([[0], total])[hits.bounds[:-1]]  # tokens of the questions before each one
     used[hits.question, hits.rank] = total - np.repeat(before, hits.lengths)
     fits = (used[:, :, None] <= np.array(budgets)[None, None, :]).sum(axis=1)  # questions x budgets
-    states = _states(_table(questions, token_bounds), hits, max(1, int(fits.max(initial=0))), FRAC_THRESHOLD)
+    states = _states(evidence_table(questions, token_bounds), hits, max(1, int(fits.max(initial=0))), FRAC_THRESHOLD)
     values = np.stack([np.take_along_axis(states[m], fits, axis=1) for m in names], axis=2)  # q x budgets x names
     per_question = len(budgets) * len(names)
     return pd.DataFrame(
@@ -421,11 +424,15 @@ def score_budgets(
     )
 
 
-def precision_omega(evidence: Sequence[Span], chunk_spans: Sequence[Span]) -> float:
+def precision_omega(evidence: Sequence[Span], chunk_spans: Sequence[Span],
+                    alternatives: Sequence[Sequence[Span]] = ()) -> float:
     """Chroma's precision-Ω: |E ∩ C| / |E ∪ C|, C = union of every chunk that overlaps the evidence E.
 
     The best precision any retriever could reach with this chunking (it retrieves exactly the
-    chunks it needs, and nothing else); k-independent. Overlapping chunks count once (a union)."""
+    chunks it needs, and nothing else); k-independent. Overlapping chunks count once (a union).
+    With `alternatives`, the best of `evidence`'s and theirs."""
+    if alternatives:
+        return max(precision_omega(e, chunk_spans) for e in (evidence, *alternatives))
     ev = evidence_intervals(evidence)
     needed = by_doc(c for c in chunk_spans if clip(ev.get(c.doc_id, []), c.start, c.end))
     inter = sum(overlap(ev[d], needed[d]) for d in needed)
@@ -439,11 +446,11 @@ def score_omega(questions: Sequence[Question], chunk_spans: Sequence[Span],
     precision_omega to the last bit, for all questions at once (`_omega_all`).
 
     `chunk_spans` are all the spans the variant can return (Chunk.returned); a TokenBounds as
-    `token_bounds` keeps the questions' prepared evidence between calls (as in score_rankings)."""
-    table = (token_bounds.evidence_table(questions) if isinstance(token_bounds, TokenBounds)
-             else EvidenceTable(prepare_all(questions, None)))
+    `token_bounds` keeps the questions' prepared evidence between calls (as in score_rankings). A
+    question with alternatives gets the best of theirs."""
+    table = evidence_table(questions, token_bounds if isinstance(token_bounds, TokenBounds) else None)
     return pd.DataFrame({"qid": [q.qid for q in questions], "k": OMEGA_K, "metric": OMEGA,
-                         "value": _omega_all(table, chunk_spans)})
+                         "value": best(_omega_all(table, chunk_spans), table.owner)})
 
 
 def _omega_all(table: EvidenceTable, chunk_spans: Sequence[Span]) -> np.ndarray:

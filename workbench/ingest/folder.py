@@ -16,7 +16,7 @@ from typing import Literal
 from workbench.dataset import EMPTY_DOCS, Dataset, DatasetError, DatasetWarning, Document, Loaded, drop_empty
 from workbench.ingest.code import CODE_SUFFIXES, read_code, read_untyped
 from workbench.ingest.html import read_html
-from workbench.ingest.jsonl import read_corpus, read_questions
+from workbench.ingest.jsonl import MISSING, Missing, read_corpus, read_questions
 from workbench.ingest.pdf import read_pdf
 from workbench.ingest.report import Skip, Unreadable, report
 from workbench.ingest.text import read_markdown, read_rst, read_text
@@ -149,6 +149,7 @@ def load_dataset(
     name: str | None = None,
     empty_docs: Literal["skip", "error"] = "skip",
     strict: bool = False,
+    missing: Missing = "error",
 ) -> Dataset:
     """Load a dataset folder.
 
@@ -158,15 +159,20 @@ def load_dataset(
     the documents read counted by kind; `strict=True` makes that a DatasetError. Empty or
     whitespace-only documents have nothing to chunk: `empty_docs="skip"` leaves them out (reported),
     `"error"` raises a DatasetError naming the first. Answers given as quotes are located in the text
-    (`read_questions`), one DatasetWarning counting those that matched only normalised or fuzzily.
+    (`read_questions`), one DatasetWarning counting those that matched only normalised or fuzzily. A label
+    whose evidence is not located (a quote not found or ambiguous, offsets that no longer hold their quote)
+    is an error; `missing="skip"` leaves it out (and a question left with no answer), naming them in one
+    DatasetWarning, which the dataset's `notes` keep for the report.
     """
+    if missing not in MISSING:
+        raise ValueError(f"load_dataset: parameter 'missing' must be one of {list(MISSING)}, got {missing!r}")
     said: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", DatasetWarning)
             doc_list, skipped, qpath = load_documents(path, questions, empty_docs, strict)
             docs = {d.doc_id: d for d in doc_list}
-            questions_read = tuple(read_questions(qpath, docs, skipped))
+            questions_read = tuple(read_questions(qpath, docs, skipped, missing))
     finally:  # said again to the caller, as they were (an error too), and kept on the dataset for its report
         for w in said:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

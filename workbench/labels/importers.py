@@ -84,8 +84,9 @@ def _span(docs: Mapping[str, str], doc_id: str, start: int, text: str, path: Pat
 def read_squad(src: Path, documents: str = "article", prefix: str | None = None) -> Imported:
     """SQuAD v1.1 / v2.0 JSON. documents="article" (as ../shared/datasets/squad_v11_dev): one document per
     article, its paragraphs joined with a blank line, doc_id `<prefix>-NN`; "paragraph": one per paragraph,
-    `<prefix>-NN-PP`. The first answer is the span, the other distinct ones `alt_answers`, its text the
-    reference answer; unanswerable (v2 `is_impossible`) questions are dropped and counted."""
+    `<prefix>-NN-PP`. The annotators' distinct spans are alternatives (any one is a right answer: scoring
+    the first alone under-counts a retriever that returns another's), their texts the reference answers;
+    unanswerable (v2 `is_impossible`) questions are dropped and counted."""
     if documents not in ("article", "paragraph"):
         raise ValueError(f"read_squad: parameter 'documents' must be 'article' or 'paragraph', got {documents!r}")
     prefix = prefix or "squad-" + src.name.split("-v")[0].removesuffix(".json")
@@ -122,12 +123,14 @@ def read_squad(src: Path, documents: str = "article", prefix: str | None = None)
                     span = {"doc_id": doc_id, "start": offset + start, "end": offset + start + len(text)}
                     if span not in spans:
                         spans.append(span)
+                texts = list(dict.fromkeys(a["text"] for a in answers))
+                evidence = {"answers": spans} if len(spans) == 1 else {"alternatives": [[s] for s in spans]}
                 questions.append({"qid": qid, "question": _need(qa, "question", str, src, None, f"{at}.question"),
-                                  "answers": spans[:1], "alt_answers": spans[1:], REFERENCE: answers[0]["text"]})
+                                  **evidence, REFERENCE: texts if len(texts) > 1 else texts[0]})
     notes = (f"One document per {documents}" + (", its paragraphs joined with a blank line (\"\\n\\n\"), each answer "
              "offset shifted by its paragraph's start" if documents == "article" else "") + ".",
-             "`answers` holds the first annotator's span; `alt_answers` the other annotators' distinct spans "
-             f"(alternatives, not more required evidence); `{REFERENCE}` the first answer's text.")
+             "Each annotator's distinct span is an alternative (`alternatives`, any one answers the question; "
+             f"`answers` when there is one); `{REFERENCE}` holds their distinct texts.")
     return Imported("squad", src.name, docs, questions, dropped, notes)
 
 

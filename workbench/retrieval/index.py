@@ -131,8 +131,9 @@ class ChunkIndex:
         return list(dict.fromkeys(self._returned))
 
     def rows_of(self, question: Question) -> np.ndarray:
-        """The rows of the question's evidence documents (what document mode may rank), sorted."""
-        parts = [self._doc_rows[d] for d in dict.fromkeys(a.doc_id for a in question.answers) if d in self._doc_rows]
+        """The rows of the question's evidence documents, of every alternative (what document mode may
+        rank), sorted."""
+        parts = [self._doc_rows[d] for d in dict.fromkeys(a.doc_id for a in question.spans) if d in self._doc_rows]
         return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
     def hits(self, ranking: tuple[np.ndarray, np.ndarray], k: int) -> list[Hit]:

@@ -67,7 +67,9 @@ class Labeler(Guarded):
     written and its evidence, the saved labels; `state` is the LabelerState behind it.
 
     Select text in the document and press "Add evidence" (as often as the question needs), type the
-    question, "Save label". Pick a saved label to edit or delete it; "Undo" takes back the last actions.
+    question, "Save label". When the answer is written in two places too (the code that sets a default,
+    the page that documents it), press "Add alternative" and add the evidence of the other: any one
+    found counts. Pick a saved label to edit or delete it; "Undo" takes back the last actions.
     """
 
     def __init__(self, source: Dataset | str | Path, questions: str | Path | None = None,
@@ -94,6 +96,8 @@ class Labeler(Guarded):
         remove = _button("Remove evidence", "remove the evidence chosen in the list below")
         save = _button("Save label", f"save the question to {self.state.path}", "success")
         new = _button("New", "start a new question (Undo brings this one back)")
+        alternative = _button("Add alternative", "close this evidence: evidence added next is another place that "
+                              "answers the question, any one found counts")
         self.evidence = w.Select(rows=4, layout=w.Layout(width=FULL_WIDTH))
         self.labels = w.Select(rows=7, layout=w.Layout(width=FULL_WIDTH))
         edit = _button("Edit", "load the chosen label into the editor")
@@ -113,6 +117,8 @@ class Labeler(Guarded):
         remove.on_click(self.guarded(self._remove))
         save.on_click(self.guarded(self._save))
         new.on_click(self.guarded(lambda: self._act(self.state.new, "new label")))
+        alternative.on_click(self.guarded(lambda: self._act(self.state.add_alternative, "alternative closed: add the "
+                                                            "evidence of another")))
         edit.on_click(self.guarded(self._edit))
         delete.on_click(self.guarded(self._delete))
         self.undo_button.on_click(self.guarded(self._undo))
@@ -121,7 +127,7 @@ class Labeler(Guarded):
                          row(prev, nxt, self.found)], layout=w.Layout(width="280px", margin="0 16px 0 0"))
         reading = w.VBox([row(self.title, self.variant), self.view, self.selected],
                          layout=w.Layout(flex="1 1 0", min_width="320px"))
-        writing = w.VBox([w.HTML("<b>Question</b>"), self.question, row(add, remove, save, new),
+        writing = w.VBox([w.HTML("<b>Question</b>"), self.question, row(add, remove, alternative, save, new),
                           w.HTML("Evidence of this question"), self.evidence],
                          layout=w.Layout(flex="1 1 0", min_width="320px", margin="0 16px 0 0"))
         listing = w.VBox([w.HTML("<b>Labels</b>"), self.labels, row(edit, delete, self.undo_button)],
@@ -266,12 +272,16 @@ class Labeler(Guarded):
                                  for i, e in enumerate(ev)]
         self.labels.options = [(f"{lab.qid} · {lab.question[:70]} · {len(lab.answers)} span"
                                 f"{'s' * (len(lab.answers) != 1)}" + (f" + {len(lab.kept)} unplaced" if lab.kept
-                                                                       else ""), lab.qid) for lab in s.labels]
+                                                                       else "")
+                                + (f" · {len(lab.any_of)} alternatives" if lab.alternatives else ""), lab.qid)
+                               for lab in s.labels]
         self.undo_button.disabled = not s.can_undo
         editing = f"editing {s.draft.qid}" if s.draft.qid else "new question"
+        before = len(s.draft.alternatives)
+        drawing = f"alternative {before + 1} · " if before else ""
         saved = f"{len(s.labels)} question{'s' * (len(s.labels) != 1)} saved in {html.escape(s.path.name)}"
-        self.status.value = (f"<span style='color:#555'>{editing} · {len(ev)} evidence span{'s' * (len(ev) != 1)} · "
-                             f"{saved}</span>")
+        self.status.value = (f"<span style='color:#555'>{editing} · {drawing}{len(ev)} evidence span"
+                             f"{'s' * (len(ev) != 1)} · {saved}</span>")
         self.message.value = html.escape(done)
 
 

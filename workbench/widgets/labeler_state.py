@@ -22,8 +22,8 @@ from workbench.core.io import write_text
 from workbench.dataset import Dataset, DatasetError, Document, answer_problem, drop_empty
 from workbench.figures.viewer import pieces
 from workbench.ingest.folder import read_folder
+from workbench.ingest.jsonl import RawAnswer, question_fields, read_corpus, read_jsonl
 from workbench.ingest.jsonl import field as json_field
-from workbench.ingest.jsonl import read_corpus, read_jsonl
 from workbench.ingest.report import Skip, report
 from workbench.models.embed import Embedder
 from workbench.variant import Variant, parse_variant
@@ -44,11 +44,20 @@ class Evidence:
         return {"doc_id": self.doc_id, "start": self.start, "end": self.end, "quote": self.quote}
 
 
+Answer = Evidence | Mapping[str, Any]  # placed evidence, or an answer kept as written (a quote without offsets)
+
+
+def _json(answer: Answer) -> dict[str, Any]:
+    return answer.json() if isinstance(answer, Evidence) else dict(answer)
+
+
 @dataclass(frozen=True)
 class Label:
     """A question and its evidence. A label read from the file and never edited is written back as it
     was read (`raw`), fields the labeller does not know included; an edited one keeps those fields
-    (`extra`) and the answers it cannot place (`kept`: quotes without offsets, for `labels resolve`)."""
+    (`extra`) and the answers it cannot place (`kept`: quotes without offsets, for `labels resolve`).
+    With `alternatives` (as Question has them), any one of its alternatives answers the question;
+    `answers` and `kept` are the first."""
 
     qid: str
     question: str
@@ -56,21 +65,42 @@ class Label:
     kept: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] | None = None
+    alternatives: tuple[tuple[Answer, ...], ...] = ()  # the others, each as read or drawn
+
+    @property
+    def any_of(self) -> tuple[tuple[Answer, ...], ...]:
+        """Every alternative, the first (`answers`, then `kept`) first."""
+        return ((*self.answers, *self.kept), *self.alternatives)
+
+    @property
+    def evidence(self) -> tuple[Evidence, ...]:
+        """The placed evidence of every alternative: what the document view marks."""
+        return tuple(a for alt in self.any_of for a in alt if isinstance(a, Evidence))
 
     def json(self) -> dict[str, Any]:
         if self.raw is not None:
             return dict(self.raw)
-        return {"qid": self.qid, "question": self.question, "answers": [*(a.json() for a in self.answers),
-                *map(dict, self.kept)], **self.extra}
+        any_of = [[_json(a) for a in alt] for alt in self.any_of]
+        evidence = {"answers": any_of[0]} if len(any_of) == 1 else {"alternatives": any_of}
+        return {"qid": self.qid, "question": self.question, **evidence, **self.extra}
 
 
 @dataclass(frozen=True)
 class Draft:
-    """The label being written: `qid` of the one being edited, None for a new one."""
+    """The label being written: `qid` of the one being edited, None for a new one; `evidence` the
+    alternative being drawn, with the answers of it the labeller cannot place (`kept`); `alternatives`
+    those drawn before it (`LabelerState.add_alternative`)."""
 
     qid: str | None = None
     question: str = ""
     evidence: tuple[Evidence, ...] = ()
+    kept: tuple[Mapping[str, Any], ...] = ()
+    alternatives: tuple[tuple[Answer, ...], ...] = ()
+
+    @property
+    def any_of(self) -> tuple[tuple[Answer, ...], ...]:
+        """Every non-empty alternative, the one being drawn last: what `commit` writes."""
+        return tuple(alt for alt in (*self.alternatives, (*self.evidence, *self.kept)) if alt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,36 +137,36 @@ def load_documents(source: Dataset | str | Path, questions: str | Path | None = 
 
 
 def read_labels(path: Path, docs: Mapping[str, Document]) -> list[Label]:
-    """The questions of an existing file, every span checked against `docs` (errors name line and field);
-    answers without offsets are kept as written."""
+    """The questions of an existing file, in any shape load_dataset reads (`question_fields`), every span
+    checked against `docs` (errors name line and field); answers without offsets are kept as written."""
     labels: list[Label] = []
     seen: dict[str, int] = {}
     for n, obj in read_jsonl(path):
-        qid = json_field(obj, "qid", str, path, n)
-        question = json_field(obj, "question", str, path, n)
-        answers = json_field(obj, "answers", list, path, n)
-        if qid in seen:
-            raise DatasetError(path, n, "qid", f"duplicate id {qid!r} (first on line {seen[qid]})")
-        seen[qid] = n
-        spans, kept = [], []
-        for i, a in enumerate(answers):
-            f = f"answers[{i}]"
-            if not isinstance(a, dict):
-                raise DatasetError(path, n, f, f"must be an object with doc_id, start, end; got {a!r:.40}")
-            if "start" not in a and "end" not in a and isinstance(a.get("quote"), str):
-                kept.append(a)
-                continue
-            doc_id = json_field(a, "doc_id", str, path, n)
-            start, end = json_field(a, "start", int, path, n), json_field(a, "end", int, path, n)
-            broken = answer_problem(docs, {}, doc_id, start, end)
-            if broken is None and isinstance(a.get("quote"), str) and docs[doc_id].text[start:end] != a["quote"]:
-                broken = ".quote", f"does not match the document text at [{start}, {end})"
-            if broken is not None:
-                raise DatasetError(path, n, f + broken[0], broken[1])
-            spans.append(Evidence(doc_id, start, end, docs[doc_id].text[start:end]))
-        extra = {k: v for k, v in obj.items() if k not in ("qid", "question", "answers")}
-        labels.append(Label(qid, question, tuple(spans), tuple(kept), extra, obj))
+        line = question_fields(obj, path, n, seen)
+        any_of = tuple(tuple(_read_answer(raw, docs, path, n) for raw in alt) for alt in line.any_of)
+        first = any_of[0]
+        extra = {k: v for k, v in obj.items() if k not in line.fields}
+        labels.append(Label(line.qid, line.question, tuple(a for a in first if isinstance(a, Evidence)),
+                            tuple(a for a in first if not isinstance(a, Evidence)), extra, obj, any_of[1:]))
     return labels
+
+
+def _read_answer(raw: RawAnswer, docs: Mapping[str, Document], path: Path, line: int) -> Answer:
+    """One answer: its evidence when it has offsets that hold its quote, else (a quote alone) as written."""
+    a = raw.value
+    if not isinstance(a, dict):
+        raise DatasetError(path, line, raw.at, f"must be an object with doc_id, start, end; got {a!r:.40}")
+    if "start" not in a and "end" not in a and isinstance(a.get("quote"), str):
+        return a
+    doc_id = json_field(a, "doc_id", str, path, line, at=raw.at + ".")
+    start = json_field(a, "start", int, path, line, at=raw.at + ".")
+    end = json_field(a, "end", int, path, line, at=raw.at + ".")
+    broken = answer_problem(docs, {}, doc_id, start, end)
+    if broken is None and isinstance(a.get("quote"), str) and docs[doc_id].text[start:end] != a["quote"]:
+        broken = ".quote", f"does not match the document text at [{start}, {end})"
+    if broken is not None:
+        raise DatasetError(path, line, raw.name(broken[0].lstrip(".")), broken[1])
+    return Evidence(doc_id, start, end, docs[doc_id].text[start:end])
 
 
 class LabelerState:
@@ -217,8 +247,8 @@ class LabelerState:
         """The shown document cut wherever a chunk, a piece of evidence or the current match begins or ends."""
         doc = self.doc
         mine = [(i, c) for i, c in enumerate(chunks) if c.doc_id == doc.doc_id]
-        draft = [e for e in self.draft.evidence if e.doc_id == doc.doc_id]
-        labelled = [(lab.qid, e) for lab in self.labels for e in lab.answers if e.doc_id == doc.doc_id]
+        draft = [e for alt in self.draft.any_of for e in alt if isinstance(e, Evidence) and e.doc_id == doc.doc_id]
+        labelled = [(lab.qid, e) for lab in self.labels for e in lab.evidence if e.doc_id == doc.doc_id]
         match = self.matches[self.match_at] if self.match_at >= 0 else None
         marks = [*draft, *(e for _, e in labelled), *([match] if match and match.doc_id == doc.doc_id else [])]
         out = []
@@ -262,6 +292,24 @@ class LabelerState:
         self._change(f"add evidence [{evidence.start}, {evidence.end})",
                      draft=replace(self.draft, evidence=(*self.draft.evidence, evidence)))
 
+    def add_alternative(self) -> None:
+        """Close the alternative being drawn and start another: evidence added next is a second place that
+        answers the question (the code that sets a default, and the page that documents it); any one
+        found counts. A label with one alternative is written as `answers`, with several as `alternatives`."""
+        d = self.draft
+        if not d.evidence and not d.kept:
+            raise ValueError("add the evidence of this alternative first: an alternative needs at least one span")
+        self._change(f"alternative {len(d.alternatives) + 2}",
+                     draft=replace(d, alternatives=(*d.alternatives, (*d.evidence, *d.kept)), evidence=(), kept=()))
+
+    def remove_alternative(self, index: int) -> None:
+        """Drop alternative `index` of those drawn before the current one (0 is the first)."""
+        alts = self.draft.alternatives
+        if not 0 <= index < len(alts):
+            raise IndexError(f"remove_alternative: parameter 'index' must be in [0, {len(alts)}), got {index}")
+        self._change(f"remove alternative {index + 1}", draft=replace(self.draft, alternatives=alts[:index]
+                                                                       + alts[index + 1:]))
+
     def remove_evidence(self, index: int) -> None:
         ev = self.draft.evidence
         if not 0 <= index < len(ev):
@@ -274,9 +322,11 @@ class LabelerState:
         self._change("new label", draft=Draft())
 
     def edit(self, qid: str) -> Draft:
-        """Load label `qid` into the draft; `commit` replaces it."""
+        """Load label `qid` into the draft, its last alternative the one being drawn; `commit` replaces it."""
         label = self.label(qid)
-        self._change(f"edit {qid}", draft=Draft(qid, label.question, label.answers))
+        *before, last = label.any_of
+        self._change(f"edit {qid}", draft=Draft(qid, label.question, tuple(a for a in last if isinstance(a, Evidence)),
+                                                tuple(a for a in last if not isinstance(a, Evidence)), tuple(before)))
         return self.draft
 
     def label(self, qid: str) -> Label:
@@ -297,11 +347,15 @@ class LabelerState:
         question = self.draft.question if question is None else question
         if not question.strip():
             raise ValueError("type the question first")
-        if not self.draft.evidence:
+        any_of = self.draft.any_of
+        if not any(isinstance(a, Evidence) for alt in any_of for a in alt):
             raise ValueError("select the evidence in the document and add it first")
         qid = self.draft.qid or self.next_qid()
         old = next((lab for lab in self.labels if lab.qid == qid), None)
-        label = Label(qid, question.strip(), self.draft.evidence, old.kept if old else (), old.extra if old else {})
+        first = any_of[0]
+        label = Label(qid, question.strip(), tuple(a for a in first if isinstance(a, Evidence)),
+                      tuple(a for a in first if not isinstance(a, Evidence)), old.extra if old else {},
+                      alternatives=any_of[1:])
         labels = (tuple(label if lab.qid == qid else lab for lab in self.labels) if old
                   else (*self.labels, label))
         self._change(f"{'update' if old else 'add'} {qid}", labels=labels, draft=Draft())
