@@ -335,6 +335,19 @@ def test_a_re_export_from_the_figure_cache_never_imports_matplotlib(result: Swee
     assert shown.findall((tmp_path / "b" / "report.html").read_text()) == shown.findall(first["report"].read_text())
 
 
+def test_the_figure_cache_reads_back_nothing_drawn_by_code_since_edited(result: SweepResult,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache key hashes every module that draws the figures: draw.py and params.py draw too."""
+    from workbench.report import figures
+
+    hashed: list[Path] = []
+    real = figures.source_fingerprint
+    monkeypatch.setattr(figures, "source_fingerprint", lambda *modules: hashed.extend(modules) or real(*modules))
+    figures._content_key(result)
+    names = {m.name if isinstance(m, Path) else Path(m.__file__).name for m in hashed}
+    assert {"plots.py", "draw.py", "params.py", "plotdata.py", "figures.py"} <= names
+
+
 def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult) -> None:
     """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of
     the figure (a legend, a title or a tick label running off it would colour them)."""

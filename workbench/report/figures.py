@@ -114,7 +114,7 @@ def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Seq
 def _content_key(result: SweepResult) -> str:
     """What the default figures are drawn from: the per-question scores, the variants (this run's
     seconds and cache counts aside), the provenance (its date, counts and command aside) and the drawing
-    code (plots.py, plotdata.py, this module, matplotlib)."""
+    code (every module of workbench.figures that draws them, this module, matplotlib)."""
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
     # a re-run from the caches differs only in what this run spent: no figure draws it
@@ -123,9 +123,9 @@ def _content_key(result: SweepResult) -> str:
     # nor what it computed, when, or the command that ran it (its --out): none of it is drawn
     drawn = result.provenance.with_(computed=Computed(), date="", command=None).config()
     h.update(json.dumps(drawn, sort_keys=True, default=str).encode())
-    # its file: importing it imports matplotlib
-    plots = Path(importlib.util.find_spec("workbench.figures.plots").origin)
-    h.update(source_fingerprint(plots, plotdata, sys.modules[__name__]).encode())
+    # their files: importing them imports matplotlib
+    drawing = [Path(importlib.util.find_spec(f"workbench.figures.{m}").origin) for m in ("plots", "draw", "params")]
+    h.update(source_fingerprint(*drawing, plotdata, sys.modules[__name__]).encode())
     h.update(importlib.metadata.version("matplotlib").encode())
     return h.hexdigest()
 
