@@ -1,5 +1,6 @@
 """What the figures of a SweepResult show, computed without matplotlib: the parameters swept, the
-groups of variants a line joins, axis labels, the overview's panels, the variants' colours.
+groups of variants a line joins, axis labels, the overview's panels, the variants' colours (and,
+in a crowded figure, which few are drawn in colour), the variants that share their chunks.
 
 workbench.figures.plots draws from these; the report reads them too, for its captions, its legend and the
 names of the figures it reads back from the figure cache, so a report whose figures are all
@@ -19,6 +20,8 @@ from workbench.chunkers import STRATEGIES
 from workbench.core.params import UNIT_PARAM, short_value
 from workbench.core.stages import STAGES, get_stage
 from workbench.evaluation import stats
+from workbench.models.choose import variant_key
+from workbench.variant import Variant
 
 if TYPE_CHECKING:
     from workbench.results.result import SweepResult
@@ -33,6 +36,10 @@ RETRIEVER = "retriever"
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00", "#1e87ff", "#870078",
            "#b4b4e1", "#0f5a4b")
+# Over CROWDED variants in one figure, no set of colours stays apart: the TOP best are drawn in
+# colour (_LEAD's, best first) and labelled at their points, the rest in GREY beneath them
+CROWDED, TOP, GREY = 12, 8, "#b3b3b3"
+_LEAD = tuple(c for c in PALETTE if c != "#7f7f7f")  # the colours of the TOP: PALETTE less its grey
 
 
 def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
@@ -46,6 +53,46 @@ def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
 
     return {key: to_hex(c) for key, c in zip(keys, matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n)),
                                              strict=True)}
+
+
+def top_keys(result: SweepResult, keys: Sequence[str], n: int = TOP) -> list[str]:
+    """The n best of `keys` by the verdict's metric (recall at the default k, `SweepResult.ranking`),
+    best first; without recall, the first n in sweep order."""
+    if RECALL not in set(result.summary["metric"]):
+        return list(keys)[:n]
+    wanted = set(keys)
+    return [key for key in result.ranking()["key"] if key in wanted][:n]
+
+
+def figure_colors(result: SweepResult, keys: Sequence[str]) -> dict[str, str]:
+    """The colour of every variant of the result in a figure that draws `keys` (and in the report's
+    legend, which lists the figures' variants): up to CROWDED, each its own (`variant_colors` of
+    the whole result, so a redraw with fewer variants repaints nothing); over it, the TOP best of
+    `keys` in colour and the rest GREY."""
+    if len(keys) <= CROWDED:
+        return variant_colors(result.keys)
+    return dict.fromkeys(result.keys, GREY) | dict(zip(top_keys(result, keys), _LEAD, strict=False))
+
+
+def chunkings(result: SweepResult, keys: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """`keys` grouped by their chunks, in sweep order, each group with its name: variants that
+    differ in the retriever alone (one Variant.chunking_key, one model) share them, so a metric of
+    the chunks alone (precision_omega) is one number of theirs. A variant the result's grid cannot
+    make again (a strategy this version lacks) is a chunking of its own, named by its label."""
+    made: dict[str, Variant] = {}
+    for spec in result.provenance.grid:
+        try:
+            variant = Variant.from_spec(spec)
+        except ValueError:
+            continue
+        made[variant.key] = variant.chunking
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        base = variant_key(key)
+        chunks = made[base].key if base in made else base
+        groups.setdefault(chunks + key[len(base):], []).append(key)
+    return [(made[variant_key(members[0])].label if len(members) > 1 else result.label_of(members[0]), members)
+            for members in groups.values()]
 
 
 def _pick_k(result: SweepResult, k: int | None) -> int:
