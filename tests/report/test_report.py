@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import crowd
 import matplotlib
 import matplotlib.image
 
@@ -444,3 +445,19 @@ def test_cuts_name_where_each_retrieved_chunk_is() -> None:
         f"2. docs_src/cors_tutorial001.py · async def main() [{hits[1].start}, {hits[1].end})",
         f"3. handbook.pdf · page 3 [{hits[2].start}, {hits[2].end})"]
     assert "): install.rst · Installing the client > From the package index" in drawn  # the drawn chunk's tooltip
+
+
+def test_captions_say_what_a_crowded_figure_colours_and_what_a_panel_of_categories_shows() -> None:
+    """40 variants: each caption says which are in colour; against the retriever (categories, not a
+    scale) the caption says what its lines mean; by_model keeps its own."""
+    forty = crowd.forty()
+    title, caption = report.describe_figure(forty, "by_retriever")
+    assert title == "Recall, MRR and context cost for each retriever"
+    assert "Each retriever is a category, not a point on a scale" in caption and "levels off" not in caption
+    assert caption.endswith("In colour: the 7 lines that hold the 8 best variants by recall@5; grey: the other 7.")
+    assert "levels off" in report.describe_figure(forty, "by_size")[1]  # a scale: where it levels off
+    assert "In colour: the 8 best variants by recall@5; grey: the other 32." in report.describe_figure(forty,
+                                                                                                    "overview")[1]
+    omega = report.describe_figure(forty, "precision_omega")[1]
+    assert "One bar per chunking" in omega and "the 7 bars that hold the 8 best" in omega
+    assert report.describe_figure(forty, "by_model")[0] == "Which chunking for which model"

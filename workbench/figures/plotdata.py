@@ -36,7 +36,7 @@ RETRIEVER = "retriever"
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00", "#1e87ff", "#870078",
            "#b4b4e1", "#0f5a4b")
-# Over CROWDED variants in one figure, no set of colours stays apart: the TOP best are drawn in
+# Over CROWDED variants (or lines) in one figure, no set of colours stays apart: the TOP best are drawn in
 # colour (_LEAD's, best first) and labelled at their points, the rest in GREY beneath them
 CROWDED, TOP, GREY = 12, 8, "#b3b3b3"
 _LEAD = tuple(c for c in PALETTE if c != "#7f7f7f")  # the colours of the TOP: PALETTE less its grey
@@ -72,6 +72,18 @@ def figure_colors(result: SweepResult, keys: Sequence[str]) -> dict[str, str]:
     if len(keys) <= CROWDED:
         return variant_colors(result.keys)
     return dict.fromkeys(result.keys, GREY) | dict(zip(top_keys(result, keys), _LEAD, strict=False))
+
+
+def group_colors(result: SweepResult, groups: Sequence[tuple[str, pd.DataFrame]]) -> dict[str, str]:
+    """The colour of each line of a figure against a parameter (`_groups`): up to CROWDED lines,
+    each its own; over it, the lines that hold the TOP best variants in colour (the best's first)
+    and the rest GREY."""
+    names = [name for name, _ in groups]
+    if len(names) <= CROWDED:
+        return variant_colors(names)
+    line = {key: name for name, part in groups for key in part["key"]}
+    lead = dict.fromkeys(line[key] for key in top_keys(result, list(line)))
+    return dict.fromkeys(names, GREY) | dict(zip(lead, _LEAD, strict=False))
 
 
 def chunkings(result: SweepResult, keys: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -176,9 +188,14 @@ def swept_parameters(result: SweepResult) -> list[str]:
     see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
     overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
     group in grid order."""
-    swept = [p for p in result.grid_params
-             if _compared(_groups(result, _with_param(result, result.keys, [p])[0], [p]), p)]
+    swept = [p for p in result.grid_params if parameter_lines(result, p)]
     return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def parameter_lines(result: SweepResult, param: str) -> list[tuple[str, pd.DataFrame]]:
+    """The lines a figure of every variant against `param` draws (`_groups` of those that have it,
+    where it takes two values or more), each its name and its variants' rows."""
+    return _compared(_groups(result, _with_param(result, result.keys, [param])[0], [param]), param)
 
 
 def _compared(groups: list[tuple[str, pd.DataFrame]], param: str) -> list[tuple[str, pd.DataFrame]]:
@@ -195,6 +212,19 @@ def _check_param(result: SweepResult, param: str) -> None:
 def _stage_params() -> set[str]:
     """The parameters of retrieval stages (rrf_k): part of the retriever, not of the chunking."""
     return {name for stage in STAGES.values() for name in stage.params}
+
+
+def value_categories(values: pd.Series) -> list[Any]:
+    """The values of a parameter that is not a number (tokenizer, unit, a switch), in sweep order,
+    to be placed at 0, 1, 2...; [] for a numeric parameter, drawn on its own scale."""
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    return [] if numeric else list(dict.fromkeys(values))
+
+
+def is_categorical(result: SweepResult, param: str) -> bool:
+    """Whether a figure against `param` places its values as categories (`value_categories`), not on a scale."""
+    rows = result.variants
+    return bool(value_categories(_values(rows[rows[param].notna()], param)))
 
 
 def _values(rows: pd.DataFrame, param: str) -> pd.Series:
