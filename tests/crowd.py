@@ -1,7 +1,8 @@
 """A 40-variant result without a model, as the trial's grid was (four strategies, sizes, three
 retrievers): its scores drawn at random, so the figures and the report are tested at a realistic
 grid in seconds. Each retriever of one chunking shares its chunks, so its precision_omega too.
-And what a crowded figure is checked with: the hues a panel draws."""
+With it, answers an LLM might have given (no LLM runs), and what a crowded figure is checked with:
+the hues a panel draws."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 
 from workbench.evaluation import stats
+from workbench.results.answers import CEILING, FLOOR, Answers
 from workbench.results.provenance import Provenance
 from workbench.results.result import SweepResult
 from workbench.variant import Variant, grid
@@ -69,6 +71,32 @@ def forty(seed: int = 0) -> SweepResult:
               "models": [{"name": "MiniLM", "fingerprint": "minilm", "window": 256}], "date": "2024-12-06"}
     return SweepResult(pq, stats.summarize(pq, n_resamples=500), pd.DataFrame(variants),
                        Provenance.from_config(config))
+
+
+def answers(result: SweepResult, n: int = 3) -> Answers:
+    """The answer-quality tables of the n best variants by recall, between the floor and the
+    ceiling, their F1 drawn at random: what the report's "Answer quality" section renders."""
+    rng = np.random.default_rng(1)
+    ranked = result.ranking().head(n)
+    rows = [(FLOOR, "no context (floor)", FLOOR), *((r.key, r.variant, "variant") for r in ranked.itertuples()),
+            (CEILING, "the evidence (ceiling)", CEILING)]
+    qids = sorted(set(result.per_question["qid"]))
+    per_question = pd.DataFrame([{"key": key, "variant": name, "kind": kind, "qid": q, "question": f"What of {q}?",
+                                  "answer": f"an answer to {q}", "references": ("the answer",),
+                                  "graded_against": "reference", "f1": rng.uniform()}
+                                 for key, name, kind in rows for q in qids])
+    def interval(name: str, mean: float) -> dict[str, float]:
+        return {name: mean, f"{name}_low": mean - 0.06, f"{name}_high": mean + 0.06}
+
+    table = pd.DataFrame([{"key": key, "variant": name, "kind": kind, "graded_against": "reference",
+                           "questions": len(qids), **interval("f1", f1), **interval("exact_match", f1 / 2),
+                           **interval("f1_vs_best", f1 - 0.7), "f1_vs_best_p": 0.01,
+                           **interval("f1_vs_floor", f1 - 0.2), "f1_vs_floor_p": 0.01,
+                           "context_tokens": 900.0, "tokens_generated": 2_000, "seconds": 30.0}
+                          for (key, name, kind), f1 in zip(rows, [0.2, *np.linspace(0.7, 0.6, n), 0.9], strict=True)])
+    config = {"llm": "qwen2.5-0.5b", "max_tokens": 64, "context_tokens": 1024, "encoding": "cl100k_base",
+              "ranked_by": "recall@5", "confidence": 0.95}
+    return Answers(table, per_question, config)
 
 
 def colours_drawn(ax: Axes) -> set[str]:

@@ -40,6 +40,7 @@ from workbench.run.session import sweep
 from workbench.variant import Variant
 
 EVIL = "<script>alert(1)</script>"
+STAR = "\u2605\xa0"  # the headline's mark, before its label
 VARIANTS = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8)]
 
 
@@ -105,9 +106,12 @@ def test_default_figures_have_a_title_and_a_caption_and_one_width(result: SweepR
     assert len(titles) == len(captions) == len(figures) and len(set(titles)) == len(titles)
     for caption in captions:  # a sentence that says what to look for, not the figure's name
         assert len(caption.split()) >= 8 and caption not in figures
-    # the legend table: every variant's number next to its full label (the plots show numbers only)
-    for n, label in enumerate(result.labels, 1):
-        assert re.search(rf"<tr><td>{n}</td><td class=\"text\"><span class=\"swatch\"[^>]*></span>"
+    # the legend table: every variant's number next to its full label (the plots show numbers only),
+    # the headline's starred
+    best = verdict(result).best
+    for n, (key, label) in enumerate(zip(result.keys, result.labels, strict=True), 1):
+        row, star = ('<tr class="headline">', STAR) if key == best else ("<tr>", "")
+        assert re.search(rf"{row}<td>{n}</td><td class=\"text\">{star}<span class=\"swatch\"[^>]*></span>"
                          rf"{re.escape(html.escape(label))}</td></tr>", text)
 
 
@@ -461,3 +465,37 @@ def test_captions_say_what_a_crowded_figure_colours_and_what_a_panel_of_categori
     omega = report.describe_figure(forty, "precision_omega")[1]
     assert "One bar per chunking" in omega and "the 7 bars that hold the 8 best" in omega
     assert report.describe_figure(forty, "by_model")[0] == "Which chunking for which model"
+
+
+def test_a_forty_variant_report_says_which_rows_each_table_shows_and_stars_the_headline_in_each(
+        tmp_path: Path) -> None:
+    """The trial's report listed 7 of 11 variants in a table without saying which, and marked the
+    recommended row in the verdict alone: now every table says above it which rows it shows (a line
+    of its own, or its details' summary), the scores table a 40-variant result's 10 best by recall@5,
+    and the headline (the verdict's best) is starred and bold in every table that lists it."""
+    forty = crowd.forty()
+    best = verdict(forty).best
+    label = html.escape(forty.label_of(best))
+    text = write_report(forty, tmp_path / "r.html", figures={"overview": b"\x89PNG"},
+                        answers=crowd.answers(forty)).read_text(encoding="utf-8")
+    before = text.split('<div class="scroll">')
+    for head, table in zip(before, before[1:], strict=False):
+        said = re.search(r'(<p class="rows">((?!</p>).)*</p>|<summary>((?!</summary>).)*</summary>)\n$', head, re.S)
+        assert said, f"a table without its rows said: {table[:200]}"
+    assert len(before) - 1 == 9  # verdict, legend, scores (3), against the best, answers (2), variants
+    assert ("The top 10 by recall@5 of 40, the highest first; every variant in \u201cEvery metric at every k\u201d "
+            "below; \u2605 the headline, the verdict's best.") in text
+    scores = text[text.index('id="scores"'):text.index("<details>", text.index('id="scores"'))]
+    shown = [html.unescape(re.sub(r"<[^>]+>|\u2605\xa0", "", t)) for t in re.findall(r"<th>(.*?)</th>\s*<td>", scores)]
+    assert shown == list(forty.ranking()["variant"][:10])
+    assert "every variant (40), in sweep order; in colour in the figures, the 8 best by recall@5, the rest grey" in text
+    assert "Every variant (40), numbered in sweep order" in text and "Every variant but the best (39)" in text
+    tables = re.findall(r"<table.*?</table>", text, re.S)
+    listing = [t for t in tables if label in t.replace("<wbr>", "")]
+    assert len(listing) == 8  # verdict, legend, scores (3), answers (2), variants: all but against the best
+    for t in listing:
+        rows = re.findall(r"<tr[^>]*>.*?</tr>", t, re.S)
+        starred = [r for r in rows if STAR in r]
+        assert starred and all(r.startswith('<tr class="headline">') for r in starred), t[:300]
+        assert all(label in r.replace("<wbr>", "") for r in starred)
+        assert sum(r.startswith('<tr class="headline">') for r in rows) == len(starred)
