@@ -353,9 +353,12 @@ def test_the_figure_cache_reads_back_nothing_drawn_by_code_since_edited(result: 
     assert {"plots.py", "draw.py", "params.py", "plotdata.py", "figures.py"} <= names
 
 
-def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult) -> None:
+@pytest.mark.parametrize("crowded", [False, True])
+def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult, crowded: bool) -> None:
     """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of
-    the figure (a legend, a title or a tick label running off it would colour them)."""
+    the figure (a legend, a title or a tick label running off it would colour them), at 40 variants
+    too (their titles: "one bar per chunking", "context_tokens@5 vs breakpoint_percentile")."""
+    result = crowd.forty() if crowded else result
     swept = plotdata.swept_parameters(result)
     for width in (report.FIGURE_WIDTH, report.NARROW_WIDTH):
         for name, png in report.default_pngs(result, 120, width=width, swept=swept).items():

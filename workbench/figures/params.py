@@ -51,6 +51,8 @@ from workbench.figures.draw import (
     variant_markers,
 )
 
+_TITLE = 28  # characters a line of a panel's title (12 points) in a panel of PANEL_WIDTH
+
 
 def by_parameter(
     result: SweepResult,
@@ -98,7 +100,7 @@ def by_parameter(
             ax.set_xticks(sorted(values.unique()))
         ax.set_xlabel(_axis_label(result, param, rows["key"]))
         ax.set_ylabel(f"mean {metric_name(metric, mk)}")
-        ax.set_title(f"{metric_name(metric, mk)} vs {param}")
+        ax.set_title("\n".join(textwrap.wrap(f"{metric_name(metric, mk)} vs {param}", _TITLE)))
         ax.grid(alpha=0.3)
     left_out = [f"{missing} variant(s) without {param}"] * bool(missing) + [
         f"{alone} that differ from every other in more than {param}"] * bool(alone)

@@ -323,7 +323,7 @@ def metric_curves(
     fig = Figure(figsize=(width or 10, max(4.5, _bar_height(len(shared), short_ids) + 1.5)), layout="constrained")
     (ax,) = panel_axes(fig, 1, 1, 1)
     _bars(ax, rows[rows["key"].isin(shared)], colors, highlight, f"mean {metric}", _numbers(keys), short_ids, shared)
-    ax.set_title(f"{metric} (independent of k{', one bar per chunking' * (len(shared) < len(keys))})")
+    ax.set_title(f"{metric} (independent of k)" + "\none bar per chunking" * (len(shared) < len(keys)))
     return fig
 
 
