@@ -143,3 +143,78 @@ def test_at_400_tables_scroll_with_their_first_column_held_and_figures_are_drawn
     # drawn NARROW_WIDTH inches wide, shown at 90 px an inch or more (8-point text at 10 px), never blown up
     assert all(f["width"] / report.NARROW_WIDTH >= 90 and f["natural"] >= f["width"] for f in figures), figures
     tab.screenshot("report-400")
+
+
+@pytest.fixture(scope="module")
+def forty_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of a 40-variant result (tests/crowd.py: no model), its figures and answers."""
+    import crowd
+
+    forty = crowd.forty()
+    return report.write_report(forty, tmp_path_factory.mktemp("forty") / "report.html", answers=crowd.answers(forty))
+
+
+# Every table on show (details opened): whether a line above it says its rows (a p.rows, or its
+# details' summary), and where its headline's star is drawn against the box that shows the table,
+# before and after scrolling that box to its right end, and how heavy the headline row's text is.
+HEADLINE_MARKS = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const width = document.documentElement.clientWidth;
+  const inside = (r, b) => r.left >= Math.max(b.left, 0) - 0.5 && r.right <= Math.min(b.right, width) + 0.5;
+  const star = cell => { const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) { const i = n.data.indexOf('\\u2605');
+      if (i >= 0) { const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1); return r; } }
+    return null; };
+  return [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null).map(t => {
+    const box = t.closest('.scroll');
+    const above = (box || t).previousElementSibling;
+    const row = t.querySelector('tr.headline');
+    const mark = row && star(row);
+    const seen = () => mark ? inside(mark.getBoundingClientRect(), (box || document.documentElement)
+                                     .getBoundingClientRect()) : null;
+    const before = seen();
+    if (box) box.scrollLeft = box.scrollWidth;
+    const after = seen();
+    if (box) box.scrollLeft = 0;
+    return {section: t.closest('section') ? t.closest('section').id : '', said: !!above && (
+              above.matches('p.rows') || above.matches('summary')) || t.matches('.provenance'),
+            headline: !!row, starred: !!mark, before, after,
+            weight: row ? Math.min(...[...row.children].map(c => +getComputedStyle(c).fontWeight)) : null};
+  });
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_a_forty_variant_report_reads_at_both_widths_with_its_headline_starred_in_view_in_every_table(
+        tab: Tab, forty_html: Path, width: int) -> None:
+    """40 variants as the trial had (39): nothing wider than the window, every image decoded,
+    every table says which rows it shows, and the headline row of every table that lists it is
+    bold with its star in view, before and after the table is scrolled to its last column."""
+    open_report(tab, forty_html, width)
+    images = tab.page.evaluate("""async () => Promise.all([...document.images].map(async img => {
+        try { await img.decode(); return img.naturalWidth; } catch (e) { return 0; } }))""")
+    assert images and all(w > 0 for w in images), images
+    tab.screenshot(f"report-40-top-{width}", full_page=False)
+    tab.screenshot(f"report-40-{width}")
+    for section in ("figure-overview", "scores"):
+        tab.screenshot(f"report-40-{section}-{width}", tab.page.locator(f"#{section}"))
+    assert not tab.page.evaluate(WIDER_THAN_WINDOW)
+    tables = tab.page.evaluate(HEADLINE_MARKS)  # opens every details
+    assert all(t["said"] for t in tables), [t for t in tables if not t["said"]]
+    marked = {t["section"] for t in tables if t["headline"]}
+    assert marked == {"verdict", "figures", "scores", "answers", "variants"}, marked
+    for t in tables:
+        if t["headline"]:
+            assert t["starred"] and t["before"] and t["after"] and t["weight"] >= 600, t
+    assert not [c for c in tab.console if c.startswith("error")] and not tab.errors
+
+
+def test_at_400_the_headline_is_starred_in_view_in_every_table_of_a_real_sweep(tab: Tab, report_html: Path) -> None:
+    """The tiny sweep's report, with its dataset: "By group" and the cuts' tables too."""
+    open_report(tab, report_html, 400)
+    tables = tab.page.evaluate(HEADLINE_MARKS)
+    assert all(t["said"] for t in tables), [t for t in tables if not t["said"]]
+    assert {t["section"] for t in tables if t["headline"]} == {"verdict", "figures", "scores", "by-group", "variants"}
+    for t in tables:
+        if t["headline"]:
+            assert t["starred"] and t["before"] and t["after"] and t["weight"] >= 600, t

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import crowd
 import matplotlib.image
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.text import Text
 
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
@@ -159,7 +161,8 @@ def test_figures_stay_out_of_pyplot_and_render_to_png(result: SweepResult) -> No
 
 
 def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -> None:
-    """A 15-variant result (the real rows relabelled): the legend sits below every panel."""
+    """A 15-variant result (the real rows relabelled): the legend, of the 8 best (in colour) and
+    one entry for the grey rest, sits below every panel."""
     names = {v: f"semantic(breakpoint_percentile={90 + i}, buffer_size=1)+header+late" for i, v in enumerate(LABELS)}
     many = [f"{names[v]} #{j}" for j in range(5) for v in LABELS]
 
@@ -169,13 +172,16 @@ def test_fifteen_long_labels_keep_the_legend_off_the_data(result: SweepResult) -
 
     big = SweepResult(copies(result.per_question), copies(result.summary), copies(result.variants), result.provenance)
     fig = plots.overview(big)
-    assert len(errorbars(fig.axes[0])) == 15
+    assert len(errorbars(fig.axes[0])) == plotdata.TOP and len(fig.axes[0].get_lines()) > 15
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
     (legend,) = fig.legends
     box = legend.get_window_extent(renderer)
-    assert [t.get_text().split("  ", 1)[1] for t in legend.get_texts()] == many
+    top = set(plotdata.top_keys(big, big.keys))
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert [t.split("  ", 1)[1] for t in texts[:-1]] == [m for m, key in zip(many, big.keys, strict=True) if key in top]
+    assert texts[-1] == "grey: the other 7"
     for ax in fig.axes:
         assert not box.overlaps(ax.get_window_extent(renderer))
 
@@ -266,3 +272,63 @@ def test_overview_panels_are_what_is_drawn(result: SweepResult) -> None:
     no_budgets = SweepResult(result.per_question, result.summary[result.summary.budget == 0], result.variants,
                              result.provenance.with_(settings=replace(result.provenance.settings, budgets=())))
     assert len(plots.overview(no_budgets).axes) == len(plots.overview_panels(no_budgets)) == 3
+
+
+@pytest.fixture(scope="module")
+def forty() -> SweepResult:
+    return crowd.forty()
+
+
+def boxes_of(fig: matplotlib.figure.Figure, ax: matplotlib.axes.Axes) -> list[matplotlib.transforms.Bbox]:
+    """Where each text written in a panel (a direct label) is drawn, its leader line left out."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return [Text.get_window_extent(t, canvas.get_renderer()) for t in ax.texts]
+
+
+@pytest.mark.parametrize("width", [12.0, 4.0])  # the report's widths
+def test_forty_variants_show_the_best_eight_in_colour_labelled_and_the_rest_grey(forty: SweepResult,
+                                                                                  width: float) -> None:
+    """The trial's 39-variant overview was 39 colours no one could tell apart, its cost labels ran into
+    each other and its budget panel was one smear of bands: now the 8 best by recall@5 (the verdict's
+    metric) are in colour, each numbered beside its points where no label covers another, the rest grey,
+    and every variant, grey or not, can still be marked."""
+    fig = plots.overview(forty, short_ids=True, width=width)
+    curves, mrr, cost, budgets = fig.axes
+    best = list(forty.ranking()["key"][: plotdata.TOP])
+    number = {key: str(n) for n, key in enumerate(forty.keys, 1)}
+    for ax in fig.axes:
+        assert len(crowd.colours_drawn(ax)) <= plotdata.TOP, ax.get_title()
+    assert {c.get_label() for c in errorbars(curves)} == {forty.label_of(key) for key in best}
+    for ax in (curves, cost, budgets):
+        assert sorted(t.get_text() for t in ax.texts) == sorted(number[key] for key in best), ax.get_title()
+        boxes = boxes_of(fig, ax)
+        frame = ax.get_window_extent()
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)], ax.get_title()
+        assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [number[key] for key in forty.keys if key in best] + ["grey: the other 32"]
+    for key in forty.keys:
+        assert len(plots.mark(fig, key)) == 4, forty.label_of(key)  # a point, a bar, a point, a line
+
+
+def test_forty_variants_keep_a_bar_per_chunking_for_a_metric_of_the_chunks_alone(forty: SweepResult) -> None:
+    """precision_omega is the chunks': the trial drew the same bar once per retriever. Now one bar per
+    chunking, numbered by every variant that shares it, each of them marked on it."""
+    fig = plots.metric_curves(forty, "precision_omega", short_ids=True)
+    (ax,) = fig.axes
+    (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
+    chunkings = {v.chunking_key for v in crowd.VARIANTS}
+    assert len(bars.patches) == len(chunkings) == 14
+    number = {v.key: str(n) for n, v in enumerate(crowd.VARIANTS, 1)}
+    shared = {c: ", ".join(number[v.key] for v in crowd.VARIANTS if v.chunking_key == c) for c in chunkings}
+    assert sorted(t.get_text() for t in ax.get_yticklabels()) == sorted(shared.values())
+    omega = forty.summary.query("metric == 'precision_omega'").set_index("key")["mean"]
+    for v in crowd.VARIANTS:
+        (ring,) = plots.mark(fig, v.key)
+        (bar,) = [p for p in bars.patches if p.get_bbox().bounds == ring.get_bbox().bounds]
+        assert bar.get_width() == pytest.approx(omega[v.chunking_key])
+    assert "one bar per chunking" in ax.get_title()
+    gone = forty.provenance.with_(grid=({"strategy": "gone", "params": {}}, *forty.provenance.grid))
+    again = SweepResult(forty.per_question, forty.summary, forty.variants, gone)
+    assert len(plotdata.chunkings(again, again.keys)) == 14  # a spec this version cannot make is passed over

@@ -6,6 +6,7 @@ import gc
 import io
 from pathlib import Path
 
+import crowd
 import matplotlib
 
 matplotlib.use("Agg")
@@ -275,3 +276,22 @@ def test_a_figure_given_a_phone_width_stacks_its_panels_and_its_texts_stay_insid
         for text in [*fig.texts, *(lg for lg in fig.legends)]:
             box = text.get_window_extent(renderer)
             assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, text
+
+
+def test_forty_variants_against_a_parameter_colour_the_lines_of_the_best_and_grey_the_rest() -> None:
+    """Against the retriever, 40 variants make 14 lines (one per chunking): over 12, the lines that
+    hold the 8 best variants by recall@5 are in colour and named, the others grey and counted; every
+    variant can still be marked."""
+    forty = crowd.forty()
+    fig = plots.by_parameter(forty, "retriever")
+    for ax in fig.axes:
+        assert 1 < len(crowd.colours_drawn(ax)) <= plotdata.TOP
+    recall = fig.axes[0]
+    coloured = [line for line in lines(recall) if to_rgba(line.get_color()) != to_rgba(plotdata.GREY)]
+    for key in forty.ranking()["key"][: plotdata.TOP]:  # each on a line in colour
+        (ring, *_) = plots.mark(fig, key)
+        at = (ring.get_xdata()[0], ring.get_ydata()[0])
+        assert any(at in zip(line.get_xdata(), line.get_ydata(), strict=True) for line in coloured)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [line.get_label() for line in coloured] + [f"grey: the other {14 - len(coloured)}"]
+    assert all(len(plots.mark(fig, key)) == 3 for key in forty.keys)

@@ -227,7 +227,7 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     section = text[text.index('id="verdict"'):text.index("</section>")]
     assert "cannot separate the top 2" in section and "<td>tied</td>" in section and "<th>P(best)</th>" in section
-    assert '<tr class="headline"><td class="label">★ one' in section  # marked at every width
+    assert '<tr class="headline"><td class="label">★\xa0one' in section  # marked at every width
     assert "<td>0.50</td>" in section  # P(best) of each twin
 
 

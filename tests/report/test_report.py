@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import crowd
 import matplotlib
 import matplotlib.image
 
@@ -39,6 +40,7 @@ from workbench.run.session import sweep
 from workbench.variant import Variant
 
 EVIL = "<script>alert(1)</script>"
+STAR = "\u2605\xa0"  # the headline's mark, before its label
 VARIANTS = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overlap=8)]
 
 
@@ -104,9 +106,12 @@ def test_default_figures_have_a_title_and_a_caption_and_one_width(result: SweepR
     assert len(titles) == len(captions) == len(figures) and len(set(titles)) == len(titles)
     for caption in captions:  # a sentence that says what to look for, not the figure's name
         assert len(caption.split()) >= 8 and caption not in figures
-    # the legend table: every variant's number next to its full label (the plots show numbers only)
-    for n, label in enumerate(result.labels, 1):
-        assert re.search(rf"<tr><td>{n}</td><td class=\"text\"><span class=\"swatch\"[^>]*></span>"
+    # the legend table: every variant's number next to its full label (the plots show numbers only),
+    # the headline's starred
+    best = verdict(result).best
+    for n, (key, label) in enumerate(zip(result.keys, result.labels, strict=True), 1):
+        row, star = ('<tr class="headline">', STAR) if key == best else ("<tr>", "")
+        assert re.search(rf"{row}<td>{n}</td><td class=\"text\">{star}<span class=\"swatch\"[^>]*></span>"
                          rf"{re.escape(html.escape(label))}</td></tr>", text)
 
 
@@ -335,9 +340,25 @@ def test_a_re_export_from_the_figure_cache_never_imports_matplotlib(result: Swee
     assert shown.findall((tmp_path / "b" / "report.html").read_text()) == shown.findall(first["report"].read_text())
 
 
-def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult) -> None:
+def test_the_figure_cache_reads_back_nothing_drawn_by_code_since_edited(result: SweepResult,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache key hashes every module that draws the figures: draw.py and params.py draw too."""
+    from workbench.report import figures
+
+    hashed: list[Path] = []
+    real = figures.source_fingerprint
+    monkeypatch.setattr(figures, "source_fingerprint", lambda *modules: hashed.extend(modules) or real(*modules))
+    figures._content_key(result)
+    names = {m.name if isinstance(m, Path) else Path(m.__file__).name for m in hashed}
+    assert {"plots.py", "draw.py", "params.py", "plotdata.py", "figures.py"} <= names
+
+
+@pytest.mark.parametrize("crowded", [False, True])
+def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult, crowded: bool) -> None:
     """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of
-    the figure (a legend, a title or a tick label running off it would colour them)."""
+    the figure (a legend, a title or a tick label running off it would colour them), at 40 variants
+    too (their titles: "one bar per chunking", "context_tokens@5 vs breakpoint_percentile")."""
+    result = crowd.forty() if crowded else result
     swept = plotdata.swept_parameters(result)
     for width in (report.FIGURE_WIDTH, report.NARROW_WIDTH):
         for name, png in report.default_pngs(result, 120, width=width, swept=swept).items():
@@ -431,3 +452,53 @@ def test_cuts_name_where_each_retrieved_chunk_is() -> None:
         f"2. docs_src/cors_tutorial001.py · async def main() [{hits[1].start}, {hits[1].end})",
         f"3. handbook.pdf · page 3 [{hits[2].start}, {hits[2].end})"]
     assert "): install.rst · Installing the client > From the package index" in drawn  # the drawn chunk's tooltip
+
+
+def test_captions_say_what_a_crowded_figure_colours_and_what_a_panel_of_categories_shows() -> None:
+    """40 variants: each caption says which are in colour; against the retriever (categories, not a
+    scale) the caption says what its lines mean; by_model keeps its own."""
+    forty = crowd.forty()
+    title, caption = report.describe_figure(forty, "by_retriever")
+    assert title == "Recall, MRR and context cost for each retriever"
+    assert "Each retriever is a category, not a point on a scale" in caption and "levels off" not in caption
+    assert caption.endswith("In colour: the 7 lines that hold the 8 best variants by recall@5; grey: the other 7.")
+    assert "levels off" in report.describe_figure(forty, "by_size")[1]  # a scale: where it levels off
+    assert "In colour: the 8 best variants by recall@5; grey: the other 32." in report.describe_figure(forty,
+                                                                                                    "overview")[1]
+    omega = report.describe_figure(forty, "precision_omega")[1]
+    assert "One bar per chunking" in omega and "the 7 bars that hold the 8 best" in omega
+    assert report.describe_figure(forty, "by_model")[0] == "Which chunking for which model"
+
+
+def test_a_forty_variant_report_says_which_rows_each_table_shows_and_stars_the_headline_in_each(
+        tmp_path: Path) -> None:
+    """The trial's report listed 7 of 11 variants in a table without saying which, and marked the
+    recommended row in the verdict alone: now every table says above it which rows it shows (a line
+    of its own, or its details' summary), the scores table a 40-variant result's 10 best by recall@5,
+    and the headline (the verdict's best) is starred and bold in every table that lists it."""
+    forty = crowd.forty()
+    best = verdict(forty).best
+    label = html.escape(forty.label_of(best))
+    text = write_report(forty, tmp_path / "r.html", figures={"overview": b"\x89PNG"},
+                        answers=crowd.answers(forty)).read_text(encoding="utf-8")
+    before = text.split('<div class="scroll">')
+    for head, table in zip(before, before[1:], strict=False):
+        said = re.search(r'(<p class="rows">((?!</p>).)*</p>|<summary>((?!</summary>).)*</summary>)\n$', head, re.S)
+        assert said, f"a table without its rows said: {table[:200]}"
+    assert len(before) - 1 == 9  # verdict, legend, scores (3), against the best, answers (2), variants
+    assert ("The top 10 by recall@5 of 40, the highest first; every variant in \u201cEvery metric at every k\u201d "
+            "below; \u2605 the headline, the verdict's best.") in text
+    scores = text[text.index('id="scores"'):text.index("<details>", text.index('id="scores"'))]
+    shown = [html.unescape(re.sub(r"<[^>]+>|\u2605\xa0", "", t)) for t in re.findall(r"<th>(.*?)</th>\s*<td>", scores)]
+    assert shown == list(forty.ranking()["variant"][:10])
+    assert "every variant (40), in sweep order; in colour in the figures, the 8 best by recall@5, the rest grey" in text
+    assert "Every variant (40), numbered in sweep order" in text and "Every variant but the best (39)" in text
+    tables = re.findall(r"<table.*?</table>", text, re.S)
+    listing = [t for t in tables if label in t.replace("<wbr>", "")]
+    assert len(listing) == 8  # verdict, legend, scores (3), answers (2), variants: all but against the best
+    for t in listing:
+        rows = re.findall(r"<tr[^>]*>.*?</tr>", t, re.S)
+        starred = [r for r in rows if STAR in r]
+        assert starred and all(r.startswith('<tr class="headline">') for r in starred), t[:300]
+        assert all(label in r.replace("<wbr>", "") for r in starred)
+        assert sum(r.startswith('<tr class="headline">') for r in rows) == len(starred)

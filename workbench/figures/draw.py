@@ -1,5 +1,6 @@
 """What every figure of this package shares: where each variant is drawn (so `mark` can ring it
-without a redraw), markers, panel grids, the rows of a metric, error bars and PNG bytes.
+without a redraw), markers, panel grids, the rows of a metric, error bars, labels placed beside
+their points without overlapping, and PNG bytes.
 
 Every figure records where each variant is drawn (axes and data coordinates of its points, bars
 and cells), so `mark(fig, key)` can add a highlight on top without rebuilding the figure: that is
@@ -21,11 +22,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
+from matplotlib.patheffects import withStroke
+from matplotlib.transforms import Bbox
 
 from workbench.figures.plotdata import (
+    CROWDED,
     _budget,
     _pick_k,
-    variant_colors,
+    figure_colors,
 )
 
 if TYPE_CHECKING:
@@ -33,8 +37,8 @@ if TYPE_CHECKING:
 
 
 PANEL_WIDTH = 2.9  # inches: the narrowest a panel is drawn in a figure given a width
-
-
+LABEL_REACH = (5, 9, 15, 22, 30, 40, 52)  # points from its point at which a direct label is tried, nearest first
+LABEL_DIRECTIONS = 16  # directions tried at each reach
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -89,15 +93,87 @@ def variant_markers(keys: Sequence[str]) -> dict[str, str]:
 
 
 def select_keys(result: SweepResult, variants: Sequence[str] | None) -> tuple[list[str], dict[str, Any]]:
-    """The keys to draw (in sweep order) and the colour of every variant of the result, by key."""
-    order = result.keys
-    colors = variant_colors(order)
-    if variants is None:
-        return order, colors
-    if not variants:
-        raise ValueError("variants is empty: nothing to plot")
-    wanted = {result.key_of(v) for v in variants}
-    return [v for v in order if v in wanted], colors
+    """The keys to draw (in sweep order) and the colour of every variant of the result, by key
+    (plotdata.figure_colors: over CROWDED keys, the best few in colour and the rest grey)."""
+    keys = result.keys
+    if variants is not None:
+        if not variants:
+            raise ValueError("variants is empty: nothing to plot")
+        wanted = {result.key_of(v) for v in variants}
+        keys = [v for v in keys if v in wanted]
+    return keys, figure_colors(result, keys)
+
+
+def crowded(keys: Sequence[str]) -> bool:
+    """Whether a figure of these variants takes the crowded rendition (plotdata.CROWDED)."""
+    return len(keys) > CROWDED
+
+
+@dataclass(frozen=True)
+class Label:
+    """A direct label to place beside its point (data coordinates of `ax`) once the figure is laid out."""
+
+    ax: Axes
+    x: float
+    y: float
+    text: str
+    color: Any
+
+
+def place_labels(fig: Figure, labels: Sequence[Label]) -> None:
+    """Write each label beside its point where its box overlaps no label placed before it, no point
+    recorded in its panel (`record`) and nothing outside the panel: the nearest free spot of
+    LABEL_REACH x LABEL_DIRECTIONS (the least crowded when none is free), joined to its point by a
+    thin line when not next to it. The figure is laid out first, so the boxes are where they are
+    drawn; the labels stay out of the layout, so it keeps them where they are placed."""
+    if not labels:
+        return
+    fig.draw_without_rendering()
+    scale = fig.dpi / 72  # pixels a point
+    taken: dict[Axes, list[Bbox]] = {}
+    for label in labels:
+        ax = label.ax
+        if ax not in taken:  # every point drawn in the panel, as a box a marker wide, and its legend
+            points = [xy for spots in _SPOTS[fig].values() for s in spots if s.ax() is ax and s.box is None
+                      for xy in ax.transData.transform(np.column_stack([s.x, s.y]))]
+            taken[ax] = [Bbox.from_bounds(x - 4 * scale, y - 4 * scale, 8 * scale, 8 * scale) for x, y in points]
+            taken[ax] += [ax.get_legend().get_window_extent()] if ax.get_legend() else []
+        probe = _annotate(label, (0, 0), line=False)
+        size = probe.get_window_extent().size
+        probe.remove()
+        at = ax.transData.transform((label.x, label.y))
+        reach, box = _free_spot(at, size, ax.get_window_extent(), taken[ax], scale)
+        _annotate(label, tuple((box.p0 + size / 2 - at) / scale), line=reach > LABEL_REACH[1])
+        taken[ax].append(box)
+
+
+def _annotate(label: Label, offset: tuple[float, float], line: bool) -> Artist:
+    """The label's text, centred `offset` points from its point, with a line to it if `line`; over
+    everything else, haloed in white, so a line drawn through it does not hide it."""
+    return label.ax.annotate(label.text, (label.x, label.y), xytext=offset, textcoords="offset points", fontsize=8,
+                             fontweight="bold", color=label.color, ha="center", va="center", in_layout=False, zorder=5,
+                             path_effects=[withStroke(linewidth=2.5, foreground="white")],
+                             arrowprops={"arrowstyle": "-", "color": label.color, "linewidth": 0.6, "shrinkA": 1,
+                                         "shrinkB": 4} if line else None)
+
+
+def _free_spot(at: np.ndarray, size: np.ndarray, frame: Bbox, taken: Sequence[Bbox], scale: float,
+               ) -> tuple[float, Bbox]:
+    """(reach, box) of the nearest box `size` pixels wide around `at` that overlaps nothing `taken`
+    and stays in `frame`, east first then anticlockwise; the one overlapping least when none does."""
+    best: tuple[int, float, Bbox] | None = None
+    for reach in LABEL_REACH:
+        for angle in np.linspace(0, 2 * np.pi, LABEL_DIRECTIONS, endpoint=False):
+            centre = at + np.array([np.cos(angle), np.sin(angle)]) * (reach * scale + size / 2)
+            box = Bbox.from_bounds(*(centre - size / 2), *size)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            crowd = sum(box.overlaps(b) for b in taken) + (len(taken) + 1) * (not inside)
+            if crowd == 0:
+                return reach, box
+            if best is None or crowd < best[0]:
+                best = (crowd, reach, box)
+    assert best is not None
+    return best[1], best[2]
 
 
 def highlight_key(result: SweepResult, highlight: str | None) -> str | None:

@@ -5,11 +5,12 @@ embedding model (`by_model`). Same conventions as workbench.figures.plots.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -19,6 +20,7 @@ from workbench.core.params import short_value
 from workbench.evaluation import stats
 from workbench.figures.plotdata import (
     COST,
+    GREY,
     MRR,
     RECALL,
     _axis_label,
@@ -28,9 +30,10 @@ from workbench.figures.plotdata import (
     _is_size,
     _values,
     _with_param,
+    group_colors,
     models_of,
     swept_parameters,
-    variant_colors,
+    value_categories,
 )
 
 if TYPE_CHECKING:
@@ -48,12 +51,7 @@ from workbench.figures.draw import (
     variant_markers,
 )
 
-
-def value_categories(values: pd.Series) -> list[Any]:
-    """The values of a parameter that is not a number (tokenizer, unit, a switch), in sweep order,
-    to be placed at 0, 1, 2...; [] for a numeric parameter, drawn on its own scale."""
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-    return [] if numeric else list(dict.fromkeys(values))
+_TITLE = 28  # characters a line of a panel's title (12 points) in a panel of PANEL_WIDTH
 
 
 def by_parameter(
@@ -76,7 +74,7 @@ def by_parameter(
     groups = _compared(_groups(result, rows, [param]), param)
     drawn = rows["key"].isin({key for _, part in groups for key in part["key"]})
     rows, alone = rows[drawn], int((~drawn).sum())
-    colors, markers = variant_colors([name for name, _ in groups]), variant_markers([name for name, _ in groups])
+    colors, markers = group_colors(result, groups), variant_markers([name for name, _ in groups])
     categories = value_categories(_values(rows, param))
     pos = {v: float(i) for i, v in enumerate(categories)} if categories else None
     values = _values(rows, param).map(pos) if pos else rows[param].astype(float)
@@ -92,12 +90,7 @@ def by_parameter(
             part = part[part["key"].isin(means.index)]
             x = (_values(part, param).map(pos) if pos else part[param]).to_numpy(float)
             part, x = part.iloc[np.argsort(x, kind="stable")], np.sort(x, kind="stable")
-            r = means.loc[part["key"]]
-            ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
-                            alpha=0.2, linewidth=0)
-            ax.plot(x, r["mean"].to_numpy(float), marker=markers[name], color=colors[name], label=name)
-            for key, xi, yi in zip(part["key"], x, r["mean"], strict=True):
-                record(ax, key, xi, yi)
+            _line(ax, part["key"], x, means.loc[part["key"]], name, colors[name], markers[name])
         if log2:
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -107,19 +100,40 @@ def by_parameter(
             ax.set_xticks(sorted(values.unique()))
         ax.set_xlabel(_axis_label(result, param, rows["key"]))
         ax.set_ylabel(f"mean {metric_name(metric, mk)}")
-        ax.set_title(f"{metric_name(metric, mk)} vs {param}")
+        ax.set_title("\n".join(textwrap.wrap(f"{metric_name(metric, mk)} vs {param}", _TITLE)))
         ax.grid(alpha=0.3)
     left_out = [f"{missing} variant(s) without {param}"] * bool(missing) + [
         f"{alone} that differ from every other in more than {param}"] * bool(alone)
     if left_out:  # wrapped to the figure (about 11 characters of 10-point text an inch)
         fig.suptitle(textwrap.fill(f"Left out: {', '.join(left_out)}", int(11 * fig_width)), fontsize=10)
     if groups:
-        names = [name for name, _ in groups]
-        handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
-        fig.legend(handles, names, loc="outside lower center", ncol=legend_columns(names, fig_width), fontsize=8,
-                   frameon=False)
+        _legend(fig, [name for name, _ in groups], colors, markers)
     mark_highlight(fig, result, highlight)
     return fig
+
+
+def _line(ax: Axes, keys: pd.Series, x: np.ndarray, rows: pd.DataFrame, name: str, color: str, marker: str) -> None:
+    """One line of variants (`rows`: their summary rows, in the order of `x`) with its interval as
+    a band; a GREY one (plotdata.group_colors) thin, beneath, without its band."""
+    y = rows["mean"].to_numpy(float)
+    if color == GREY:
+        ax.plot(x, y, color=GREY, linewidth=1, zorder=1, label=name)
+    else:
+        ax.fill_between(x, rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float), color=color, alpha=0.2,
+                        linewidth=0)
+        ax.plot(x, y, marker=marker, color=color, label=name)
+    for key, xi, yi in zip(keys, x, y, strict=True):
+        record(ax, key, xi, yi)
+
+
+def _legend(fig: Figure, names: Sequence[str], colors: Mapping[str, str], markers: Mapping[str, str]) -> None:
+    """The lines' names below the panels: those in colour, then one entry for the GREY rest."""
+    named = [n for n in names if colors[n] != GREY]
+    handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in named]
+    text = named + [f"grey: the other {len(names) - len(named)}"] * (len(named) < len(names))
+    handles += [Line2D([], [], color=GREY)] * (len(text) - len(named))
+    fig.legend(handles, text, loc="outside lower center", ncol=legend_columns(text, fig.get_figwidth()), fontsize=8,
+               frameon=False)
 
 
 def heatmap(
@@ -206,27 +220,22 @@ def by_model(
     rows_of_panels, cols, fig_width = panel_grid(len(models), width, 4.2)
     fig = Figure(figsize=(fig_width, 3.8 * rows_of_panels), layout="constrained")
     axes = panel_axes(fig, len(models), rows_of_panels, cols, sharey=True)
-    names = [n for n, _ in _groups(result, rows, [param, "model"])]
-    colors, markers = variant_colors(names), variant_markers(names)
+    lines = _groups(result, rows, [param, "model"])
+    names = [n for n, _ in lines]
+    colors, markers = group_colors(result, lines), variant_markers(names)
     for ax, model in zip(axes, models, strict=True):
         mine = rows[rows["model"] == model]
         best = means.loc[mine["key"], "mean"].agg("idxmin" if stats.lower_is_better(metric) else "idxmax")
         for name, part in _groups(result, mine, [param, "model"]):
             part = part.iloc[np.argsort(part[param].to_numpy(float), kind="stable")]
-            r, x = means.loc[part["key"]], part[param].to_numpy(float)
-            ax.fill_between(x, r["ci_low"].to_numpy(float), r["ci_high"].to_numpy(float), color=colors[name],
-                            alpha=0.2, linewidth=0)
-            ax.plot(x, r["mean"].to_numpy(float), marker=markers[name], color=colors[name], label=name)
-            for key, xi, yi in zip(part["key"], x, r["mean"], strict=True):
-                record(ax, key, xi, yi)
+            _line(ax, part["key"], part[param].to_numpy(float), means.loc[part["key"]], name, colors[name],
+                  markers[name])
         ax.plot([rows.set_index("key").loc[best, param]], [means.loc[best, "mean"]], marker="*", markersize=16,
                 color="gold", markeredgecolor="black", linestyle="none")
         ax.set_title(model)
         ax.set_xlabel(_axis_label(result, param, rows["key"]))
         ax.set_ylabel(f"mean {metric_name(metric, mk)}")
         ax.grid(alpha=0.3)
-    handles = [Line2D([], [], color=colors[n], marker=markers[n]) for n in names]
-    fig.legend(handles, names, loc="outside lower center", ncol=legend_columns(names, fig_width), fontsize=8,
-               frameon=False)
+    _legend(fig, names, colors, markers)
     fig.suptitle(f"Which chunking for which model: {metric_name(metric, mk)} vs {param} (★ each model's best)")
     return fig

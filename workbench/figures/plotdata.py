@@ -1,5 +1,6 @@
 """What the figures of a SweepResult show, computed without matplotlib: the parameters swept, the
-groups of variants a line joins, axis labels, the overview's panels, the variants' colours.
+groups of variants a line joins, axis labels, the overview's panels, the variants' colours (and,
+in a crowded figure, which few are drawn in colour), the variants that share their chunks.
 
 workbench.figures.plots draws from these; the report reads them too, for its captions, its legend and the
 names of the figures it reads back from the figure cache, so a report whose figures are all
@@ -19,6 +20,8 @@ from workbench.chunkers import STRATEGIES
 from workbench.core.params import UNIT_PARAM, short_value
 from workbench.core.stages import STAGES, get_stage
 from workbench.evaluation import stats
+from workbench.models.choose import variant_key
+from workbench.variant import Variant
 
 if TYPE_CHECKING:
     from workbench.results.result import SweepResult
@@ -33,6 +36,10 @@ RETRIEVER = "retriever"
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#4b5a0f", "#d2b478", "#a5004b", "#ff8787", "#5aa578", "#965a00", "#1e87ff", "#870078",
            "#b4b4e1", "#0f5a4b")
+# Over CROWDED variants (or lines) in one figure, no set of colours stays apart: the TOP best are drawn in
+# colour (_LEAD's, best first) and labelled at their points, the rest in GREY beneath them
+CROWDED, TOP, GREY = 12, 8, "#b3b3b3"
+_LEAD = tuple(c for c in PALETTE if c != "#7f7f7f")  # the colours of the TOP: PALETTE less its grey
 
 
 def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
@@ -46,6 +53,58 @@ def variant_colors(keys: Sequence[str]) -> dict[str, Any]:
 
     return {key: to_hex(c) for key, c in zip(keys, matplotlib.colormaps["turbo"](np.linspace(0.05, 0.95, n)),
                                              strict=True)}
+
+
+def top_keys(result: SweepResult, keys: Sequence[str], n: int = TOP) -> list[str]:
+    """The n best of `keys` by the verdict's metric (recall at the default k, `SweepResult.ranking`),
+    best first; without recall, the first n in sweep order."""
+    if RECALL not in set(result.summary["metric"]):
+        return list(keys)[:n]
+    wanted = set(keys)
+    return [key for key in result.ranking()["key"] if key in wanted][:n]
+
+
+def figure_colors(result: SweepResult, keys: Sequence[str]) -> dict[str, str]:
+    """The colour of every variant of the result in a figure that draws `keys` (and in the report's
+    legend, which lists the figures' variants): up to CROWDED, each its own (`variant_colors` of
+    the whole result, so a redraw with fewer variants repaints nothing); over it, the TOP best of
+    `keys` in colour and the rest GREY."""
+    if len(keys) <= CROWDED:
+        return variant_colors(result.keys)
+    return dict.fromkeys(result.keys, GREY) | dict(zip(top_keys(result, keys), _LEAD, strict=False))
+
+
+def group_colors(result: SweepResult, groups: Sequence[tuple[str, pd.DataFrame]]) -> dict[str, str]:
+    """The colour of each line of a figure against a parameter (`_groups`): up to CROWDED lines,
+    each its own; over it, the lines that hold the TOP best variants in colour (the best's first)
+    and the rest GREY."""
+    names = [name for name, _ in groups]
+    if len(names) <= CROWDED:
+        return variant_colors(names)
+    line = {key: name for name, part in groups for key in part["key"]}
+    lead = dict.fromkeys(line[key] for key in top_keys(result, list(line)))
+    return dict.fromkeys(names, GREY) | dict(zip(lead, _LEAD, strict=False))
+
+
+def chunkings(result: SweepResult, keys: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """`keys` grouped by their chunks, in sweep order, each group with its name: variants that
+    differ in the retriever alone (one Variant.chunking_key, one model) share them, so a metric of
+    the chunks alone (precision_omega) is one number of theirs. A variant the result's grid cannot
+    make again (a strategy this version lacks) is a chunking of its own, named by its label."""
+    made: dict[str, Variant] = {}
+    for spec in result.provenance.grid:
+        try:
+            variant = Variant.from_spec(spec)
+        except ValueError:
+            continue
+        made[variant.key] = variant.chunking
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        base = variant_key(key)
+        chunks = made[base].key if base in made else base
+        groups.setdefault(chunks + key[len(base):], []).append(key)
+    return [(made[variant_key(members[0])].label if len(members) > 1 else result.label_of(members[0]), members)
+            for members in groups.values()]
 
 
 def _pick_k(result: SweepResult, k: int | None) -> int:
@@ -129,9 +188,14 @@ def swept_parameters(result: SweepResult) -> list[str]:
     see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
     overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
     group in grid order."""
-    swept = [p for p in result.grid_params
-             if _compared(_groups(result, _with_param(result, result.keys, [p])[0], [p]), p)]
+    swept = [p for p in result.grid_params if parameter_lines(result, p)]
     return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def parameter_lines(result: SweepResult, param: str) -> list[tuple[str, pd.DataFrame]]:
+    """The lines a figure of every variant against `param` draws (`_groups` of those that have it,
+    where it takes two values or more), each its name and its variants' rows."""
+    return _compared(_groups(result, _with_param(result, result.keys, [param])[0], [param]), param)
 
 
 def _compared(groups: list[tuple[str, pd.DataFrame]], param: str) -> list[tuple[str, pd.DataFrame]]:
@@ -148,6 +212,19 @@ def _check_param(result: SweepResult, param: str) -> None:
 def _stage_params() -> set[str]:
     """The parameters of retrieval stages (rrf_k): part of the retriever, not of the chunking."""
     return {name for stage in STAGES.values() for name in stage.params}
+
+
+def value_categories(values: pd.Series) -> list[Any]:
+    """The values of a parameter that is not a number (tokenizer, unit, a switch), in sweep order,
+    to be placed at 0, 1, 2...; [] for a numeric parameter, drawn on its own scale."""
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    return [] if numeric else list(dict.fromkeys(values))
+
+
+def is_categorical(result: SweepResult, param: str) -> bool:
+    """Whether a figure against `param` places its values as categories (`value_categories`), not on a scale."""
+    rows = result.variants
+    return bool(value_categories(_values(rows[rows[param].notna()], param)))
 
 
 def _values(rows: pd.DataFrame, param: str) -> pd.Series:

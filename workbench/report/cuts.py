@@ -78,7 +78,8 @@ def section(result: SweepResult, v: Verdict, dataset: Dataset) -> str:
                        f"{html.escape(dataset.questions[order[i]].question)}</td><td>{at.at[i, key]:.2f}</td>"
                        f"<td>{at.at[i, v.runner_up if key == v.best else v.best]:.2f}</td></tr>\n" for i in ids)
         out.append(f"<details><summary>{len(ids)} questions where {html.escape(names[key])} retrieves more evidence "
-                   f"than {html.escape(other)}</summary>\n<div class=\"scroll\"><table>\n<tr><th>question id</th>"
+                   f"than {html.escape(other)}, the largest difference first</summary>\n"
+                   '<div class="scroll"><table>\n<tr><th>question id</th>'
                    f"<th>question</th><th>{html.escape(names[key])}</th><th>{html.escape(other)}</th></tr>\n{rows}"
                    "</table></div></details>\n")
     return "".join(out) + "</section>\n"

@@ -46,25 +46,57 @@ def describe_figure(result: SweepResult, name: str) -> tuple[str, str]:
     """The title and the one-line caption (what to look for) of a figure of `default_figures`;
     a figure of another name is titled by its name."""
     k = result.default_k
+    keys = result.keys
+    many = len(keys) > plotdata.CROWDED
     if name == "overview":  # one sentence per panel drawn, from the list the overview draws
         panels = " ".join(f"{title}: {hint}." for title, hint in plotdata.overview_panels(result, k))
-        return "Recall, ranking and cost at a glance", f"{panels} Numbers: the variant table above."
+        return ("Recall, ranking and cost at a glance",
+                f"{panels}{_crowded(result, many, len(keys), plotdata.TOP)} Numbers: the variant table above.")
+    if name == metrics.OMEGA:
+        title, caption = _CURVES[name]
+        bars = plotdata.chunkings(result, keys)
+        top = set(plotdata.top_keys(result, keys))
+        shared = (" One bar per chunking: the variants numbered on a bar differ in the retriever alone, which "
+                  "leaves their chunks as they are.") * (len(bars) < len(keys))
+        coloured = sum(bool(top & set(members)) for _, members in bars)
+        return title, caption + shared + _crowded(result, many, len(bars), coloured, "bars")
     if name in _CURVES:
-        return _CURVES[name]
-    if name.startswith("by_"):
-        param = name[3:]
-        return (f"Recall, MRR and context cost against {param}",
-                f"Look for the {param} where recall levels off while context tokens keep rising; the band is the "
-                "confidence interval, one line per combination of what else varies.")
+        title, caption = _CURVES[name]
+        return title, caption + _crowded(result, many, len(keys), plotdata.TOP)
     if name == "by_model":
         return ("Which chunking for which model",
                 "One panel per embedding model; the star is each model's best variant. A size that wins for one "
                 "model may not for another: pick the chunking with the model you will deploy.")
+    if name.startswith("by_"):
+        param = name[3:]
+        drawn = plotdata.parameter_lines(result, param)
+        coloured = sum(c != plotdata.GREY for c in plotdata.group_colors(result, drawn).values())
+        lines = _crowded(result, len(drawn) > plotdata.CROWDED, len(drawn), coloured, "lines")
+        if plotdata.is_categorical(result, param):
+            return (f"Recall, MRR and context cost for each {param}",
+                    f"Each {param} is a category, not a point on a scale: a line joins the variants that differ in "
+                    f"{param} alone (one per combination of what else varies), so what it shows is which {param} "
+                    "scores higher for the same chunking, not a trend between them; the band is the confidence "
+                    f"interval.{lines}")
+        return (f"Recall, MRR and context cost against {param}",
+                f"Look for the {param} where recall levels off while context tokens keep rising; the band is the "
+                f"confidence interval, one line per combination of what else varies.{lines}")
     if name.startswith("heatmap_"):
         return (f"recall@{k} over two parameters",
                 "Brighter cells score higher; \u00b1 is half the interval, so cells closer than that are not told "
                 "apart.")
     return name, ""
+
+
+def _crowded(result: SweepResult, crowded: bool, drawn: int, coloured: int, held: str = "") -> str:
+    """The sentence a caption adds when its figure is `crowded` (over plotdata.CROWDED variants, or
+    lines): `coloured` of the `drawn` variants (or `held`: lines, bars) in colour, the rest grey."""
+    if not crowded:
+        return ""
+    ranked = plotdata.RECALL in set(result.summary["metric"])
+    best = f"the {plotdata.TOP} {f'best variants by recall@{result.default_k}' if ranked else 'first variants'}"
+    holding = f"the {coloured} {held} that hold " if held else ""
+    return f" In colour: {holding}{best}; grey: the other {drawn - coloured}."
 
 
 def _figure_makers(result: SweepResult, width: float, swept: Sequence[str] | None = None,
@@ -114,7 +146,7 @@ def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Seq
 def _content_key(result: SweepResult) -> str:
     """What the default figures are drawn from: the per-question scores, the variants (this run's
     seconds and cache counts aside), the provenance (its date, counts and command aside) and the drawing
-    code (plots.py, plotdata.py, this module, matplotlib)."""
+    code (every module of workbench.figures that draws them, this module, matplotlib)."""
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
     # a re-run from the caches differs only in what this run spent: no figure draws it
@@ -123,9 +155,9 @@ def _content_key(result: SweepResult) -> str:
     # nor what it computed, when, or the command that ran it (its --out): none of it is drawn
     drawn = result.provenance.with_(computed=Computed(), date="", command=None).config()
     h.update(json.dumps(drawn, sort_keys=True, default=str).encode())
-    # its file: importing it imports matplotlib
-    plots = Path(importlib.util.find_spec("workbench.figures.plots").origin)
-    h.update(source_fingerprint(plots, plotdata, sys.modules[__name__]).encode())
+    # their files: importing them imports matplotlib
+    drawing = [Path(importlib.util.find_spec(f"workbench.figures.{m}").origin) for m in ("plots", "draw", "params")]
+    h.update(source_fingerprint(*drawing, plotdata, sys.modules[__name__]).encode())
     h.update(importlib.metadata.version("matplotlib").encode())
     return h.hexdigest()
 

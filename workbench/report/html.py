@@ -1,6 +1,11 @@
 """The report's page: its sections in order, the inline CSS, and the escaping of every piece of
 text a user wrote (variant labels, dataset names, questions). It renders what it is given: the
-tables (tables.py), the figures' PNGs (figures.py), the verdict and the cuts section (cuts.py)."""
+tables (tables.py), the figures' PNGs (figures.py), the verdict and the cuts section (cuts.py).
+
+Every table says above it which rows it shows (`_rows`, or the summary of its details), and the
+headline (the verdict's best) is marked alike in each table that lists it: a star before its label
+(the first column, held in view as the table scrolls, where the table is wider than a phone) and
+its row shaded and bold."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import base64
 import html
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -36,6 +42,8 @@ MAX_ANSWERS = 200  # "Answer quality" lists at most this many answers, the first
 MAX_GROUPS = 12  # "By group" draws at most this many groups (a dataset split by prefix may have one per document)
 
 NARROW_PX = 700  # below this window width the page shows each default figure's narrow rendition
+TOP_ROWS = 10  # the scores table of a result of over plotdata.CROWDED variants lists this many, the best
+STAR = "\u2605\u00a0"  # before the headline's label in every table that lists it, never wrapped apart from it
 
 # Tables scroll sideways in their own box with the first column (the variant) held in place and
 # wrapped, so every column is reachable and the label stays beside its numbers, at 1280 px and
@@ -60,10 +68,12 @@ th {{ background: #f4f4f4; white-space: normal; }}
 .scroll tr > :first-child {{ position: sticky; left: 0; z-index: 1; box-shadow: 2px 0 0 #ccc; }}
 .dataframe tbody th, td.label, td.text, td:first-child {{ text-align: left; }}
 .dataframe tbody th, td.label {{ white-space: normal; min-width: 12em; max-width: 22em; }}
+.dataframe tbody th {{ font-weight: normal; }}
 th:first-child {{ text-align: left; }}
 td.text {{ white-space: normal; min-width: 12em; }}
+tr.headline > td, tr.headline > th {{ font-weight: 600; background: #fff8e1; }}
 tr.truncated > td {{ background: #fef3f2; }} td.flag {{ color: #b42318; font-weight: 600; }}
-tr.headline > td {{ font-weight: 600; }}
+p.rows {{ color: #444; margin: 0.8em 0 0.2em; }}
 .swatch {{ display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }}
 .provenance th {{ text-align: left; }}
 .provenance td {{ text-align: left; white-space: normal; overflow-wrap: anywhere; }}
@@ -116,21 +126,21 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
     else:
         truncation = truncation_warning(result.variants, p.window)
         out.write(_warnings(sweep_warnings(result.variants, p), truncation))
+    best = v.best if v is not None else None
     if figures:
-        out.write(f'<section id="figures"><h2>Figures</h2>\n<p>Variants are numbered in the figures:</p>\n'
-                  f"{_legend_table(result)}")
+        out.write(f'<section id="figures"><h2>Figures</h2>\n{_legend_table(result, best)}')
         for name, fig in figures.items():
             out.write(_figure(result, name, fig, narrow.get(name), dpi))
         out.write("</section>\n")
     k = v.k or result.default_k if v is not None else result.default_k
-    out.write(_scores(result, k))
+    out.write(_scores(result, k, best))
     if v is not None:
         out.write(_against_best(v))
     if answers is not None:
-        out.write(_answers(answers))
-    out.write(_by_group(result, dataset, k, dpi, figure_cache))
+        out.write(_answers(answers, best))
+    out.write(_by_group(result, dataset, k, dpi, figure_cache, best))
     out.write(cuts)
-    out.write(_variants(result, k))
+    out.write(_variants(result, k, best))
     out.write(f"{_provenance(p)}</body>\n</html>\n")
 
 
@@ -145,17 +155,27 @@ def _label(text: str) -> str:
     return html.escape(text).replace("(", "(<wbr>").replace("_", "_<wbr>").replace("+", "<wbr>+")
 
 
-def _table(frame: pd.DataFrame) -> str:
+def _rows(text: str) -> str:
+    """What a table's rows are, said above it."""
+    return f'<p class="rows">{text}</p>\n'
+
+
+def _table(frame: pd.DataFrame, headline: str | None = None) -> str:
     """A table of text cells, one row per variant (its label the index, wrapped by `_label`),
-    every piece escaped here (to_html then adds no escaping of its own, which would undo `_label`)."""
+    every piece escaped here (to_html then adds no escaping of its own, which would undo `_label`);
+    the `headline` label's row marked (STAR, class "headline"), as in every table."""
     shown = frame.map(lambda x: html.escape(str(x), quote=False))
-    shown.index = [_label(str(i)) for i in frame.index]
+    shown.index = [STAR * (i == headline) + _label(str(i)) for i in frame.index]
     if isinstance(frame.columns, pd.MultiIndex):
         shown.columns = pd.MultiIndex.from_tuples([tuple(html.escape(str(p)) for p in c) for c in frame.columns],
                                                   names=[html.escape(str(n)) for n in frame.columns.names])
     else:
         shown.columns = [html.escape(str(c)) for c in frame.columns]
-    return '<div class="scroll">' + shown.to_html(escape=False) + "</div>\n"
+    text = shown.to_html(escape=False)
+    if headline in frame.index:  # the row whose label cell is the starred one
+        starred = re.escape(f"<th>{STAR}{_label(headline)}</th>")
+        text = re.sub(rf"<tr>(\s*{starred})", r'<tr class="headline">\1', text, count=1)
+    return '<div class="scroll">' + text + "</div>\n"
 
 
 def _png(fig: Figure | bytes, dpi: int) -> str:
@@ -214,39 +234,52 @@ def _marked(share: float, headline: bool = False) -> str:
     return f' class="{" ".join(names)}"' if names else ""
 
 
-def _variants(result: SweepResult, k: int) -> str:
+def _variants(result: SweepResult, k: int, best: str | None) -> str:
     """The variants table (tables.variants_text), numbered like the figures; a variant whose
-    chunks are too often longer than the model's window is marked."""
+    chunks are too often longer than the model's window is marked, and the headline (`best`)."""
     text = variants_text(result, k)
     share = truncated_share(result.variants).to_numpy()
     head = "".join(f"<th>{html.escape(c)}</th>" for c in text.columns)
     rows = []
-    for n, (row, part) in enumerate(zip(text.itertuples(index=False), share, strict=True), 1):
+    for n, (key, row, part) in enumerate(zip(result.keys, text.itertuples(index=False), share, strict=True), 1):
         cells = []
         for column, value in zip(text.columns, row, strict=True):
             if column == "variant":
-                cells.append(f'<td class="label">{n}.&nbsp;{_label(value)}</td>')
+                cells.append(f'<td class="label">{STAR * (key == best)}{n}.&nbsp;{_label(value)}</td>')
             elif column == "truncated_chunks":
                 cells.append(_truncated_cell(value, part))
             else:
                 cells.append(f"<td>{html.escape(value, quote=False)}</td>")
-        rows.append(f"<tr{_marked(part)}>{''.join(cells)}</tr>\n")
+        rows.append(f"<tr{_marked(part, key == best)}>{''.join(cells)}</tr>\n")
     return (f'<section id="variants"><h2>Variants and index cost</h2>\n<p>Numbered as in the figures: first the '
             f"chunks (truncated_chunks: longer than the model's window, their tails never embedded; marked over "
             f"{TRUNCATED_SHARE:.0%}), the context tokens@{k} handed to the LLM, beside it what an LLM generated to "
             f"build the index (index_tokens_generated, index_llm_seconds: its chunks or +context's contexts, at what "
             f"they cost when made) when one did, and this run's seconds; then the "
             f"parameters as given ({DASH}: the strategy has no such parameter) and what the index cost. The table "
-            f'scrolls sideways.</p>\n<div class="scroll"><table class="variants">\n<thead><tr>{head}</tr></thead>'
+            f"scrolls sideways.</p>\n{_rows(f'Every variant ({len(rows)}), numbered in sweep order{_headline(best)}.')}"
+            f'<div class="scroll"><table class="variants">\n<thead><tr>{head}</tr></thead>'
             f"\n<tbody>\n{''.join(rows)}</tbody></table></div></section>\n")
 
 
-def _legend_table(result: SweepResult) -> str:
-    """The figures' legend: each variant's number and colour next to its full label."""
-    colors = plotdata.variant_colors(result.keys)
-    rows = "".join(f'<tr><td>{n}</td><td class="text"><span class="swatch" style="background:{colors[key]}">'
-                   f"</span>{html.escape(result.label_of(key))}</td></tr>\n" for n, key in enumerate(result.keys, 1))
-    return f'<div class="scroll"><table>\n<tr><th>#</th><th>variant</th></tr>\n{rows}</table></div>\n'
+def _headline(best: str | None) -> str:
+    """What the star marks, when a row is starred."""
+    return "; \u2605 the headline, the verdict's best" if best is not None else ""
+
+
+def _legend_table(result: SweepResult, best: str | None) -> str:
+    """The figures' legend: each variant's number and colour (plotdata.figure_colors: over
+    CROWDED, the best few in colour and the rest grey, as drawn) next to its full label."""
+    keys = result.keys
+    colors = plotdata.figure_colors(result, keys)
+    rows = "".join(f'<tr{_marked(0, key == best)}><td>{n}</td><td class="text">{STAR * (key == best)}'
+                   f'<span class="swatch" style="background:{colors[key]}"></span>{html.escape(result.label_of(key))}'
+                   "</td></tr>\n" for n, key in enumerate(keys, 1))
+    grey = (f"; in colour in the figures, the {plotdata.TOP} best by recall@{result.default_k}, the rest grey"
+            if plotdata.GREY in colors.values() else "")
+    return (_rows(f"The variants are numbered in the figures: every variant ({len(keys)}), in sweep order{grey}"
+                  f"{_headline(best)}.")
+            + f'<div class="scroll"><table>\n<tr><th>#</th><th>variant</th></tr>\n{rows}</table></div>\n')
 
 
 def reproduce_code(provenance: Provenance) -> str:
@@ -298,7 +331,7 @@ def _verdict(v: Verdict) -> str:
     shares = truncated_share(shown).to_numpy()
     seconds = bool(shown["query_seconds"].gt(0).any())  # a column only when some variant spends model time per question
     rows = "".join(
-        f'<tr{_marked(share, r.key == v.best)}><td class="label">{"★ " * (r.key == v.best)}'
+        f'<tr{_marked(share, r.key == v.best)}><td class="label">{STAR * (r.key == v.best)}'
         f"{_label(str(r.variant))}</td>"
         f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td>"
         f"<td>{r.p_best:.2f}</td>"
@@ -312,9 +345,10 @@ def _verdict(v: Verdict) -> str:
     boxes = _warnings(v.warnings, truncation_warning(v.table, v.window))
     per_question = "<th>model seconds per question</th>" if seconds else ""
     return (f'<section id="verdict"><h2>Verdict</h2>\n<p>{text}</p>\n{boxes}'
-            f"<p>The rows shown: the best (★), those tied with it and those on the Pareto set ({len(shown)} of "
-            f"{len(v.table)}; every variant is in <a href=\"#against-best\">Against the best</a>).</p>\n"
-            '<div class="scroll"><table>\n<thead><tr><th>variant</th>'
+            + _rows(f"The rows shown: the best (\u2605, the headline), those tied with it and those on the Pareto "
+                    f"set ({len(shown)} of {len(v.table)}, the highest mean first; every variant is in "
+                    '<a href="#against-best">Against the best</a>).')
+            + '<div class="scroll"><table>\n<thead><tr><th>variant</th>'
             f"<th>{at}</th><th>P(best)</th><th>against the best</th><th>context tokens</th>{per_question}"
             f"<th>chunks</th><th>truncated_chunks</th><th>Pareto (every cost vs {at})</th></tr></thead>\n"
             f"<tbody>\n{rows}</tbody></table></div></section>\n")
@@ -346,20 +380,34 @@ def _against_best(v: Verdict) -> str:
             "counting every comparison when it is at most 0.05. Questions needed: about how many questions would make "
             f"the difference significant at 0.05 with 80% power, from the spread of its per-question differences "
             f"({DASH}: equal means).</p>\n"
+            + _rows(f"Every variant but the best ({len(shown)}), the highest mean first.")
             + _table(shown.set_index("variant").rename_axis(None).map(
                 lambda x: x if isinstance(x, str) else f"{x:.3f}")) + "</section>\n")
 
 
-def _scores(result: SweepResult, k: int) -> str:
+def _scores(result: SweepResult, k: int, best: str | None) -> str:
+    """The compact scores table at k (of a result of over plotdata.CROWDED variants, the TOP_ROWS
+    best by recall@k), then every metric and every P(best) of every variant, collapsed."""
     confidence = result.confidence
     ranked = stats.with_prob_best(result.summary, result.per_question)  # once, for both tables
+    compact = compact_table(result, k, ranked=ranked)
+    n = len(compact)
+    every = f"every variant ({n}), in sweep order"
+    if n > plotdata.CROWDED and plotdata.RECALL in set(result.summary["metric"]):
+        compact = compact.loc[result.ranking(plotdata.RECALL, k)["variant"].head(TOP_ROWS)]
+        shown = (f"The top {TOP_ROWS} by {plotdata.RECALL}@{k} of {n}, the highest first; every variant in "
+                 "\u201cEvery metric at every k\u201d below")
+    else:
+        shown = every.capitalize()
+    headline = result.label_of(best) if best is not None else None
     return (f'<section id="scores"><h2>Scores</h2>\n<p>Mean [{confidence:.0%} confidence interval] over questions at '
             f"k = {k}; context tokens are cl100k tokens handed to the LLM. P(best): the share of bootstrap resamples "
             "of the questions (the same questions for every variant) in which the variant has the best mean."
-            f"</p>\n{_table(compact_table(result, k, ranked=ranked))}"
-            f"<details><summary>Every metric at every k</summary>\n{_table(summary_table(result))}</details>"
-            "<details><summary>P(best) of every metric at every k (fewer context tokens is better)</summary>\n"
-            f"{_table(p_best_table(result, ranked))}</details></section>\n")
+            f"</p>\n{_rows(shown + _headline(best) + '.')}{_table(compact, headline)}"
+            f"<details><summary>Every metric at every k: {every}</summary>\n"
+            f"{_table(summary_table(result), headline)}</details>"
+            f"<details><summary>P(best) of every metric at every k (fewer context tokens is better): {every}"
+            f"</summary>\n{_table(p_best_table(result, ranked), headline)}</details></section>\n")
 
 
 def _grouped_by(dataset: Dataset) -> tuple[str, str]:
@@ -375,9 +423,10 @@ def _grouped_by(dataset: Dataset) -> tuple[str, str]:
 
 
 def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, cache: Path | None = None,
-              metric: str = "recall") -> str:
-    """Each group's best variant on `metric`@k with its interval, and the per-group figure, when
-    the dataset has 2 to MAX_GROUPS groups of questions (Dataset.groups_of_questions); "" else."""
+              headline: str | None = None, metric: str = "recall") -> str:
+    """Each group's best variant on `metric`@k with its interval (the `headline` starred where it
+    is a group's best), and the per-group figure, when the dataset has 2 to MAX_GROUPS groups of
+    questions (Dataset.groups_of_questions); "" else."""
     if dataset is None or metric not in set(result.summary["metric"]):
         return ""
     heading, what = _grouped_by(dataset)
@@ -389,14 +438,17 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, ca
         return ""
     table = result.by_group(groups, metric, k)
     best = plotdata.best_by_group(table, metric)
-    rows = "".join(f'<tr><td>{html.escape(r.group)}</td><td>{r.n}</td><td class="label">{_label(str(r.variant))}'
-                   f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
+    rows = "".join(f'<tr{_marked(0, r.key == headline)}><td>{html.escape(r.group)}</td><td>{r.n}</td>'
+                   f'<td class="label">{STAR * (r.key == headline)}{_label(str(r.variant))}</td>'
+                   f"<td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n" for r in best.itertuples(index=False))
     figure = _picture(by_group_png(result, groups, table, metric, k, dpi, cache=cache),
                       by_group_png(result, groups, table, metric, k, dpi, NARROW_WIDTH, cache), dpi,
                       f"{metric}@{k} by group")
     return (f'<section id="by-group"><h2>{heading}</h2>\n<p>The questions split by {what}; evidence in two '
             f"groups: {MIXED}. Each group is summarised on its own questions: the best chunking can differ by kind "
-            f"of text, and a group's interval is wider than the whole's.</p>\n<div class=\"scroll\"><table>\n"
+            f"of text, and a group's interval is wider than the whole's.</p>\n"
+            + _rows(f"One row per group ({len(best)}): its best variant on {metric}@{k}{_headline(headline)}.")
+            + f"<div class=\"scroll\"><table>\n"
             f"<tr><th>group</th><th>questions</th><th>best variant</th><th>{metric}@{k}</th></tr>\n{rows}"
             "</table></div>\n"
             f'<figure id="figure-by-group">{figure}'
@@ -404,9 +456,10 @@ def _by_group(result: SweepResult, dataset: Dataset | None, k: int, dpi: int, ca
             f"</figcaption></figure></section>\n")
 
 
-def _answers(answers: Answers) -> str:
+def _answers(answers: Answers, best: str | None) -> str:
     """The answer-quality table (workbench.results.answers), floor first and ceiling last, and the answers
-    themselves, collapsed (the first MAX_ANSWERS, every row's answers to the same questions)."""
+    themselves, collapsed (the first MAX_ANSWERS, every row's answers to the same questions); the
+    headline's rows (`best`) marked."""
     t, c = answers.table, answers.config
     judge = "judge" in t.columns
     level = f"{c['confidence']:.0%}"
@@ -418,7 +471,8 @@ def _answers(answers: Answers) -> str:
     head = ["variant", f"F1 [{level} CI]", "exact match", *(["judged correct"] if judge else []), "F1 vs best",
             "F1 vs floor", "graded against", "context tokens (mean)", "tokens generated", "seconds"]
     rows = "".join(
-        f'<tr><td class="label">{_label(str(r.variant))}</td><td>{cell(r.f1, r.f1_low, r.f1_high, 3)}</td>'
+        f'<tr{_marked(0, r.key == best)}><td class="label">{STAR * (r.key == best)}{_label(str(r.variant))}</td>'
+        f"<td>{cell(r.f1, r.f1_low, r.f1_high, 3)}</td>"
         f"<td>{cell(r.exact_match, r.exact_match_low, r.exact_match_high, 3)}</td>"
         + (f"<td>{cell(r.judge, r.judge_low, r.judge_high, 3)}</td>" if judge else "")
         + f"<td>{diff(r, 'f1_vs_best')}</td><td>{diff(r, 'f1_vs_floor')}</td>"
@@ -426,8 +480,10 @@ def _answers(answers: Answers) -> str:
         f"<td>{r.tokens_generated:,}</td><td>{r.seconds:,.1f}</td></tr>\n" for r in t.itertuples(index=False))
     pq = answers.per_question
     shown = pq[pq["qid"].isin(list(dict.fromkeys(pq["qid"]))[: max(1, MAX_ANSWERS // t["key"].nunique())])]
+    questions = shown["qid"].nunique()
     listed = "".join(
-        f'<tr><td class="text">{html.escape(str(r.question))}</td><td class="label">{_label(str(r.variant))}</td>'
+        f'<tr{_marked(0, r.key == best)}><td class="label">{STAR * (r.key == best)}{_label(str(r.variant))}</td>'
+        f'<td class="text">{html.escape(str(r.question))}</td>'
         f'<td class="text">{html.escape(str(r.answer))}</td><td>{r.f1:.2f}</td>'
         f'<td class="text">{html.escape(" | ".join(r.references)) if r.graded_against == "reference" else "evidence"}'
         f"</td></tr>\n" for r in shown.sort_values("qid", kind="stable").itertuples(index=False))
@@ -444,8 +500,11 @@ def _answers(answers: Answers) -> str:
             f"{level} bootstrap intervals; F1 vs best and vs floor: the paired difference (this row minus that one) "
             f"over the same questions, with its BCa interval.{judged} Tokens and seconds: what the answers cost when "
             "they were generated (cached since).</p>\n"
-            f'<div class="scroll"><table>\n<thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>\n'
+            + _rows(f"Every row answered ({len(t)}): the floor, the variants (the best by "
+                    f"{html.escape(str(c['ranked_by']))}), the ceiling{_headline(best)}.")
+            + f'<div class="scroll"><table>\n<thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>\n'
             f"<tbody>\n{rows}</tbody></table></div>\n"
-            f"<details><summary>The answers ({len(shown)} of {len(pq)})</summary>\n"
-            '<div class="scroll"><table>\n<thead><tr><th>question</th><th>variant</th><th>answer</th><th>F1</th>'
+            f"<details><summary>The answers ({len(shown)} of {len(pq)}: every row's to the first {questions} "
+            "questions)</summary>\n"
+            '<div class="scroll"><table>\n<thead><tr><th>variant</th><th>question</th><th>answer</th><th>F1</th>'
             f"<th>graded against</th></tr></thead>\n<tbody>\n{listed}</tbody></table></div></details></section>\n")
