@@ -18,8 +18,10 @@ from textgen import documents
 
 import workbench as wb
 from workbench.chunkers import STRATEGIES, ChunkEnv
+from workbench.cli import main
 from workbench.core.tokens import TiktokenTokenizer
 from workbench.dataset import Dataset, Document, Span
+from workbench.ingest.folder import load_documents
 from workbench.models.embed import Embedder
 from workbench.results.audit import CHECKS, EXAMPLES, FRAGMENT_TOKENS, audit_chunks, row, table, warnings
 from workbench.retrieval.index import embed_texts
@@ -284,3 +286,70 @@ def test_every_strategy_audits_within_bounds(name: str, embedder: Embedder) -> N
         assert all(0 <= values[c] <= len(chunks) or c.startswith("split_") for c in CHECKS)
 
     audits()
+
+
+# ---- the command ------------------------------------------------------------------------------------------------
+
+
+def folder_of(dataset: Dataset, folder: Path) -> Path:
+    """The dataset's documents as files named by their doc ids, without questions: a user's folder."""
+    for doc in dataset.documents:
+        (folder / doc.doc_id).parent.mkdir(parents=True, exist_ok=True)
+        (folder / doc.doc_id).write_text(doc.text, encoding="utf-8")
+    return folder
+
+
+def test_audit_prints_the_chunk_health_table_then_the_warnings(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    data = folder_of(CORPUS, tmp_path / "data")
+    wb.register_function("planted_heading_only", chunker(PLANTED["heading_only"]))
+    main(["audit", str(data), "--cache", str(tmp_path / "cache"), "--quiet", "-v", "fixed:size=400,unit=chars",
+          "-v", "planted_heading_only"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("chunk health of 2 variants on data (3 documents), model all-MiniLM-L6-v2")
+    assert out[1].split() == ["#", "chunks", *CHECKS, "variant"]
+    assert out[2].split()[0] == "1" and out[2].endswith("fixed(size=400, overlap=0, unit=chars)")
+    assert out[3].split()[0] == "2" and out[3].endswith("planted_heading_only()")
+    assert out[3].split()[2 + list(CHECKS).index("heading_only")] == "1!"  # past its threshold
+    said = [line for line in out if line.startswith("Warning:")]
+    assert len(said) == 2  # 400 characters cut the fenced block too
+    assert said[0].startswith("Warning: fixed(size=400, overlap=0, unit=chars) (split_code_blocks): 1 of 1 code blocks")
+    assert said[1] == ("Warning: planted_heading_only() (heading_only): 1 of its 15 chunks (6.7%) hold only a heading; "
+                       "worst: guide.md [0, 46).")
+
+
+def test_audit_without_variants_runs_the_default_grid(tiny: Dataset, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    data = folder_of(tiny, tmp_path / "data")
+    main(["audit", str(data), "--cache", str(tmp_path / "cache"), "--quiet"])
+    out = capsys.readouterr().out.splitlines()
+    read = Dataset("data", tuple(load_documents(data, require_questions=False)[0]), ())  # billing.md is Markdown now
+    grid = wb.Session(read, cache=tmp_path / "cache", progress=False).default_grid()
+    rows = out[2 : 2 + len(grid)]
+    assert [r.split("  ")[-1].strip() for r in rows] == [v.label for v in grid]
+    assert out[2 + len(grid)] == "no check is past its threshold"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-v", "fixed:size=8,overlap=9"], "error: --variant: fixed: parameter 'overlap' must be in [0, size)"),
+        (["-v", "fixed:size=8", "-v", "fixed:size=8,overlap=0"], "duplicate variants in the grid"),
+        (["--grid", "missing.json"], "error: --grid missing.json:"),
+        (["--model", "no/such/model"], "error: --model: "),
+        (["-v", "nothing"], "error: ValueError: variant nothing() produced no chunks"),
+    ],
+)
+def test_bad_input_is_one_line_naming_it(args: list[str], message: str, tiny: Dataset, tmp_path: Path) -> None:
+    wb.register_function("nothing", lambda text: [])
+    data = folder_of(tiny, tmp_path / "data")
+    with pytest.raises(SystemExit) as err:
+        main(["audit", str(data), "--cache", str(tmp_path / "cache"), "--quiet", *args])
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert err.value.code not in (0, None)
+
+
+def test_audit_of_a_missing_folder_says_so(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as err:
+        main(["audit", str(tmp_path / "nowhere")])
+    assert str(err.value).startswith("error: ") and "is not a folder" in str(err.value)

@@ -327,18 +327,23 @@ def table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=["key", "label", "chunks", *CHECKS, "findings"])
 
 
+def past(name: str, finding: Finding) -> bool:
+    """Whether check `name` found more than its threshold (CHECKS) allows: a warning."""
+    limit = CHECKS[name].limit
+    return limit is not None and finding.share > limit
+
+
+def warning(label: str, name: str, finding: Finding) -> str:
+    """The sentence of a check past its threshold: the variant, the check, the count, the worst examples."""
+    said = CHECKS[name].says.format(n=finding.n, of=finding.of, share=f"{finding.share:.1%}")
+    worst = ", ".join(f"{s.doc_id} [{s.start}, {s.end})" for s in finding.examples)
+    return f"Warning: {label} ({name}): {said}; worst: {worst}."
+
+
 def warnings(audit: pd.DataFrame) -> list[str]:
-    """One sentence per variant and check past its threshold (CHECKS), naming the worst examples."""
-    out = []
-    for r in audit.itertuples(index=False):
-        for name, check in CHECKS.items():
-            f = r.findings[name]
-            if check.limit is None or f.share <= check.limit:
-                continue
-            said = check.says.format(n=f.n, of=f.of, share=f"{f.share:.1%}")
-            worst = ", ".join(f"{s.doc_id} [{s.start}, {s.end})" for s in f.examples)
-            out.append(f"Warning: {r.label} ({name}): {said}; worst: {worst}.")
-    return out
+    """Every warning of an audit table, by variant then check."""
+    return [warning(r.label, name, f) for r in audit.itertuples(index=False) for name, f in r.findings.items()
+            if past(name, f)]
 
 
 def cache_file(root: Path, entry: str) -> Path:
