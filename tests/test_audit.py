@@ -14,9 +14,11 @@ import pytest
 from chunkcheck import GENERATES
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
+from test_notebook import write_dataset
 from textgen import documents
 
 import workbench as wb
+from workbench import report
 from workbench.chunkers import STRATEGIES, ChunkEnv
 from workbench.cli import main
 from workbench.core.tokens import TiktokenTokenizer
@@ -353,3 +355,40 @@ def test_audit_of_a_missing_folder_says_so(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as err:
         main(["audit", str(tmp_path / "nowhere")])
     assert str(err.value).startswith("error: ") and "is not a folder" in str(err.value)
+
+
+# ---- the report -------------------------------------------------------------------------------------------------
+
+
+def test_the_report_shows_chunk_health_flagged_with_its_worst_examples_quoted(tiny: Dataset, embedder: Embedder,
+                                                                              tmp_path: Path) -> None:
+    evil = Document("evil.md", "Evil", "# <script>alert(1)</script> and more words in this heading\n\nA body.\n")
+    dataset = Dataset("tiny", (*tiny.documents, evil), tiny.questions)
+    wb.register_function("heads_apart", lambda text: [p for p in text.split("\n\n") if p.strip()])
+    variants = [Variant.make("heads_apart", retriever="bm25"), Variant.make("markdown", size=64, retriever="bm25")]
+    result = wb.sweep(dataset, variants, ks=(1, 3), embedder=embedder, store=tmp_path / "cache", progress=False)
+    audited = wb.audit(dataset, variants, embedder=embedder, store=tmp_path / "cache", progress=False)
+    page = report.write_report(result, tmp_path / "report.html", figures={}, dataset=dataset,
+                               audit=audited).read_text(encoding="utf-8")
+    section = page[page.index('<section id="chunk-health">') : page.index('<section id="variants">')]
+    assert page.index('<section id="cuts">') < page.index('<section id="chunk-health">')
+    assert '<a href="#cuts">Where the cuts fall</a>' in section
+    rows = section.split("<tbody>")[1].split("</tr>")
+    assert "heads_<wbr>apart" not in rows[0] and "heads_apart()+bm25" in rows[0]
+    assert "markdown(size=64, overlap=0)+bm25" in rows[1] and 'class="flag"' not in rows[1]
+    assert '<td class="flag" title="past its threshold, 1%">4 \u26a0</td>' in rows[0]  # three in tiny, one in evil
+    assert "heads_apart()+bm25 (heading_only): 4 of its" in section
+    assert "<q># Billing</q>" in section or "<q>## Refunds</q>" in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "<script>" not in page
+    without = report.write_report(result, tmp_path / "bare.html", figures={}, dataset=dataset)
+    assert "Left out: no chunk audit was given" in without.read_text(encoding="utf-8")
+
+
+def test_a_cli_sweep_report_holds_the_chunk_health_of_its_variants(tiny: Dataset, tmp_path: Path) -> None:
+    data = write_dataset(tiny, tmp_path / "data")
+    main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--quiet",
+          "--ks", "1", "3", "-v", "fixed:size=24+bm25", "-v", "markdown:size=64+bm25"])
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    section = page[page.index('<section id="chunk-health">') : page.index('<section id="variants">')]
+    assert "1.&nbsp;fixed(size=24, overlap=0)+bm25" in section
+    assert "2.&nbsp;markdown(size=64, overlap=0)+bm25" in section
