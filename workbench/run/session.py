@@ -181,8 +181,10 @@ class Session:
         """The chunk audit (workbench.results.audit): one row per variant, in order, a column per check,
         from the variant's chunks alone (chunked here, no index built, or read back from the cache);
         truncation by the window of `model` (default: the first), whose tokenizer sizes tokenizer=model
-        chunks and whose vectors place semantic cuts. workbench.results.audit.warnings(table) says
-        which checks are past their threshold."""
+        chunks and whose vectors place semantic cuts. What an LLM writes into a variant's chunks (an LLM
+        strategy's, +context's contexts, whose length counts for truncation) is generated as a sweep would
+        (and cached for it). workbench.results.audit.warnings(table) says which checks are past their
+        threshold."""
         check_grid(variants)
         e = model or self.embedder
         structures: dict[str, chunk_audit.Structure] = {}  # each document read once for every variant
