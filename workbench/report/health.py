@@ -59,8 +59,8 @@ def _warning(label: str, name: str, finding: Finding, docs: dict[str, Document])
     head, body = (html.escape(part) for part in warning(label, name, finding).split(": ", 1))
     quoted = "".join(f"<li>{html.escape(s.doc_id)} [{s.start}, {s.end}){_quote(s, docs)}</li>"
                      for s in finding.examples)
-    return (f'<div class="warning" role="alert"><b>{head}:</b> {body}\n<details><summary>the worst examples'
-            f"</summary><ul>{quoted}</ul></details></div>\n")
+    return (f'<div class="warning" role="alert"><b>{head}:</b> {body}\n<details style="overflow-wrap: anywhere">'
+            f"<summary>the worst examples</summary><ul>{quoted}</ul></details></div>\n")
 
 
 def _quote(span: Span, docs: dict[str, Document]) -> str:
