@@ -15,7 +15,7 @@ import pytest
 from workbench import report
 from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
-from workbench.run.session import sweep
+from workbench.run.session import Session, sweep
 from workbench.variant import Variant
 
 if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is in place
@@ -47,7 +47,8 @@ def report_html(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.Temp
     folder = tmp_path_factory.mktemp("browser-report")
     store = folder / "cache"
     result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=store, progress=False)
-    return report.export(result, folder / "out", dataset=tiny, store=store)["report"]
+    audit = Session(tiny, embedder=embedder, cache=store, progress=False).audit(variants)  # "Chunk health" filled in
+    return report.export(result, folder / "out", dataset=tiny, store=store, audit=audit)["report"]
 
 
 def open_report(tab: Tab, path: Path, width: int) -> None:

@@ -122,6 +122,18 @@ def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper
     assert all(label in page for label in sw.result.labels)
 
 
+def test_the_chunk_health_of_the_measured_variants_is_shown_and_exported(swept: tuple[Sweeper, list[int]],
+                                                                          tmp_path: Path) -> None:
+    sw, _ = swept
+    assert sw.health.value.startswith("<details><summary>chunk health: ")
+    assert sw.audit is not None and list(sw.audit["key"]) == sw.result.keys
+    assert all(html.escape(label) in sw.health.value for label in sw.result.labels)
+    sw.folder.value = str(tmp_path / "health")
+    sw.export_button.click()
+    page = (tmp_path / "health" / "report.html").read_text(encoding="utf-8")
+    assert '<section id="chunk-health">' in page and "Left out: no chunk audit" not in page
+
+
 def test_retrievers_and_modifiers_from_the_controls_share_the_dense_index(
     tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
