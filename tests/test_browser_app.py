@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
+from conftest import write_dataset
 from nbformat.v4 import new_code_cell, new_notebook
 from playwright.sync_api import Locator, Page
-from test_notebook import write_dataset
 
 from workbench.dataset import Dataset
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is
     from browserkit import Server, Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 RENDER_S = 180  # kernel start, model load and the first variant of the tiny corpus
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import model_stack_parameters, write_dataset
 from playwright.sync_api import Locator
-from test_notebook import model_stack_parameters, write_dataset
 
 from workbench.dataset import Dataset
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is
     from browserkit import Server, Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 NOTEBOOK = "01_quickstart.ipynb"
 RUN_S = 240  # kernel start, model load and the notebook's sweep on the tiny corpus

@@ -29,6 +29,7 @@ from workbench.variant import Variant, grid
 GRID = grid("fixed", size=[24, 48], overlap=[0, 12])
 
 
+@pytest.mark.model
 def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     embedder = Embedder(cache_dir=cache, progress=False)
@@ -254,6 +255,7 @@ def test_floats_that_print_alike_get_different_labels() -> None:
     assert a.key != b.key and a.label != b.label and "95.0000001" in b.label and "=95," in a.label
 
 
+@pytest.mark.model
 def test_progress_false_draws_no_bar_at_all(tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The embedder would draw its bars (batch 1: a bar from 8 texts on) unless the sweep says no."""
     loud = Embedder(cache_dir=tmp_path / "a", batch_size=1, progress=True)

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from workbench.dataset import Dataset
 from workbench.evaluation.score_cache import ScoreCache
@@ -24,6 +25,7 @@ def run(data: Dataset, cache: Path, ks: tuple[int, ...] = (1, 3)) -> tuple:
     return result, embedder
 
 
+@pytest.mark.model
 def test_a_warm_sweep_reads_scores_without_index_or_model(tiny: Dataset, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first, _ = run(tiny, cache)
@@ -37,6 +39,7 @@ def test_a_warm_sweep_reads_scores_without_index_or_model(tiny: Dataset, tmp_pat
     assert first.variants["built"].all() and not second.variants["built"].any()
 
 
+@pytest.mark.model
 def test_another_setting_or_changed_code_scores_again(tiny: Dataset, tmp_path: Path, monkeypatch) -> None:
     cache = tmp_path / "cache"
     run(tiny, cache)

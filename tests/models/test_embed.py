@@ -28,6 +28,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.mark.model
 def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
     e = Embedder(cache_dir=cache_dir, progress=False)
     texts = ["Refunds take five days.", "Le café est chaud.", "中文句子。", "Refunds take five days."]
@@ -47,6 +48,7 @@ def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
     assert "model" not in again.__dict__  # fully cached: the model was never loaded
 
 
+@pytest.mark.model
 def test_cached_vectors_equal_fresh_ones(cache_dir: Path) -> None:
     fresh = Embedder(cache_dir=None, progress=False).encode(["Le café est chaud."])
     cached = Embedder(cache_dir=cache_dir, progress=False).encode(["Le café est chaud."])
@@ -76,6 +78,7 @@ def test_default_fingerprint_never_moves() -> None:
     assert Embedder(cache_dir=None).fingerprint == "aad501698b1a7a90-onnx"
 
 
+@pytest.mark.model
 def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
     """The SQLite file a sweep wrote before the model layer moved: same file name, table and keys."""
     old = REPO / "tests" / "data" / "cache_eca49dc" / "cache" / "embeddings" / "aad501698b1a7a90.sqlite"
@@ -89,6 +92,7 @@ def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
     assert np.allclose(vecs, Embedder(cache_dir=None, progress=False).encode(texts), atol=1e-6)
 
 
+@pytest.mark.model
 def test_hub_names_are_refused_unless_downloaded_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import huggingface_hub.constants
 
@@ -123,6 +127,7 @@ REBUILD = textwrap.dedent(
 )
 
 
+@pytest.mark.model
 def test_spec_rebuilds_the_embedder_in_another_process(tmp_path: Path) -> None:
     e = Embedder(cache_dir=tmp_path, batch_size=8, progress=False, backend="torch")
     spec = e.spec()
@@ -216,6 +221,7 @@ def test_the_window_is_read_without_loading_the_tokenizer(cache_dir: Path) -> No
     assert window == fresh.max_tokens - len(prefix) - len(suffix) == 254
 
 
+@pytest.mark.model
 def test_the_torch_tokenizer_is_shared_read_only_across_threads() -> None:
     """A preview's token pass (on another thread) and its chunkers call one transformers tokenizer;
     transformers would reset the truncation and padding its tokenizer.json sets on a first call, a

@@ -144,6 +144,7 @@ def test_a_memory_mapped_store_reads_the_same_index_without_copying_it(squad, em
         IndexStore(tmp_path, mmap="yes")
 
 
+@pytest.mark.model
 def test_the_cli_takes_ann_and_mmap(squad, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit, match="ann: nprobe must be an int >= 1"):
         main(["sweep", "--data", str(SQUAD), "--ann", "ivf:nprobe=0", "--cache", str(tmp_path)])

@@ -153,8 +153,9 @@ def test_bm25_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_pa
     assert len({c.returned for c in index.chunks}) < len(index.chunks)  # parents do collapse children here
 
 
+@pytest.mark.model
 def test_cli_sweeps_a_bm25_variant(tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from test_notebook import write_dataset
+    from conftest import write_dataset
 
     data = write_dataset(tiny, tmp_path / "data")
     main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),

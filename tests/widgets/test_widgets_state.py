@@ -125,6 +125,7 @@ def test_invalid_grids_say_which_field(spec: GridSpec, message: str) -> None:
         spec.variants()
 
 
+@pytest.mark.model
 def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Dataset, tmp_path: Path) -> None:
     # an empty cache of its own: what the session's other tests embedded must not count here
     embedder, store = Embedder(cache_dir=tmp_path, progress=False), tmp_path
@@ -155,6 +156,7 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
     assert again.total == 0 and again.run() is full and again.embedded == 0  # nothing re-run
 
 
+@pytest.mark.model
 def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)  # an empty cache: every count is this test's
     variants = GridSpec(["fixed"], {"size": "12, 24"}, retrievers=("dense", "bm25")).variants().variants

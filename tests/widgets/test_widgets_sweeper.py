@@ -303,6 +303,7 @@ def test_a_new_sweeper_brings_back_the_last_grid_and_its_variants_from_the_cache
     assert f"1 left out (Run measures them again), e.g. {html.escape(gone.label)}: its scores" in third.message.value
 
 
+@pytest.mark.model
 def test_two_models_are_a_dimension_of_the_grid_restored_without_measuring(tiny: Dataset, tmp_path: Path) -> None:
     """models=[None, "wordllama"]: each variant measured with each ticked model, the by-model tab
     drawn, the chunks and rankings of a row read with the model that measured it, and a new panel
