@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import fakemodel
 import pytest
 
 from workbench.dataset import Dataset, Document, Question, Span
@@ -181,6 +182,12 @@ def model_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     """The bundled model on torch: the reference the ONNX backends are checked against."""
     return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False, backend="torch")
+
+
+@pytest.fixture(scope="session")
+def fake_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """tests/fakemodel.py's encoder as a workbench model, for the tests about logic rather than the model."""
+    return fakemodel.embedder(tmp_path_factory.mktemp("fake-cache"))
 
 
 def save_cross_encoder(folder: Path, seed: int) -> Path:
