@@ -5,13 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import fakemodel
 import pandas as pd
-import pytest
 
 from workbench.dataset import Dataset
 from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
-from workbench.models.embed import Embedder
 from workbench.retrieval.index import IndexStore
 from workbench.run.sweep import sweep
 from workbench.variant import Variant, grid
@@ -20,12 +19,11 @@ GRID = [*grid("fixed", size=[24, 48]), Variant.make("fixed", size=24, retriever=
 
 
 def run(data: Dataset, cache: Path, ks: tuple[int, ...] = (1, 3)) -> tuple:
-    embedder = Embedder(cache_dir=cache, progress=False)
+    embedder = fakemodel.embedder(cache)  # the score cache works alike for every model
     result = sweep(data, GRID, ks=ks, embedder=embedder, store=IndexStore(cache), progress=False, budgets=(64,))
     return result, embedder
 
 
-@pytest.mark.model
 def test_a_warm_sweep_reads_scores_without_index_or_model(tiny: Dataset, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first, _ = run(tiny, cache)
@@ -39,7 +37,6 @@ def test_a_warm_sweep_reads_scores_without_index_or_model(tiny: Dataset, tmp_pat
     assert first.variants["built"].all() and not second.variants["built"].any()
 
 
-@pytest.mark.model
 def test_another_setting_or_changed_code_scores_again(tiny: Dataset, tmp_path: Path, monkeypatch) -> None:
     cache = tmp_path / "cache"
     run(tiny, cache)
