@@ -129,15 +129,19 @@ def test_a_backend_s_sessions_skip_the_fusions_that_slow_it(cache: Path) -> None
 def test_exported_model_is_reused(cache: Path, model_store: Path) -> None:
     first = Embedder(cache_dir=cache, backend="onnx-int8", progress=False)
     first.model  # noqa: B018 (exports and quantizes unless an earlier test did)
-    files = sorted(model_store.rglob(ONNX_FILE))
+    files = exports(model_store, first.model_fingerprint)  # the session's store: other tests export other models
     assert [f.parent.name for f in files] == [first.model_fingerprint + "-onnx", first.model_fingerprint + "-onnx-int8"]
     assert not (cache / "models").exists()  # a model artifact, kept once per machine, not per cache folder
     stamps = [f.stat().st_mtime_ns for f in files]
     again = Embedder(cache_dir=tmp_cache(cache, "other"), backend="onnx-int8", progress=False)
     assert np.allclose(again.encode(["Refunds take five days."], desc="x"),
                        first.encode(["Refunds take five days."]), atol=1e-6)
-    assert [f.stat().st_mtime_ns for f in sorted(model_store.rglob(ONNX_FILE))] == stamps
+    assert [f.stat().st_mtime_ns for f in exports(model_store, first.model_fingerprint)] == stamps
     assert not [p for p in model_store.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def exports(store: Path, model_fingerprint: str) -> list[Path]:
+    return sorted(f for f in store.rglob(ONNX_FILE) if f.parent.name.startswith(f"{model_fingerprint}-"))
 
 
 def tmp_cache(cache: Path, name: str) -> Path:

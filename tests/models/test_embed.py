@@ -23,13 +23,9 @@ from workbench.models.cache import VectorCache, text_key
 from workbench.models.embed import Embedder, default_model_path
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
-
-
 @pytest.mark.model
-def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
+def test_encode_is_normalised_and_cached(tmp_path: Path) -> None:
+    cache_dir = tmp_path  # its own: the counts below are this test's alone
     e = Embedder(cache_dir=cache_dir, progress=False)
     texts = ["Refunds take five days.", "Le café est chaud.", "中文句子。", "Refunds take five days."]
     v = e.encode(texts)
@@ -49,10 +45,12 @@ def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
 
 
 @pytest.mark.model
-def test_cached_vectors_equal_fresh_ones(cache_dir: Path) -> None:
+def test_cached_vectors_equal_fresh_ones(tmp_path: Path) -> None:
+    Embedder(cache_dir=tmp_path, progress=False).encode(["Le café est chaud."])  # into the cache
+    reader = Embedder(cache_dir=tmp_path, progress=False)
+    cached = reader.encode(["Le café est chaud."])
     fresh = Embedder(cache_dir=None, progress=False).encode(["Le café est chaud."])
-    cached = Embedder(cache_dir=cache_dir, progress=False).encode(["Le café est chaud."])
-    assert np.allclose(fresh, cached, atol=1e-6)
+    assert reader.stats.cached == 1 and np.allclose(fresh, cached, atol=1e-6)
 
 
 def test_model_fingerprint_tracks_files(tmp_path: Path) -> None:
@@ -211,10 +209,10 @@ def test_caches_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
         assert len(VectorCache(path)) == 1
 
 
-def test_the_window_is_read_without_loading_the_tokenizer(cache_dir: Path) -> None:
+def test_the_window_is_read_without_loading_the_tokenizer(tmp_path: Path) -> None:
     """A warm sweep records the window; reading it from tokenizer.json's template loads nothing,
     and equals what the loaded tokenizer frames a text with."""
-    fresh = Embedder(cache_dir=cache_dir)
+    fresh = Embedder(cache_dir=tmp_path)
     window = fresh.window_tokens
     assert "tokenizer" not in fresh.__dict__  # the cached_property never ran
     prefix, suffix = fresh._frame

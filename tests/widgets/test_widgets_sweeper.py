@@ -38,10 +38,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sweeper")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
     """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
-    result each time the overview picture changed."""
+    result each time the overview picture changed. A new Sweeper for each test, which may scrub or
+    export with it (the module's store makes every run after the first read its caches)."""
     sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 1.0  # draw after every variant, however fast (see the budget test below)
     sw.ranges["size"].value = "16, 32"
