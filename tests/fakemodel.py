@@ -6,11 +6,13 @@ bundled model's, so they get these in milliseconds and without torch.
 `sweep(models=[...])` documents (workbench/models/choose.py), so the workbench runs it as it runs
 any model: a FunctionEmbedder with its own vector cache. Each lower-cased word, and its first five
 letters (a crude stem: "refund" and "refunds" meet), adds a signed one to a column chosen by a
-stable hash (crc32, the same in every process), and each three letters a tenth of that; the rows
-are L2-normalised. Texts that share words are close, as with a real model, so a question still
-retrieves the passage that answers it more often than not; the letters make two different texts
-score differently against a question almost always, as a real model's do (ties order by position,
-which a test should not lean on), and the scores are deterministic.
+stable hash (crc32, the same in every process), and each three characters a tenth of that; a
+constant column keeps every row, even an empty text's, off zero (a real model's never is: a zero
+vector makes cosine distances NaN). The rows are L2-normalised. Texts that share words are close,
+as with a real model, so a question still retrieves the passage that answers it more often than not;
+the characters make two different texts score differently against a question almost always, as a
+real model's do (ties order by position, which a test should not lean on), and the scores are
+deterministic.
 """
 
 from __future__ import annotations
@@ -32,18 +34,19 @@ WORD = re.compile(r"\w+")
 
 
 def hashed_words(texts: list[str]) -> np.ndarray:
-    """One row per text: its words, stems and trigrams hashed into DIM signed columns, L2-normalised
-    (a text without a letter or digit: zeros)."""
+    """One row per text: its words, stems and character trigrams hashed into DIM signed columns, and
+    a constant one, L2-normalised."""
     out = np.zeros((len(texts), DIM), dtype=np.float32)
+    out[:, 0] = 0.05
     for row, text in enumerate(texts):
         words = WORD.findall(text.lower())
         pieces = [(w, 1.0) for w in words] + [(w[:5], 1.0) for w in words if len(w) > 5]
-        joined = " ".join(words)
-        pieces += [(joined[i : i + 3], 0.1) for i in range(len(joined) - 2)]
+        chars = " ".join(text.lower().split())
+        pieces += [(chars[i : i + 3], 0.1) for i in range(len(chars) - 2)]
         for piece, weight in pieces:
             h = zlib.crc32(piece.encode())
             out[row, h % DIM] += weight if h & (1 << 31) else -weight
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 def embedder(cache_dir: str | Path | None) -> Embedder:

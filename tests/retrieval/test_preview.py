@@ -244,6 +244,7 @@ def test_a_variant_that_fails_while_the_model_runs_fails_in_its_turn(general, tm
         unregister("nothing_here")
 
 
+@pytest.mark.model  # the token pass may load the model on its thread before the interrupt reaches it
 def test_an_interrupted_preview_stops_its_token_pass(general, tmp_path, monkeypatch):
     """Ctrl-C while the token pass runs on the other thread reaches the caller at once, and the pass
     stops at its next document instead of running on unseen: no token cache is published."""
