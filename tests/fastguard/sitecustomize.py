@@ -1,5 +1,5 @@
 """The fast tier's guard (docs/testing.md): a test with none of the slow markers may not load what
-they stand for. conftest.py installs `Refuse` in the test process around every unmarked test and
+they stand for. tests/tiers.py installs `Refuse` in the test process around every unmarked test and
 puts this folder on PYTHONPATH meanwhile, so that a process the test starts (a CLI run, a worker)
 imports this file as its sitecustomize and refuses the same imports, noting each in the file that
 FAST_TIER_LOG names, which the test process reads: an ImportError caught on the way cannot hide it.
