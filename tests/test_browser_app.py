@@ -25,14 +25,15 @@ RENDER_S = 180  # kernel start, model load and the first variant of the tiny cor
 
 
 @pytest.fixture
-def app(tab: Tab, voila_app: Server, workspace: Path, tiny: Dataset) -> Tab:
-    """The app page on the tiny corpus, once the explorer's figure is drawn (each load runs the notebook)."""
+def app(tab: Tab, voila_app: Server, workspace: Path, tiny: Dataset, tmp_path: Path) -> Tab:
+    """The app page on the tiny corpus, once the explorer's figure is drawn (each load runs the notebook).
+    A cache of its own: the sweeper brings back the grid a test before swept in the same cache."""
     from browserkit import set_parameters
 
     data = workspace / "tiny-app"
     if not data.exists():
         write_dataset(tiny, data)
-    set_parameters(workspace / "notebooks" / "app.ipynb", f"DATA = {str(data)!r}\nCACHE = '../results/cache'")
+    set_parameters(workspace / "notebooks" / "app.ipynb", f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}")
     tab.page.goto(voila_app.url, timeout=RENDER_S * 1000)
     explorer = tab.page.locator(".jp-OutputArea-output").filter(has_text="breakpoint percentile")
     explorer.locator("img.widget-image[src]").wait_for(timeout=RENDER_S * 1000)  # the explorer's figure, drawn last

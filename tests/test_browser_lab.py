@@ -25,14 +25,15 @@ RUN_S = 240  # kernel start, model load and the notebook's sweep on the tiny cor
 
 
 @pytest.fixture
-def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset) -> Tab:
-    """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end."""
+def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset, tmp_path: Path) -> Tab:
+    """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end, with
+    a cache of its own (the sweeper brings back the grid a test before swept in the same cache)."""
     from browserkit import run_all, set_parameters
 
     data = workspace / "tiny"
     if not data.exists():  # the workspace lives for the session; each test reruns the notebook
         write_dataset(tiny, data)
-    set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = '../results/cache'\n"
+    set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
                    "OUT = '../results/quickstart'\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
     run_all(tab.page, f"{lab.url}lab/tree/{NOTEBOOK}", RUN_S)
     tab.screenshot("lab-quickstart-ran", full_page=False)

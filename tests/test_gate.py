@@ -15,6 +15,7 @@ from workbench.chunkers import register_function
 from workbench.cli import main
 from workbench.results.gate import compare, failed
 from workbench.results.result import SweepResult
+from workbench.run import registries
 
 SQUAD = REPO / "tests" / "data" / "squad_v11_dev"  # 130 questions: enough to tell a real drop from noise
 
@@ -32,10 +33,14 @@ def sweep_args(out: Path, cache: Path) -> list[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(baseline folder, regressed folder): `windows` cuts 600-character pieces, then 60."""
     root = tmp_path_factory.mktemp("gate")
-    register_function("windows", windows(600))
-    main(["sweep", *sweep_args(root / "baseline", root / "cache"), "--no-report"])
-    register_function("windows", windows(60))  # same name, same version: the key cannot tell
-    main(["sweep", *sweep_args(root / "regressed", root / "fresh-cache"), "--no-report"])
+    saved = registries.snapshot()  # made before a test's own snapshot: conftest's fixture would keep `windows`
+    try:
+        register_function("windows", windows(600))
+        main(["sweep", *sweep_args(root / "baseline", root / "cache"), "--no-report"])
+        register_function("windows", windows(60))  # same name, same version: the key cannot tell
+        main(["sweep", *sweep_args(root / "regressed", root / "fresh-cache"), "--no-report"])
+    finally:
+        registries.restore(saved)
     return root / "baseline", root / "regressed"
 
 
