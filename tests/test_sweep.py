@@ -268,9 +268,13 @@ def test_progress_false_draws_no_bar_at_all(tiny: Dataset, tmp_path: Path, capsy
     assert "chunks" in capsys.readouterr().err  # the bars it hid are real
 
 
-def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embedder, tmp_path: Path) -> None:
+@pytest.mark.model
+def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(tmp_path: Path) -> None:
     """A variant measured from the caches reports this run's seconds, with its original build time
-    kept apart; `truncated_chunks` follows `chunks`, and BM25 alone, which reads whole chunks, has none."""
+    kept apart; `truncated_chunks` follows `chunks`, and BM25 alone, which reads whole chunks, has none.
+    An empty vector cache of its own: the first build embeds (the session's embedder may hold these
+    texts' vectors from another test on the same log, which made it as quick as the re-run)."""
+    embedder = Embedder(cache_dir=tmp_path / "vectors", progress=False)
     text = " ".join(f"Station{i} logs reading{i * 7} at dusk." for i in range(400))
     doc = Document("log.txt", "Log", text)
     data = Dataset("log", (doc,), (Question("q", "What does Station12 log?", (span_of(doc, "Station12 logs"),)),))
