@@ -40,11 +40,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sweeper")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def swept(tiny: Dataset, fake_embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
     """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
-    result each time the overview picture changed. A new Sweeper for each test, which may scrub or
-    export with it (the module's store makes every run after the first read its caches)."""
+    result each time the overview picture changed. Shared by the module: a test that scrubs or
+    exports does it on a Sweeper of its own (`panel_of`), so that what the run left stays as it left it."""
     sw = Sweeper(tiny, fake_embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 1.0  # draw after every variant, however fast (see the budget test below)
     sw.ranges["size"].value = "16, 32"
@@ -84,9 +84,15 @@ def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
     assert sw.budget.spent > 0 and sw.selected == sw.result.keys[-1]
 
 
+def panel_of(swept: tuple[Sweeper, list[int]]) -> Sweeper:
+    """A new Sweeper showing the shared run's result (measured before: nothing is measured again)."""
+    run = swept[0]
+    return Sweeper(run.dataset, run.models[0], run.store, result=run.result, background=False, restore=False)
+
+
 def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper, list[int]],
                                                             fake_embedder: Embedder) -> None:
-    sw, _ = swept
+    sw = panel_of(swept)
     pictures, images, viewer = dict(sw.pictures), {n: i.value for n, i in sw.images.items()}, sw.viewer.value
     embedded = fake_embedder.stats.embedded
     first = sw.result.keys[0]
@@ -113,7 +119,7 @@ def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper
 
 
 def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper, list[int]], tmp_path: Path) -> None:
-    sw, _ = swept
+    sw = panel_of(swept)
     sw.folder.value = str(tmp_path / "mine")
     sw.export_button.click()
     report = tmp_path / "mine" / "report.html"
