@@ -32,6 +32,10 @@ FIXTURE_MARKS = {
 }
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    FAST_LOG.unlink(missing_ok=True)
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     for name in getattr(item, "fixturenames", ()):
         if name in FIXTURE_MARKS:
