@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is
     from browserkit import Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 # Elements whose box sticks out past the window's right edge, outermost only, skipping what sits
 # inside a box that scrolls or clips horizontally (that box is what the reader sees).

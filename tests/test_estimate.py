@@ -37,6 +37,7 @@ def test_padding_is_counted_as_the_model_runs_its_passes() -> None:
         == 5 * 200  # one worker: passes of a batch
 
 
+@pytest.mark.model
 def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=24+bm25", "recursive:size=32+header")]
@@ -55,6 +56,7 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
         assert "model" not in vars(fresh)  # a warm grid never loads the model to say so
 
 
+@pytest.mark.model
 def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant("semantic:breakpoint_percentile=50"), parse_variant("fixed:size=24+late")]
@@ -73,6 +75,7 @@ def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_p
 
 
 
+@pytest.mark.model
 def test_a_preview_times_its_token_pass_on_the_model_that_runs_it(tiny: Dataset, tmp_path: Path) -> None:
     """A cold preview embeds the questions on the model and runs its token pass on the int8 export:
     two rates, each measured on its own model, and the pass's word pieces at the pass's batch (one
