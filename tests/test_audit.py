@@ -320,6 +320,7 @@ def test_audit_prints_the_chunk_health_table_then_the_warnings(tmp_path: Path,
                        "worst: guide.md [0, 46).")
 
 
+@pytest.mark.model
 def test_audit_without_variants_runs_the_default_grid(tiny: Dataset, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     data = folder_of(tiny, tmp_path / "data")
@@ -384,6 +385,7 @@ def test_the_report_shows_chunk_health_flagged_with_its_worst_examples_quoted(ti
     assert "Left out: no chunk audit was given" in without.read_text(encoding="utf-8")
 
 
+@pytest.mark.model
 def test_a_cli_sweep_report_holds_the_chunk_health_of_its_variants(tiny: Dataset, tmp_path: Path) -> None:
     data = write_dataset(tiny, tmp_path / "data")
     main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--quiet",

@@ -275,6 +275,7 @@ def test_preview_prints_a_confirm_command_that_runs_as_printed(tiny: Dataset, tm
     assert f"the cached token pass over {len(tiny.documents)} documents" in done
 
 
+@pytest.mark.model
 def test_ctrl_c_ends_with_one_line_saying_what_finished_and_is_cached(tiny: Dataset, tmp_path: Path) -> None:
     """The trial's Ctrl-C printed a 135-line traceback; now one line, and the next run resumes."""
     from workbench.chunkers import register_function
@@ -292,6 +293,7 @@ def test_ctrl_c_ends_with_one_line_saying_what_finished_and_is_cached(tiny: Data
     assert "run the same command again to resume" in str(stopped.value.code)
 
 
+@pytest.mark.model
 def test_labels_left_out_by_skip_missing_are_said_and_reach_the_result_and_its_report(
         tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One quote not found stops the sweep; --skip-missing leaves it out (and its question), says so once on

@@ -25,7 +25,7 @@ from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
 from workbench.results.result import SweepResult
 from workbench.run.engine import RayEngine
-from workbench.run.sweep import sweep
+from workbench.run.session import sweep
 from workbench.variant import Variant
 
 pytestmark = [pytest.mark.ray, pytest.mark.model]

@@ -311,15 +311,16 @@ def audit_chunks(dataset: Dataset, chunks: Sequence[Chunk], over: Sequence[bool]
     return Audit(len(chunks), total)
 
 
-def row(variant: Variant, audit: Audit) -> dict[str, Any]:
-    """The variant's row: key, label, chunks, a value per check (its share, or its count) and the findings.
+def row(variant: Variant, audit: Audit, key: str | None = None) -> dict[str, Any]:
+    """The variant's row: key (the result's key of the variant with the model audited, default the
+    variant's), label, chunks, a value per check (its share, or its count) and the findings.
     Truncation counts only for a variant that ranks by vectors and not with +late (BM25 reads a whole
     chunk; late chunking pools windows of the whole document)."""
     findings = dict(audit.findings)
     if variant.late or not variant.embeds:
         findings["truncated"] = Finding(0, audit.chunks)
     values = {name: f.share if CHECKS[name].share else f.n for name, f in findings.items()}
-    return {"key": variant.key, "label": variant.label, "chunks": audit.chunks, **values, "findings": findings}
+    return {"key": key or variant.key, "label": variant.label, "chunks": audit.chunks, **values, "findings": findings}
 
 
 def table(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:

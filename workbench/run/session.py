@@ -29,7 +29,7 @@ from workbench.evaluation import stats
 from workbench.evaluation.metrics import MetricAt
 from workbench.evaluation.settings import Settings
 from workbench.models.base import Engine
-from workbench.models.choose import ModelSpec, embedders_of, variant_key
+from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate
 from workbench.results import audit as chunk_audit
@@ -201,7 +201,7 @@ class Session:
                     raise
                 found = chunk_audit.audit_chunks(self.dataset, chunks, e.truncated(embed_texts(chunks)), structures)
                 chunk_audit.save(path, found)
-            rows.append(chunk_audit.row(v, found))
+            rows.append(chunk_audit.row(v, found, result_key(v.key, e)))
         return chunk_audit.table(rows)
 
     def chunks(self, variant: Variant, model: Embedder | None = None) -> list[Chunk]:
