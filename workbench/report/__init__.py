@@ -74,7 +74,7 @@ def write_report(
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
             write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers, figure_cache,
-                       health.section(audit, dataset))
+                       health.section(audit, dataset, v.best if v is not None else None))
 
     return atomic_write(path, write)
 

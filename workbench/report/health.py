@@ -14,23 +14,28 @@ import html
 import pandas as pd
 
 from workbench.dataset import Dataset, Document, Span
+from workbench.report.html import STAR, _headline, _rows
 from workbench.results.audit import CHECKS, Finding, past, warning
 
 QUOTED = 160  # characters of an example quoted, the rest elided
 _HEAD = '<section id="chunk-health"><h2>Chunk health</h2>\n'
+_HEADLINE = ' class="headline"'
 
 
-def section(audit: pd.DataFrame | None, dataset: Dataset | None) -> str:
+def section(audit: pd.DataFrame | None, dataset: Dataset | None, best: str | None = None) -> str:
     """The section for `audit` (one row per variant: workbench.results.audit.table); `dataset`, when
-    given, quotes each example's text."""
+    given, quotes each example's text; `best`, the headline's result key, has its row starred as in
+    every table."""
     if audit is None:
         return (f'{_HEAD}<p class="note">Left out: no chunk audit was given. The CLI\'s sweep audits its '
                 "variants; in Python pass <code>audit=session.audit(variants)</code> to report.export, or run "
                 "<code>python -m workbench audit DATA</code>.</p></section>\n")
     head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in ["variant", "chunks", *CHECKS])
-    rows = "".join(f'<tr><td class="label">{n}.&nbsp;{html.escape(r.label)}</td><td>{r.chunks:,}</td>'
+    rows = "".join(f"<tr{_HEADLINE * (r.key == best)}><td class=\"label\">{STAR * (r.key == best)}{n}.&nbsp;"
+                   f"{html.escape(r.label)}</td><td>{r.chunks:,}</td>"
                    + "".join(_cell(name, f) for name, f in r.findings.items()) + "</tr>\n"
                    for n, r in enumerate(audit.itertuples(index=False), 1))
+    starred = _headline(best) if best in set(audit["key"]) else ""
     docs = dataset.docs if dataset is not None else {}
     said = "".join(_warning(r.label, name, f, docs) for r in audit.itertuples(index=False)
                    for name, f in r.findings.items() if past(name, f))
@@ -41,7 +46,8 @@ def section(audit: pd.DataFrame | None, dataset: Dataset | None) -> str:
             "torn apart, chunks holding only a heading, exact duplicates. A value past its check's threshold is "
             "flagged \u26a0 and warned below, with its worst examples by document and character offsets; how the "
             'best two variants cut the evidence of a few questions is drawn in <a href="#cuts">Where the cuts '
-            f'fall</a>.</p>\n<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}'
+            f'fall</a>.</p>\n{_rows(f"Every variant audited ({len(audit)}), in sweep order{starred}.")}'
+            f'<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}'
             f"</tbody></table></div>\n{said}</section>\n")
 
 
