@@ -135,6 +135,9 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
                    "confirm the best with the command it prints (the same options, --out <out>-confirm)")
     if out != CHECK_OUT:  # a check writes tables only
         s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
+        s.add_argument("--label-free", action="store_true",
+                       help="add the quality measures that need no questions (cut_contrast, cohesion) to the report's "
+                       "chunk health, beside the scores (`audit --label-free` without questions)")
     s.add_argument("--top", type=int, default=top, metavar="N", help=top_help)
     s.add_argument("--quiet", action="store_true",
                    help="print only the verdict and the top-N table (errors still go to stderr)")

@@ -63,7 +63,8 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
         else:
             from workbench.report import export
 
-            audit = session.audit([Variant.from_spec(g) for g in result.provenance.grid])  # its "Chunk health"
+            audit = session.audit([Variant.from_spec(g) for g in result.provenance.grid],  # its "Chunk health"
+                                  label_free=args.label_free)
             paths = export(result, args.out, dataset=dataset, store=session.store, answers=answers, judged=judged,
                            audit=audit)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
