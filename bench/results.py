@@ -166,6 +166,11 @@ def defaults(text: str) -> list[str]:
             for r in t[1:]]
 
 
+def label_free(text: str) -> list[str]:
+    t = tables(text)[0]
+    return [f"{r[0]}: {r[2]} ranks the chunkings as recall@5 does with rho {r[3]} {r[4]}" for r in t[1:]]
+
+
 def sweeper_overhead(text: str) -> list[str]:
     t = tables(text)[0]
     return [f"{r[0]} cache: wb.sweep {r[1]}, Sweeper Run {r[2]}, overhead {r[3]}" for r in t[1:]]
@@ -278,6 +283,11 @@ STUDIES = [
           "on the bundled data, a folder of documentation and code and the shared datasets?",
           "README, \"Strategies\": the default grid's rule (sizes in the model's tokens, at 94% of its window); "
           "workbench/run/defaults.py", defaults),
+    Study("label_free", "label_free.md",
+          "Do the label-free measures rank chunkings as recall does on labelled data, and how far can a folder "
+          "with no questions trust them?",
+          "workbench/results/label_free.py's TRUST, said by audit --label-free and the report; docs/metrics.md, "
+          "\"Quality without labels\"; README's audit paragraph", label_free),
     Study("demo_times", "demo_times.json",
           "How long does `make demo` take, cold and warm?",
           "README, \"Measured on this machine\": the `make demo` rows", demo_times),
