@@ -200,3 +200,29 @@ def test_the_cli_takes_pg(squad, server, tmp_path) -> None:
     assert table["retriever"].tolist() == ["dense", "pgvector"]
     assert table["ann_recall"].tolist()[1] == 1.0 and table["index"].isna().tolist() == [True, False]
     assert "pgvector" not in json.loads((out / "config.json").read_text())  # the server is not a setting
+
+
+def test_the_report_shows_each_approximate_variant_beside_its_exact_twin(squad, embedder, server, tmp_path) -> None:
+    from workbench.cli.sweep import approximate_lines
+    from workbench.report import export
+    from workbench.results.approximate import approximation
+
+    texts = (VARIANT.text, f"{VARIANT.text}+pgvector:m=4,ef_construction=8,ef_search=1",
+             "fixed:size=32+pgvector:method=ivfflat,lists=8")  # the last one's exact twin is not in the sweep
+    result = run(squad, embedder, tmp_path, server, *texts)
+    assert [result.variant(key) for key in result.keys] == [parse_variant(t) for t in texts]  # specs read back
+    table = approximation(result, k=5)
+    assert table["variant"].tolist() == result.labels[1:]
+    hnsw, ivf = table.itertuples(index=False)
+    assert hnsw.exact == result.labels[0] and hnsw.diff == pytest.approx(hnsw.mean - hnsw.exact_mean, abs=1e-12)
+    assert hnsw.ci_low <= hnsw.diff <= hnsw.ci_high and pd.isna(ivf.exact) and pd.isna(ivf.diff)
+    page = export(result, tmp_path / "report", dataset=squad)["report"].read_text()
+    section = page[page.index('<section id="approximate">'):]
+    section = section[:section.index("</section>")]
+    assert "Approximate search against exact" in section and section.count("</tr>") == 3  # head and two rows
+    assert f"{hnsw.diff:.3f} [{hnsw.ci_low:.3f}, {hnsw.ci_high:.3f}]" in section
+    lines = approximate_lines(result, 5)
+    assert lines[1] == "Approximate search against exact:" and "pgvector hnsw(m=4,ef_construction=8,ef_search=1)" \
+        in lines[2] and f"difference {hnsw.diff:+.3f}" in " ".join(lines)
+    assert not approximation(sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+                                   store=IndexStore(tmp_path))).shape[0]

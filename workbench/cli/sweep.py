@@ -125,7 +125,24 @@ def metric_at(text: str) -> MetricAt:
 
 def run(args: argparse.Namespace) -> None:
     result, _, judged = measure(args)
-    print("\n".join(answer(result, args.top, judged)))
+    print("\n".join(answer(result, args.top, judged) + approximate_lines(result, judged.k if judged else None)))
+
+
+def approximate_lines(result: SweepResult, k: int | None = None) -> list[str]:
+    """One line per variant searched approximately (results.approximate): what it keeps of exact search, and
+    its recall@k against the same variant searched exactly when the sweep holds it."""
+    from workbench.results.approximate import approximation
+
+    table = approximation(result, k=k)
+    k = result.default_k if k is None else k
+    out = []
+    for r in table.itertuples(index=False):
+        line = f"{r.index}: keeps {r.ann_recall:.1%} of exact search's top {max(result.ks)}"
+        if isinstance(r.exact, str):
+            line += (f"; recall@{k} {r.mean:.3f} against {r.exact_mean:.3f} searched exactly, difference "
+                     f"{r.diff:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
+        out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+    return ["", "Approximate search against exact:", *out] if out else []
 
 
 def _wrote(folder: Path, paths: dict[str, Path]) -> str:
