@@ -57,6 +57,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python -m bench.sweeper_overhead
 	nice -n 10 $(BIN)/python -m bench.model_stack
 	$(BIN)/python -m bench.rerank
+	$(BIN)/python -m bench.pgvector
 	$(BIN)/python -m bench.peers
 	$(BIN)/python -m bench.results  # bench/RESULTS.md and bench/README.md's list, from the result files just written
 
