@@ -130,7 +130,7 @@ class PgIndex:
             table, sql.Literal(vectors.shape[1])))
         with connection.cursor().copy(sql.SQL("COPY {} (id, embedding) FROM STDIN").format(table)) as copy:
             for i, v in enumerate(vectors):
-                copy.write_row((i, _literal(v)))
+                copy.write_row((i, literal(v)))
         if build["method"] == "hnsw":
             options = {"m": build["m"], "ef_construction": build["ef_construction"]}
         else:
@@ -169,7 +169,7 @@ class PgIndex:
         out = []
         with connection.cursor() as cursor:
             for v, r in zip(vectors, rows, strict=True):
-                query = _literal(v)
+                query = literal(v)
                 found = (cursor.execute(nearest, (query, limit)) if r is None else
                          cursor.execute(among, (query, r.tolist(), limit))).fetchall()
                 ids = np.array([i for i, _ in found], dtype=np.int64)
@@ -219,7 +219,7 @@ def _advised_lists(rows: int) -> int:
     return max(1, rows // 1000 if rows <= 1_000_000 else round(math.sqrt(rows)))
 
 
-def _literal(vector: np.ndarray) -> str:
+def literal(vector: np.ndarray) -> str:
     """pgvector's text form of a float32 vector, exact: a float32 printed as the shortest double that
     names it reads back (strtof) as the same float32."""
     return "[" + ",".join(map(repr, vector.tolist())) + "]"
