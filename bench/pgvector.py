@@ -84,7 +84,9 @@ def main() -> None:
              f"data/chroma_small ({len(ds.questions)} questions): every dense variant of its default grid, searched "
              "exactly (FAISS flat) and in pgvector (HNSW at pgvector's default build, m=16, ef_construction=64, "
              f"on the same vectors); the sweep took {took.wall_s:.1f} s (vectors from the cache). kept@10: the share "
-             "of exact search's top 10 that pgvector's top 10 holds; the difference is paired over the questions.",
+             "of exact search's top 10 that pgvector's top 10 holds; the difference is paired over the questions. "
+             "pgvector draws HNSW levels from the server's random state, and this run starts a server of its own: "
+             "a run builds new graphs, so the ef_search=10 columns move a little from run to run.",
              "", "## Recall", "",
              table(head, rows, ["---", "---:", "---:", *["---:"] * 2 * len(EF_SEARCH)]), "",
              "## Time per query", "",
