@@ -7,6 +7,7 @@ logged again; failures in one line."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -39,7 +40,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc = subprocess.Popen([str(cli), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
                              "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
                              "--artifacts-destination", str(folder / "artifacts")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its uvicorn and job workers in a group of their own
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -55,11 +57,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and the processes it started, none other
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +142,9 @@ def test_the_cli_logs_a_sweep_once(tiny_folder, server, tmp_path, capsys) -> Non
             "--quiet", "--ks", "1", "3", "--budgets", "--mlflow", server, "--experiment", "cli", *[
                 w for v in VARIANTS for w in ("-v", v)]]
     main(args)
-    assert "mlflow: logged 2 variant runs (http://127.0.0.1:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "mlflow: logged 2 variant runs (http://127.0.0.1:" in out and "/#/experiments/" in out
+    assert "View run" not in out  # MLflow's own lines, one pair per run, are not printed
     main(args)
     assert "mlflow: every variant was logged before" in capsys.readouterr().out
     client = MlflowClient(tracking_uri=server)

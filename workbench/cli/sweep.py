@@ -145,7 +145,7 @@ def tracked(result: SweepResult, args: argparse.Namespace, judged: Verdict | Non
         done = track(result, args.mlflow, args.experiment, folder=args.out, verdict=judged)
     except Exception as e:  # one line, never a traceback
         raise SystemExit(f"error: --mlflow: {describe(e)}") from e
-    where = f"{args.mlflow}, experiment {done.experiment!r}, run {done.run_id}"
+    where = f"{args.mlflow}, experiment {done.experiment!r}, run {done.url(args.mlflow) or done.run_id}"
     if not done.logged:
         return f"mlflow: every variant was logged before ({where}): nothing logged"
     return f"mlflow: logged {len(done.logged)} variant run{'s' * (len(done.logged) > 1)} ({where})"

@@ -16,7 +16,9 @@ nothing; a child left unfinished by an interrupted log is deleted and logged aga
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import tempfile
 import time
@@ -46,7 +48,14 @@ class Tracked:
 
     run_id: str
     experiment: str
+    experiment_id: str
     logged: tuple[str, ...]
+
+    def url(self, uri: str) -> str | None:
+        """The sweep's run in the tracking server's UI (None for a store without one)."""
+        if not uri.startswith(("http://", "https://")):
+            return None
+        return f"{uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
 
 
 def track(result: SweepResult, uri: str, experiment: str | None = None, folder: str | Path | None = None,
@@ -76,7 +85,7 @@ def track(result: SweepResult, uri: str, experiment: str | None = None, folder: 
     fp = fingerprint(result)
     runs = client.search_runs([experiment_id], f"tags.`{FINGERPRINT}` = '{fp}' and tags.`{KEY}` = '{SWEEP}'")
     if runs and runs[0].info.status == "FINISHED":
-        return Tracked(runs[0].info.run_id, name, ())
+        return Tracked(runs[0].info.run_id, name, experiment_id, ())
     note = "\n\n".join(verdict.sentences()) if verdict is not None else "no verdict (no recall measured)"
     parent = runs[0].info.run_id if runs else client.create_run(
         experiment_id, run_name=f"sweep {result.provenance.date}", tags={FINGERPRINT: fp, KEY: SWEEP, NOTE: note}
@@ -97,10 +106,10 @@ def track(result: SweepResult, uri: str, experiment: str | None = None, folder: 
         run = client.create_run(experiment_id, run_name=row["variant"], tags=tags).info.run_id
         params, costs = _variant_params(result, row)
         _log(client, run, params, costs | _metrics(result, key))
-        client.set_terminated(run)
+        _finish(client, run)
         logged.append(row["variant"])
-    client.set_terminated(parent)
-    return Tracked(parent, name, tuple(logged))
+    _finish(client, parent)
+    return Tracked(parent, name, experiment_id, tuple(logged))
 
 
 def fingerprint(result: SweepResult) -> str:
@@ -183,6 +192,13 @@ def _artifacts(client: MlflowClient, run: str, result: SweepResult, folder: str 
     with tempfile.TemporaryDirectory() as tmp:
         result.save(tmp)
         client.log_artifacts(run, tmp)
+
+
+def _finish(client: MlflowClient, run: str) -> None:
+    """Mark a run finished, without the two lines MLflow's client prints to stdout for each run of a server
+    (`Tracked.url` names the sweep's)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        client.set_terminated(run)
 
 
 def _check_reachable(uri: str) -> None:
