@@ -1,21 +1,16 @@
-"""wb.track and --mlflow against real MLflow stores: a `mlflow server` the test starts on localhost (and
-stops), a SQLite store and MLflow's file store. Every variant a child run of the sweep's run, with its
-parameters, every metric with its interval, its costs and the verdict; report.html and the tables as
-artifacts; the same result logged again (a re-run from the cache) logs nothing; an interrupted child is
-logged again; failures in one line."""
+"""wb.track and --mlflow against real MLflow stores: a `mlflow server` started on localhost (conftest's
+mlflow_server, stopped after the session), a SQLite store and MLflow's file store. Every variant a child run
+of the sweep's run, with its parameters, every metric with its interval, its costs and the verdict;
+report.html and the tables as artifacts; the same result logged again (a re-run from the cache) logs
+nothing; an interrupted log resumes; failures in one line."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 from conftest import free_port
 from mlflow import MlflowClient
 from test_notebook import write_dataset
@@ -33,40 +28,12 @@ VARIANTS = ("fixed:size=8", "fixed:size=16")
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real MLflow tracking server on localhost (SQLite behind it, artifacts served by it), stopped after."""
-    folder, port = tmp_path_factory.mktemp("mlflow-server"), free_port()
-    cli = Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen([str(cli), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-                             "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
-                             "--artifacts-destination", str(folder / "artifacts")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its uvicorn and job workers in a group of their own
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"mlflow server did not start: {proc.stderr.read()[-2000:]}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the server and the processes it started, none other
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-@pytest.fixture(scope="module")
 def swept(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
     """A sweep of two variants, its store and its saved folder (report.html, tables, figures)."""
+    return swept_tiny(tiny, embedder, tmp_path_factory)
+
+
+def swept_tiny(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
     store = IndexStore(tmp_path_factory.mktemp("track-cache"))
     result = sweep(tiny, [parse_variant(v) for v in VARIANTS], ks=(1, 3), budgets=(), embedder=embedder,
                    progress=False, store=store)
@@ -92,9 +59,9 @@ def uri_of(kind: str, server: str, folder: Path, monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.parametrize("kind", ["server", "sqlite", "file"])
 def test_every_variant_is_a_run_with_its_metrics_costs_and_standing_logged_once(
-        kind, server, swept, tiny, embedder, tmp_path, monkeypatch) -> None:
+        kind, mlflow_server, swept, tiny, embedder, tmp_path, monkeypatch) -> None:
     result, store, out = swept
-    uri = uri_of(kind, server, tmp_path, monkeypatch)
+    uri = uri_of(kind, mlflow_server, tmp_path, monkeypatch)
     experiment = f"test {kind} {tmp_path.name}"
     first = track(result, uri, experiment, folder=out)
     assert set(first.logged) == set(result.labels)
@@ -137,9 +104,9 @@ def test_every_variant_is_a_run_with_its_metrics_costs_and_standing_logged_once(
         assert len(children) == len(result.keys) and all(r.info.status == "FINISHED" for r in children)
 
 
-def test_the_cli_logs_a_sweep_once(tiny_folder, server, tmp_path, capsys) -> None:
+def test_the_cli_logs_a_sweep_once(tiny_folder, mlflow_server, tmp_path, capsys) -> None:
     args = ["sweep", "--data", str(tiny_folder), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
-            "--quiet", "--ks", "1", "3", "--budgets", "--mlflow", server, "--experiment", "cli", *[
+            "--quiet", "--ks", "1", "3", "--budgets", "--mlflow", mlflow_server, "--experiment", "cli", *[
                 w for v in VARIANTS for w in ("-v", v)]]
     main(args)
     out = capsys.readouterr().out
@@ -147,7 +114,7 @@ def test_the_cli_logs_a_sweep_once(tiny_folder, server, tmp_path, capsys) -> Non
     assert "View run" not in out  # MLflow's own lines, one pair per run, are not printed
     main(args)
     assert "mlflow: every variant was logged before" in capsys.readouterr().out
-    client = MlflowClient(tracking_uri=server)
+    client = MlflowClient(tracking_uri=mlflow_server)
     exp = client.get_experiment_by_name("cli").experiment_id
     assert len(client.search_runs([exp])) == 3
     assert "report.html" in {a.path for a in client.list_artifacts(client.search_runs(
