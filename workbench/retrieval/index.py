@@ -9,7 +9,8 @@ big enough, in an `ann-...` subfolder named by its parameters; the `pgvector` st
 (workbench.retrieval.pgvector) hold the entry's vectors in PostgreSQL, named by the entry. With
 `mmap=True` FAISS files are read memory-mapped: the vectors stay on disk and the page cache holds what
 searches touch. Entries and subfolders are built in a temporary folder and renamed into place: an
-interrupted build leaves nothing half-written. Files are FAISS's own format, Parquet, numpy arrays and JSON (no pickle).
+interrupted build leaves nothing half-written. Files are FAISS's own format, Parquet, numpy arrays and
+JSON (no pickle).
 """
 
 from __future__ import annotations

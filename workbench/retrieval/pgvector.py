@@ -72,12 +72,12 @@ class PgVector:
             url = self.bundled.start()
             atexit.unregister(self.close)  # once, however often it starts
             atexit.register(self.close)
-        where = "the bundled server" if self.url is None else _shown(url)
+        where = (f"the PostgreSQL server at {_shown(url)}" if self.bundled is None
+                 else f"the bundled PostgreSQL in {self.bundled.folder}")
         try:
             connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as e:
-            raise ConnectionError(f"pgvector: cannot reach the PostgreSQL server at {where}: "
-                                  f"{_first_line(e)}") from None
+            raise ConnectionError(f"pgvector: cannot reach {where}: {_first_line(e)}") from None
         try:
             connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.errors.InsufficientPrivilege as e:
@@ -108,17 +108,20 @@ class PgIndex:
         self.server = server
         self.entry = entry  # the FAISS entry's name: which chunks, corpus and model the vectors are
         self.exact = exact  # the FAISS flat index holding those vectors, and exact search over them
+        self._tables: set[str] = set()  # the tables this object found or built: not looked for again
 
     def table(self, params: dict[str, Any]) -> str:
         """The table of this build (the vectors and the index's build parameters), built if missing."""
         build = {"method": params["method"], **{p: params[p] for p in ("m", "ef_construction", "lists")
                                               if _applies(params["method"], p)}}
         name = "workbench_" + hashlib.sha256(f"{self.entry} {sorted(build.items())}".encode()).hexdigest()[:24]
-        connection = self.server.connection()
-        with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
-            if connection.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
-                self._build(connection, name, build)
+        if name not in self._tables:
+            connection = self.server.connection()
+            with connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+                if connection.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
+                    self._build(connection, name, build)
+            self._tables.add(name)
         return name
 
     def _build(self, connection: psycopg.Connection, name: str, build: dict[str, Any]) -> None:
