@@ -39,7 +39,7 @@ from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.results.track import track
 from workbench.retrieval.index import IndexStore, build_index
-from workbench.run.session import Session, rankings, sweep, sweep_steps
+from workbench.run.session import Session, audit, rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
 
 # matplotlib/ipywidgets load on use; the name under `wb.` -> its module
@@ -59,7 +59,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "LLM", "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
-    "Question", "Session", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "import_dataset",
-    "load_dataset", "parse_variant", "rankings", "register_factory", "register_function", "register_node_parser",
-    "sweep", "sweep_steps", "track", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
+    "Question", "Session", "Span", "SweepResult", "Variant", "audit", "build_index", "combine", "grid",
+    "import_dataset", "load_dataset", "parse_variant", "rankings", "register_factory", "register_function",
+    "register_node_parser", "sweep", "sweep_steps", "track", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
 ]
