@@ -1,6 +1,7 @@
 """The runs `wb.track` logs, in MLflow's own UI opened in Chromium as a person would: the sweep's run in
 the experiment's list, and, expanded, every variant under it by its label, with its recall_at_3 and where
-the verdict puts it (docs/mlflow.png is this view of a sweep of the bundled corpus)."""
+the verdict puts it (docs/mlflow.png is this view of a sweep of the bundled corpus). The sweep embeds with the
+fake model (tests/fakemodel.py): what is tested is what MLflow shows."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ pytest_plugins = ["browserkit"]
 
 
 def test_every_variant_appears_under_the_sweep_in_mlflows_ui(tab: Tab, mlflow_server: str, tiny: Dataset,
-                                                            embedder: Embedder,
+                                                            fake_embedder: Embedder,
                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
     store, out = tmp_path_factory.mktemp("ui-cache"), tmp_path_factory.mktemp("ui-out")
     result = sweep(tiny, [parse_variant(v) for v in ("fixed:size=8", "fixed:size=16+bm25")], ks=(1, 3), budgets=(),
-                   embedder=embedder, progress=False, store=store)
+                   embedder=fake_embedder, progress=False, store=store)
     export(result, out, dataset=tiny, store=store)
     done = track(result, mlflow_server, "in the browser", folder=out)
     verdict = result.verdict()

@@ -2,7 +2,8 @@
 mlflow_server, stopped after the session), a SQLite store and MLflow's file store. Every variant a child run
 of the sweep's run, with its parameters, every metric with its interval, its costs and the verdict;
 report.html and the tables as artifacts; the same result logged again (a re-run from the cache) logs
-nothing; an interrupted log resumes; failures in one line."""
+nothing; an interrupted log resumes; failures in one line. The sweeps embed with the fake model (tests/fakemodel.py):
+what is tested is what reaches MLflow; the CLI's sweep alone runs the bundled model."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+from conftest import free_port, write_dataset
 from mlflow import MlflowClient
-from test_notebook import write_dataset
 
 from workbench.cli import main
 from workbench.dataset import Dataset
@@ -28,14 +28,14 @@ VARIANTS = ("fixed:size=8", "fixed:size=16")
 
 
 @pytest.fixture(scope="module")
-def swept(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
+def swept(tiny: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
     """A sweep of two variants, its store and its saved folder (report.html, tables, figures)."""
-    return swept_tiny(tiny, embedder, tmp_path_factory)
+    return swept_tiny(tiny, fake_embedder, tmp_path_factory)
 
 
-def swept_tiny(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
+def swept_tiny(tiny: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
     store = IndexStore(tmp_path_factory.mktemp("track-cache"))
-    result = sweep(tiny, [parse_variant(v) for v in VARIANTS], ks=(1, 3), budgets=(), embedder=embedder,
+    result = sweep(tiny, [parse_variant(v) for v in VARIANTS], ks=(1, 3), budgets=(), embedder=fake_embedder,
                    progress=False, store=store)
     out = tmp_path_factory.mktemp("track-out")
     export(result, out, dataset=tiny, store=store)
@@ -59,7 +59,7 @@ def uri_of(kind: str, server: str, folder: Path, monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.parametrize("kind", ["server", "sqlite", "file"])
 def test_every_variant_is_a_run_with_its_metrics_costs_and_standing_logged_once(
-        kind, mlflow_server, swept, tiny, embedder, tmp_path, monkeypatch) -> None:
+        kind, mlflow_server, swept, tiny, fake_embedder, tmp_path, monkeypatch) -> None:
     result, store, out = swept
     uri = uri_of(kind, mlflow_server, tmp_path, monkeypatch)
     experiment = f"test {kind} {tmp_path.name}"
@@ -90,7 +90,7 @@ def test_every_variant_is_a_run_with_its_metrics_costs_and_standing_logged_once(
         cost = result.variants.set_index("key").loc[key]
         assert m["chunks"] == cost["chunks"] and m["tokens_embedded"] == cost["tokens_embedded"]
         assert run.data.params["strategy"] == "fixed" and run.data.params["size"] == str(cost["size"])
-    again = sweep(tiny, [parse_variant(v) for v in VARIANTS], ks=(1, 3), budgets=(), embedder=embedder,
+    again = sweep(tiny, [parse_variant(v) for v in VARIANTS], ks=(1, 3), budgets=(), embedder=fake_embedder,
                   progress=False, store=store)  # a re-run, from the score cache: another object, another date
     assert again.provenance.date != "" and track(again, uri, experiment, folder=out).logged == ()
     assert len(client.search_runs([exp])) == len(runs)  # nothing logged twice
@@ -104,6 +104,7 @@ def test_every_variant_is_a_run_with_its_metrics_costs_and_standing_logged_once(
         assert len(children) == len(result.keys) and all(r.info.status == "FINISHED" for r in children)
 
 
+@pytest.mark.model  # the CLI sweeps with the bundled model
 def test_the_cli_logs_a_sweep_once(tiny_folder, mlflow_server, tmp_path, capsys) -> None:
     args = ["sweep", "--data", str(tiny_folder), "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
             "--quiet", "--ks", "1", "3", "--budgets", "--mlflow", mlflow_server, "--experiment", "cli", *[

