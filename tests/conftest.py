@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -65,6 +66,15 @@ def model_stack_parameters(files: tuple[Path, Path], out: Path) -> str:
     data, cache = files
     return (f"DATA = {str(data)!r}\nDOCS = None\nCACHE = {str(cache)!r}\nOUT = {str(out)!r}\nK = 3\nKS = (1, 3)\n"
             "MAX_TOKENS = 12")
+
+
+def shared_folder() -> Path:
+    """A temporary folder the user `nobody` may enter: under root the bundled PostgreSQL (the pgvector
+    stage's server, workbench/retrieval/postgres.py) runs as nobody, and pytest's own temporary folders
+    are private. The caller removes it."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-pg-"))
+    folder.chmod(0o755)
+    return folder
 
 
 def span_of(doc: Document, quote: str) -> Span:

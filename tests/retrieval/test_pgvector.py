@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 import psycopg
 import pytest
-from conftest import free_port
+from conftest import free_port, shared_folder
 
 from workbench.cli import main
 from workbench.dataset import Dataset
@@ -36,14 +35,6 @@ REPO = Path(__file__).resolve().parents[2]
 SQUAD = REPO / "tests" / "data" / "squad_v11_dev"
 VARIANT = parse_variant("fixed:size=16")  # about 50 chunks of the excerpt, as in test_ann
 KS = (1, 3, 5)
-
-
-def shared_folder() -> Path:
-    """A temporary folder the user `nobody` may enter: under root the bundled server runs as nobody (and
-    pytest's own temporary folders are private)."""
-    folder = Path(tempfile.mkdtemp(prefix="workbench-pg-"))
-    folder.chmod(0o755)
-    return folder
 
 
 @pytest.fixture(scope="module")
