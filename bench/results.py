@@ -188,6 +188,20 @@ def rerank(text: str) -> list[str]:
     return [f"{r[0]}: the stage {r[4]} as fast as one pair at a time, {r[5]} ms a pair" for r in t[1:]]
 
 
+def pgvector(text: str) -> list[str]:
+    recall, times = tables(text)
+    out = []
+    for i, name in enumerate(recall[0]):
+        if name.endswith(": kept@10"):
+            kept = [float(c) for c in column(recall, name)]
+            diffs = [float(c.split()[0]) for c in column(recall, recall[0][i + 1])]
+            out.append(f"pgvector HNSW {name.removesuffix(': kept@10')}: keeps {min(kept):.1%} to {max(kept):.1%} of "
+                       f"exact search's top 10 over {len(kept)} dense variants; recall@5 minus exact "
+                       f"{min(diffs):+.4f} to {max(diffs):+.4f}")
+    flat = float(times[1][1])
+    return out + [f"a query, {r[0]}: {r[1]} ms median ({float(r[1]) / flat:.1f}x FAISS flat)" for r in times[2:]]
+
+
 def peers(text: str) -> list[str]:
     chunkers, *rest = tables(text)
     out = [f"{r[0]}: {r[1]} takes {r[4]} the workbench's time (wall)" for r in chunkers[1:]
@@ -311,6 +325,10 @@ STUDIES = [
           "What does the rerank stage's batching buy against scoring one pair at a time, for the LLM judge and a "
           "CrossEncoder (target: 5x)?",
           "README, \"Speed\": the reranking row", rerank),
+    Study("pgvector", "pgvector.md",
+          "What does pgvector's HNSW cost against exact search on the same vectors, in recall@5 and in time per "
+          "query against FAISS?",
+          "docs/production.md, \"The variant in PostgreSQL with pgvector\"", pgvector),
     Study("peers", "peers.md",
           "How do the workbench's chunkers and CLI sweep compare with Chonkie, LangChain and chunklab, side by side?",
           "README, \"Against the peers\"", peers),

@@ -59,12 +59,13 @@ class Session:
     models, the rerankers and the LLMs compute what is not cached: "local", "ray" (a local Ray
     instance the session starts and `close` stops) or an engine (workbench.run.engine); an Embedder
     you pass takes its own engine=. progress=False draws no progress bar at all. mmap: indexes read
-    memory-mapped."""
+    memory-mapped. pg: the URL of the PostgreSQL that variants with the pgvector stage search (None: the
+    bundled server, started in the cache folder on first use; an IndexStore you pass keeps its own)."""
 
     def __init__(self, dataset: Dataset, settings: Settings | None = None, *,
                  cache: IndexStore | str | Path = CACHE_DIR, models: Sequence[ModelSpec] | None = None,
                  embedder: Embedder | None = None, engine: str | Engine | None = None, progress: bool = True,
-                 mmap: bool = False, **changes: Any) -> None:
+                 mmap: bool = False, pg: str | None = None, **changes: Any) -> None:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a Dataset (wb.load_dataset), got {type(dataset).__name__}")
         if embedder is not None and models is not None:
@@ -78,9 +79,10 @@ class Session:
         self._owns_engine = isinstance(engine, str)  # made here, so stopped here
         self.engine = get_engine(engine) if isinstance(engine, str) else engine
         if isinstance(cache, IndexStore):
-            self.store = IndexStore(cache.root, cache.mmap, self.engine) if self.engine is not None else cache
+            self.store = (IndexStore(cache.root, cache.mmap, self.engine, cache.pgvector.url)
+                          if self.engine is not None else cache)
         else:
-            self.store = IndexStore(cache, mmap, self.engine)
+            self.store = IndexStore(cache, mmap, self.engine, pg)
         if models is not None:  # specs compute on the engine; an Embedder given keeps its own
             self.models = embedders_of(models, self.store.root, **({"engine": self.engine} if self.engine else {}))
         else:
@@ -249,10 +251,12 @@ class Session:
                       self.settings.mode)
 
     def close(self) -> None:
-        """Stop the engine the session started (one named by a string); nothing else to release."""
+        """Stop the engine the session started (one named by a string), close the pgvector connection and stop
+        the bundled PostgreSQL if a search started it (the next search starts it again)."""
         if self._owns_engine and self.engine is not None:
             self.engine.close()
             self._owns_engine = False
+        self.store.pgvector.close()
 
     def __enter__(self) -> Session:
         return self
