@@ -14,8 +14,8 @@ import workbench as wb
 from workbench.cli import main
 from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Document, Question, Span
-from workbench.labels.generate import MAX_TOKENS, prompt, prompt_items
-from workbench.labels.probe import MIN_WORDS, Probe, probes
+from workbench.labels.generate import MAX_TOKENS, Probe, prompt, prompt_items
+from workbench.labels.probe import MIN_WORDS, probes
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM
 from workbench.variant import Variant

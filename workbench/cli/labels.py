@@ -15,7 +15,7 @@ from workbench.labels.generate import MAX_TOKENS, SEED
 from workbench.variant import Variant, parse_variant
 
 if TYPE_CHECKING:
-    from workbench.labels.probe import Probe
+    from workbench.labels.generate import Probe
 
 
 def _add_labels(sub: argparse._SubParsersAction) -> None:

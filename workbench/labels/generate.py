@@ -36,7 +36,6 @@ from workbench.dataset import Dataset, Document, Span
 from workbench.ingest.folder import load_documents
 
 if TYPE_CHECKING:  # the model layer sits above labels: imported when a model is needed, never at import time
-    from workbench.labels.probe import Probe
     from workbench.models.llm import LLM, Prompt
 
 PASSAGE_CHARS = 1200  # about 300 tokens of English: enough to hold an answer, short enough for a small model
@@ -75,6 +74,15 @@ def prompt(probe: bool = False) -> Prompt:
     if probe:
         return Prompt(PROBE_PROMPT_NAME, PROBE_PROMPT_VERSION, _PROBE_TEMPLATE, _PROBE_SYSTEM)
     return Prompt(PROMPT_NAME, PROMPT_VERSION, _TEMPLATE, _SYSTEM)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Evidence to ask about around a cut (workbench.labels.probe.probes), and the labels of the variants
+    with a cut strictly inside it."""
+
+    evidence: Span
+    straddles: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -16,24 +16,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from workbench.chunkers.sentence import sentence_spans
 from workbench.core.chunk import Chunk
 from workbench.dataset import Document, Span
-from workbench.labels.generate import spread
+from workbench.labels.generate import Probe, spread
 
 MIN_CHARS, MAX_CHARS = 30, 600  # evidence shorter says too little to ask about; longer is no longer a probe
 MIN_WORDS = 8  # words of letters evidence needs to be asked about: a heading or a line of code is not
 _WORD = re.compile(r"(?<!\S)[^\W\d_]{2,}[.,;:!?]?(?!\S)")  # a word of letters between spaces: not a URL or code
-
-
-@dataclass(frozen=True)
-class Probe:
-    """Evidence around a cut, and the labels of the variants with a cut strictly inside it."""
-
-    evidence: Span
-    straddles: tuple[str, ...]
 
 
 def cuts(chunks: Sequence[Chunk], length: int) -> set[int]:
