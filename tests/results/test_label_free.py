@@ -112,5 +112,5 @@ def test_audit_label_free_ranks_a_folder_without_questions(tmp_path: Path, capsy
     assert out[1].split()[-3:] == [*MEASURES, "variant"]
     contrast = [float(line.split()[-4]) for line in out[2:4]]  # the label (two words) follows the measures
     assert contrast[0] < contrast[1]  # 7 tokens cut inside sentences, `sentence` never does
-    assert out[-1].startswith("Label-free, higher is better: cut_contrast ranks first sentence(size=40")
+    assert out[-1].startswith("Label-free: cut_contrast ranks first sentence(size=40")
     assert out[-1].endswith(TRUST + ".")

@@ -107,10 +107,6 @@ def run(args: argparse.Namespace) -> None:
     found = chunk_audit.warnings(table)
     print("\n".join(["", *found]) if found else "no check is past its threshold")
     if args.label_free:
-        print(f"\nLabel-free, higher is better: cut_contrast ranks first {_first(table, 'cut_contrast')}, "
-              f"cohesion {_first(table, 'cohesion')}; {TRUST}.")
-
-
-def _first(table: pd.DataFrame, measure: str) -> str:
-    """The label of the variant `measure` ranks first, or why none."""
-    return table.loc[table[measure].idxmax(), "label"] if table[measure].notna().any() else "none (no sentence pairs)"
+        first = (table.loc[table["cut_contrast"].idxmax(), "label"] if table["cut_contrast"].notna().any()
+                 else "none (no variant both keeps sentences together and cuts between them)")
+        print(f"\nLabel-free: cut_contrast ranks first {first}; {TRUST}.")

@@ -38,8 +38,8 @@ def section(audit: pd.DataFrame | None, dataset: Dataset | None, best: str | Non
                    + "".join(_cell(name, f) for name, f in r["findings"].items())
                    + "".join(f"<td>{r[m]:+.3f}</td>" for m in measures) + "</tr>\n"
                    for n, r in enumerate(audit.to_dict("records"), 1))
-    trust = (f"<p>The last columns need no questions (<code>--label-free</code>; docs/metrics.md): higher is "
-             f"better. {html.escape(TRUST[0].upper() + TRUST[1:])}.</p>\n" if measures else "")
+    trust = (f"<p>The last columns need no questions (<code>--label-free</code>; docs/metrics.md); a higher "
+             f"cut_contrast is better. {html.escape(TRUST[0].upper() + TRUST[1:])}.</p>\n" if measures else "")
     starred = _headline(best) if best in set(audit["key"]) else ""
     docs = dataset.docs if dataset is not None else {}
     said = "".join(_warning(r.label, name, f, docs) for r in audit.itertuples(index=False)
