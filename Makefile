@@ -4,8 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+LINT := $(BIN)/ruff check --select E,F,B905,I workbench tests bench
+# the slow markers (pyproject.toml, docs/testing.md): `make test-fast` runs every test without one
+SLOW := model or llm or browser or ray or notebook
+# more pytest options for `make test`, e.g. the random order CI runs in (.ci/run prints its seed):
+# make test PYTEST_ARGS="-p random_order --random-order-seed=N"
+PYTEST_ARGS ?=
 
-.PHONY: setup demo test lab app bench clean-cache
+.PHONY: setup demo test test-fast lab app bench clean-cache
 
 $(STAMP): requirements.txt requirements-ray.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +32,12 @@ demo: setup  ## sweep the default grid on data/chroma_small -> results/demo/
 	$(BIN)/python -m workbench sweep --data data/chroma_small --out results/demo
 
 test: setup  ## lint (ruff: E, F, B905, I), then the test suite (real model, real FAISS, small corpora)
-	$(BIN)/ruff check --select E,F,B905,I workbench tests bench
-	$(BIN)/python -m pytest
+	$(LINT)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup  ## lint, then the fast tier: every test without a slow marker (no model, LLM, browser, Ray, notebook)
+	$(LINT)
+	$(BIN)/python -m pytest -m "not ($(SLOW))"
 
 lab: setup  ## JupyterLab on notebooks/
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG)

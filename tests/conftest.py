@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import fakemodel
 import pytest
 
 from workbench.dataset import Dataset, Document, Question, Span
@@ -20,6 +22,7 @@ from workbench.run import registries
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
+pytest_plugins = ["tiers"]  # the slow markers and the fast tier's guard (docs/testing.md)
 
 BILLING = """# Billing
 
@@ -42,6 +45,25 @@ Their power comes from radioisotope generators, whose output falls by about four
 Engineers switch off instruments one by one to keep the probes alive. Café owners in Zürich
 named a coffee after Voyager; 中文 visitors call it 旅行者号.
 """
+
+
+def write_dataset(ds: Dataset, folder: Path) -> Path:
+    """`ds` as a user's dataset folder: corpus.jsonl and questions.jsonl."""
+    folder.mkdir()
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as f:
+        for d in ds.documents:
+            f.write(json.dumps({"doc_id": d.doc_id, "title": d.title, "text": d.text}) + "\n")
+    with (folder / "questions.jsonl").open("w", encoding="utf-8") as f:
+        for q in ds.questions:
+            answers = [{"doc_id": a.doc_id, "start": a.start, "end": a.end} for a in q.answers]
+            f.write(json.dumps({"qid": q.qid, "question": q.question, "answers": answers}) + "\n")
+    return folder
+
+
+def model_stack_parameters(files: tuple[Path, Path], out: Path) -> str:
+    data, cache = files
+    return (f"DATA = {str(data)!r}\nDOCS = None\nCACHE = {str(cache)!r}\nOUT = {str(out)!r}\nK = 3\nKS = (1, 3)\n"
+            "MAX_TOKENS = 12")
 
 
 def span_of(doc: Document, quote: str) -> Span:
@@ -140,8 +162,6 @@ def model_stack_files(tiny: Dataset, llm_cache: Callable[[str], Path], tmp_path_
                       ) -> tuple[Path, Path]:
     """The tiny corpus as a dataset folder and one cache folder for the model-stack notebook's runs
     (headless in test_notebook, in JupyterLab in test_browser_lab): whichever runs second generates nothing."""
-    from test_notebook import write_dataset
-
     return write_dataset(tiny, tmp_path_factory.mktemp("model-stack") / "data"), llm_cache("model-stack-cache")
 
 
@@ -162,6 +182,12 @@ def model_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     """The bundled model on torch: the reference the ONNX backends are checked against."""
     return Embedder(cache_dir=tmp_path_factory.mktemp("embed-cache"), progress=False, backend="torch")
+
+
+@pytest.fixture(scope="session")
+def fake_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """tests/fakemodel.py's encoder as a workbench model, for the tests about logic rather than the model."""
+    return fakemodel.embedder(tmp_path_factory.mktemp("fake-cache"))
 
 
 def save_cross_encoder(folder: Path, seed: int) -> Path:

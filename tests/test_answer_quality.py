@@ -128,6 +128,8 @@ def test_references_are_read_from_the_questions_file(notes: Dataset, tmp_path: P
                                              "Levi's Stadium in the San Francisco Bay Area at Santa Clara, California.")
 
 
+@pytest.mark.model
+@pytest.mark.llm
 def test_the_best_variants_are_framed_by_the_floor_and_the_ceiling(answers: Answers, result: SweepResult) -> None:
     t = answers.table
     best = [v.key for v in result.top(2, "recall", k=3)]
@@ -155,6 +157,8 @@ def test_the_best_variants_are_framed_by_the_floor_and_the_ceiling(answers: Answ
     assert (answers.per_question["judge"] == (answers.per_question["p_yes"] > 0.5)).all()
 
 
+@pytest.mark.model
+@pytest.mark.llm
 def test_a_second_run_generates_nothing(answers: Answers, result: SweepResult, notes: Dataset, cache: Path) -> None:
     again = wb.LLM(cache_dir=cache, progress=False)
     second = evaluate(result, notes, top=2, llm=again, context_tokens=BUDGET, max_tokens=MAX_TOKENS, judge=True)
@@ -165,6 +169,8 @@ def test_a_second_run_generates_nothing(answers: Answers, result: SweepResult, n
     assert second.per_question["cached"].all() and not answers.per_question["cached"].all()
 
 
+@pytest.mark.model
+@pytest.mark.llm
 def test_bad_arguments_give_clear_errors(result: SweepResult, notes: Dataset, llm: wb.LLM, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="top must be an int >= 1, got 0"):
         evaluate(result, notes, top=0, llm=llm)
@@ -193,6 +199,8 @@ def test_cli_help_names_the_answer_options(capsys: pytest.CaptureFixture[str]) -
     assert "best by recall@k" in out
 
 
+@pytest.mark.model
+@pytest.mark.llm
 def test_cli_prints_the_table_and_errors_in_one_line(answers: Answers, data: Path, cache: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     main(["answers", "--data", str(data), "--cache", str(cache), "--out", str(tmp_path / "out"), "--no-report",
@@ -214,6 +222,8 @@ def test_cli_prints_the_table_and_errors_in_one_line(answers: Answers, data: Pat
         assert str(e.value.code).startswith(message) and "\n" not in str(e.value.code)
 
 
+@pytest.mark.model
+@pytest.mark.llm
 def test_the_report_gains_an_answer_quality_section(answers: Answers, result: SweepResult, notes: Dataset,
                                                     tmp_path: Path) -> None:
     page = write_report(result, tmp_path / "r.html", figures={}, dataset=notes, answers=answers).read_text()

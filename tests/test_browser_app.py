@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
+from conftest import write_dataset
 from nbformat.v4 import new_code_cell, new_notebook
 from playwright.sync_api import Locator, Page
-from test_notebook import write_dataset
 
 from workbench.dataset import Dataset
 
@@ -19,19 +19,21 @@ if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is
     from browserkit import Server, Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 RENDER_S = 180  # kernel start, model load and the first variant of the tiny corpus
 
 
 @pytest.fixture
-def app(tab: Tab, voila_app: Server, workspace: Path, tiny: Dataset) -> Tab:
-    """The app page on the tiny corpus, once the explorer's figure is drawn (each load runs the notebook)."""
+def app(tab: Tab, voila_app: Server, workspace: Path, tiny: Dataset, tmp_path: Path) -> Tab:
+    """The app page on the tiny corpus, once the explorer's figure is drawn (each load runs the notebook).
+    A cache of its own: the sweeper brings back the grid a test before swept in the same cache."""
     from browserkit import set_parameters
 
     data = workspace / "tiny-app"
     if not data.exists():
         write_dataset(tiny, data)
-    set_parameters(workspace / "notebooks" / "app.ipynb", f"DATA = {str(data)!r}\nCACHE = '../results/cache'")
+    set_parameters(workspace / "notebooks" / "app.ipynb", f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}")
     tab.page.goto(voila_app.url, timeout=RENDER_S * 1000)
     explorer = tab.page.locator(".jp-OutputArea-output").filter(has_text="breakpoint percentile")
     explorer.locator("img.widget-image[src]").wait_for(timeout=RENDER_S * 1000)  # the explorer's figure, drawn last

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import model_stack_parameters, write_dataset
 from playwright.sync_api import Locator
-from test_notebook import model_stack_parameters, write_dataset
 
 from workbench.dataset import Dataset
 
@@ -18,20 +18,22 @@ if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is
     from browserkit import Server, Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 NOTEBOOK = "01_quickstart.ipynb"
 RUN_S = 240  # kernel start, model load and the notebook's sweep on the tiny corpus
 
 
 @pytest.fixture
-def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset) -> Tab:
-    """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end."""
+def quickstart(tab: Tab, lab: Server, workspace: Path, tiny: Dataset, tmp_path: Path) -> Tab:
+    """The quickstart on the tiny corpus (the bundled one takes minutes to embed), run to the end, with
+    a cache of its own (the sweeper brings back the grid a test before swept in the same cache)."""
     from browserkit import run_all, set_parameters
 
     data = workspace / "tiny"
     if not data.exists():  # the workspace lives for the session; each test reruns the notebook
         write_dataset(tiny, data)
-    set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = '../results/cache'\n"
+    set_parameters(workspace / "notebooks" / NOTEBOOK, f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
                    "OUT = '../results/quickstart'\nMAX_QUESTIONS = None\nKS = (1, 3, 5)")
     run_all(tab.page, f"{lab.url}lab/tree/{NOTEBOOK}", RUN_S)
     tab.screenshot("lab-quickstart-ran", full_page=False)

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import nbformat
+import pytest
 
 if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is in place
     from browserkit import Server, Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 RUN_S = 90  # kernel start and one small corpus: nothing is embedded
 TEXT = ("# Café 😀 notes on `chunking`\n\n"

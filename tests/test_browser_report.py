@@ -15,13 +15,14 @@ import pytest
 from workbench import report
 from workbench.dataset import Dataset
 from workbench.models.embed import Embedder
-from workbench.run.session import sweep
+from workbench.run.session import Session, sweep
 from workbench.variant import Variant
 
 if TYPE_CHECKING:  # imported by pytest_plugins, after the assertion rewriter is in place
     from browserkit import Tab
 
 pytest_plugins = ["browserkit"]
+pytestmark = pytest.mark.browser  # besides its fixtures: every test here drives Chromium
 
 # Elements whose box sticks out past the window's right edge, outermost only, skipping what sits
 # inside a box that scrolls or clips horizontally (that box is what the reader sees).
@@ -47,7 +48,8 @@ def report_html(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.Temp
     folder = tmp_path_factory.mktemp("browser-report")
     store = folder / "cache"
     result = sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=store, progress=False)
-    return report.export(result, folder / "out", dataset=tiny, store=store)["report"]
+    audit = Session(tiny, embedder=embedder, cache=store, progress=False).audit(variants)  # "Chunk health" filled in
+    return report.export(result, folder / "out", dataset=tiny, store=store, audit=audit)["report"]
 
 
 def open_report(tab: Tab, path: Path, width: int) -> None:
@@ -214,7 +216,7 @@ def test_at_400_the_headline_is_starred_in_view_in_every_table_of_a_real_sweep(t
     open_report(tab, report_html, 400)
     tables = tab.page.evaluate(HEADLINE_MARKS)
     assert all(t["said"] for t in tables), [t for t in tables if not t["said"]]
-    assert {t["section"] for t in tables if t["headline"]} == {"verdict", "figures", "scores", "by-group", "variants"}
+    assert {t["section"] for t in tables if t["headline"]} == {"verdict", "figures", "scores", "by-group", "chunk-health", "variants"}
     for t in tables:
         if t["headline"]:
             assert t["starred"] and t["before"] and t["after"] and t["weight"] >= 600, t

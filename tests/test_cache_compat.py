@@ -40,6 +40,7 @@ def test_keys_of_todays_specs_are_unchanged() -> None:
         assert (parse_variant(text).key == key) == (text not in BUMPED), text
 
 
+@pytest.mark.model
 def test_a_cache_written_before_the_layout_change_is_reused(tmp_path: Path) -> None:
     cache = shutil.copytree(OLD / "cache", tmp_path / "cache")
     shutil.rmtree(cache / "scores")  # scored again from the old indexes by today's retrieval and metrics

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO
-from test_notebook import write_dataset
+from conftest import REPO, write_dataset
 
 from workbench.chunkers import STRATEGIES, register_function
 from workbench.cli import main
@@ -54,6 +53,7 @@ def test_strategies_lists_the_modifiers_and_the_retrieval_stages(capsys: pytest.
     assert "rrf_k = 60 in [1, inf]" in stages
 
 
+@pytest.mark.model
 def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     data = write_dataset(tiny, tmp_path / "data")
@@ -72,6 +72,7 @@ def test_sweep_writes_results_then_reuses_caches(tiny: Dataset, tmp_path: Path,
     assert "0 of 2 indexes built, embedded nothing new" in capsys.readouterr().out
 
 
+@pytest.mark.model
 def test_sweep_on_the_bundled_mixed_folder_reads_every_file(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """data/mixed as a user's folder: every file read (--strict: a skipped one is an error), its questions
@@ -115,6 +116,7 @@ def test_bad_data_names_file_and_line(tmp_path: Path) -> None:
     assert "corpus.jsonl, line 2: field 'doc_id' duplicate id 'a'" in str(err.value)
 
 
+@pytest.mark.model
 def test_a_failing_variant_is_one_line_naming_it(tiny: Dataset, tmp_path: Path) -> None:
     register_function("nothing", lambda text: [])
     data = write_dataset(tiny, tmp_path / "data")
@@ -127,6 +129,7 @@ def test_a_failing_variant_is_one_line_naming_it(tiny: Dataset, tmp_path: Path) 
     assert err.value.code not in (0, None)
 
 
+@pytest.mark.model
 def test_a_cold_grid_prints_an_estimate_before_it_starts(tiny: Dataset, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     data = write_dataset(tiny, tmp_path / "data")
@@ -143,6 +146,7 @@ def test_a_cold_grid_prints_an_estimate_before_it_starts(tiny: Dataset, tmp_path
     assert "estimate: all cached, nothing to embed" in capsys.readouterr().out.splitlines()
 
 
+@pytest.mark.model
 def test_sweep_ends_with_the_verdict_and_its_top_variants(tiny: Dataset, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """After the one line of paths: the verdict's sentences, wrapped, then the --top variants on its
@@ -212,6 +216,7 @@ def test_the_verdict_computed_once_gives_the_same_answer_and_report(tiny: Datase
     assert given.read_text(encoding="utf-8") == alone and 'id="against-best"' in alone
 
 
+@pytest.mark.model
 def test_quiet_prints_only_the_verdict_and_the_table(tiny: Dataset, tmp_path: Path) -> None:
     """A cold run (the model loads, texts are embedded): nothing on stderr, no bar, no banner, no path."""
     data = write_dataset(tiny, tmp_path / "data")
@@ -226,6 +231,7 @@ def test_quiet_prints_only_the_verdict_and_the_table(tiny: Dataset, tmp_path: Pa
     assert len(lines) - header == 4  # the header, two variants, the key
 
 
+@pytest.mark.model
 def test_preview_prints_a_confirm_command_that_runs_as_printed(tiny: Dataset, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The command carries the options given and its own --out, so run as printed it keeps the
@@ -269,6 +275,7 @@ def test_preview_prints_a_confirm_command_that_runs_as_printed(tiny: Dataset, tm
     assert f"the cached token pass over {len(tiny.documents)} documents" in done
 
 
+@pytest.mark.model
 def test_ctrl_c_ends_with_one_line_saying_what_finished_and_is_cached(tiny: Dataset, tmp_path: Path) -> None:
     """The trial's Ctrl-C printed a 135-line traceback; now one line, and the next run resumes."""
     from workbench.chunkers import register_function
@@ -286,6 +293,7 @@ def test_ctrl_c_ends_with_one_line_saying_what_finished_and_is_cached(tiny: Data
     assert "run the same command again to resume" in str(stopped.value.code)
 
 
+@pytest.mark.model
 def test_labels_left_out_by_skip_missing_are_said_and_reach_the_result_and_its_report(
         tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One quote not found stops the sweep; --skip-missing leaves it out (and its question), says so once on

@@ -111,6 +111,7 @@ def clean(data: Path) -> Run:
     return run
 
 
+@pytest.mark.model
 def test_two_processes_on_one_empty_cache_agree(data: Path, clean: Run) -> None:
     cache = data.parent / "shared-cache"
     t0 = time.perf_counter()
@@ -128,6 +129,7 @@ def test_two_processes_on_one_empty_cache_agree(data: Path, clean: Run) -> None:
     assert_same_results(third, clean)
 
 
+@pytest.mark.model
 def test_a_sweep_killed_at_random_points_then_rerun_gives_the_clean_results(data: Path, clean: Run) -> None:
     """Kills at seeded random times between 0.5 s and a third of the clean run's duration land
     while the model loads, while texts are embedded or while entries are written; each next run

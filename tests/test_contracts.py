@@ -23,6 +23,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import fakemodel
 import numpy as np
 import pytest
 from chunkcheck import GENERATES, MIXED
@@ -155,8 +156,10 @@ TEXTS = (
 
 
 @pytest.fixture(scope="module")
-def env(embedder: Embedder) -> ChunkEnv:
-    return ChunkEnv(embed=embedder.encode, model_tokenizer=embedder.tokenizer)
+def env(fake_embedder: Embedder) -> ChunkEnv:
+    """The fake model's vectors (semantic cuts land elsewhere, the contract is the same) and the
+    bundled model's word pieces (tokenizer="model")."""
+    return ChunkEnv(embed=fake_embedder.encode, model_tokenizer=fakemodel.model_tokenizer())
 
 
 @pytest.mark.parametrize("variant", list(chunk_variants()))
@@ -186,18 +189,19 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> IndexStore:
 
 
 CHUNKINGS = {"fixed": {"size": 32}, "parent_child": {"child_size": 16, "parent_size": 64}}  # parents: spans collapse
-NEEDED = {"rerank": lambda request: {"model": str(request.getfixturevalue("cross_encoder"))}}  # params with no default
+# params with no default; a stage that needs a model is marked `model`
+NEEDED = {"rerank": lambda request: {"model": str(request.getfixturevalue("cross_encoder"))}}
 
 
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
-@pytest.mark.parametrize("name", list(STAGES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.model if n in NEEDED else ()) for n in STAGES])
 def test_every_stage_returns_at_most_k_distinct_spans_best_first(name: str, chunking: str, tiny: Dataset,
-                                                                 embedder: Embedder, store: IndexStore,
+                                                                 fake_embedder: Embedder, store: IndexStore,
                                                                  request: pytest.FixtureRequest) -> None:
     params = NEEDED[name](request) if name in NEEDED else {}
     variant = Variant.make(chunking, retrieval=[(name, params)], **CHUNKINGS[chunking])
-    index = store.get(variant, tiny, embedder)
-    vectors = embedder.encode([q.question for q in tiny.questions])
+    index = store.get(variant, tiny, fake_embedder)
+    vectors = fake_embedder.encode([q.question for q in tiny.questions])
     for k in (1, 3, len(index.chunks) + 5):
         results = search(index, tiny.questions, vectors, k, variant.stages)
         assert len(results) == len(tiny.questions)

@@ -58,6 +58,7 @@ def write(corpus: Dataset, folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.model
 def test_the_cli_sweeps_the_sampled_corpus(corpus: Dataset, tmp_path: Path) -> None:
     data = write(corpus, tmp_path / "data")
     with pytest.raises(SystemExit, match="--distractors: with_distractors: n = 99"):

@@ -1,5 +1,5 @@
-"""The Ray engine: a sweep whose uncached texts are embedded on Ray (a local instance, and a cluster
-of two nodes that share no cache folder) gives a local run's tables and cached vectors, bit for bit;
+"""The Ray engine: a sweep whose uncached texts are embedded on Ray (a local instance here, a cluster
+of two nodes in test_engine_ray_cluster.py) gives a local run's tables and cached vectors, bit for bit;
 the driver writes every cache and never loads the model; so do LLM generations made on Ray (the
 bundled SmolLM2, a few tokens each), and chunks cut on the workers (a corpus above the engine's
 chunk_chars): entries, tables and hits are a local run's. Real models, real Ray (few CPUs, no dashboard)."""
@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import ray
-from conftest import save_cross_encoder
-from ray.cluster_utils import Cluster
-from test_notebook import write_dataset
+from conftest import save_cross_encoder, write_dataset
 
 from workbench.dataset import Dataset
 from workbench.models.cache import cache_file
@@ -29,6 +26,8 @@ from workbench.run.engine import CHUNK_CHARS, RayEngine, get_engine
 from workbench.run.session import sweep
 from workbench.variant import Variant, parse_variant
 
+# Ray is imported by the tests that use it: collecting this file (every run's, the fast tier's too) imports none.
+pytestmark = pytest.mark.ray  # and `model` where a test embeds, reranks or generates
 GRID = [parse_variant(v) for v in ("fixed:size=16", "fixed:size=48,overlap=16", "recursive:size=64+hybrid")]
 BATCH = 1  # texts per model call: an engine batch is 8 calls, 8 texts, so a variant makes several
 
@@ -54,6 +53,8 @@ def assert_same(result: SweepResult, vectors: dict[bytes, bytes], local: tuple[S
 
 
 def test_bad_address_is_refused_quickly() -> None:
+    import ray
+
     with pytest.raises(ConnectionError, match="no Ray cluster answers at address '127.0.0.1:1'"):
         get_engine("ray", "127.0.0.1:1")
     with pytest.raises(ValueError, match='address must be "auto", "HOST:PORT"'):
@@ -64,6 +65,7 @@ def test_bad_address_is_refused_quickly() -> None:
 
 
 def test_cli_names_the_option(tiny: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
     from workbench.cli import main
 
     data = write_dataset(tiny, tmp_path / "data")
@@ -79,7 +81,10 @@ def test_cli_names_the_option(tiny: Dataset, tmp_path: Path, monkeypatch: pytest
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.model
 def test_sweep_on_a_local_ray_instance_equals_a_local_run(tiny: Dataset, tmp_path: Path) -> None:
+    import ray
+
     local = local_run(tiny, tmp_path / "local", batch_size=32)  # the default batch, which engine="ray" uses
     result = sweep(tiny, GRID, store=tmp_path / "ray", engine="ray", progress=False)
     assert not ray.is_initialized()  # the instance sweep started is stopped
@@ -129,77 +134,23 @@ def assert_chunked_on_workers(tiny: Dataset, tmp_path: Path, local: tuple[SweepR
         pd.testing.assert_frame_equal(getattr(result, table), getattr(expected, table), check_exact=True)
 
 
-@pytest.fixture(scope="module")
-def chunked_locally(tiny: Dataset, tmp_path_factory: pytest.TempPathFactory) -> tuple[SweepResult, dict]:
-    store = tmp_path_factory.mktemp("chunk-local")
+def chunk_locally(tiny: Dataset, store: Path) -> tuple[SweepResult, dict]:
+    """CHUNK_GRID swept without Ray: what chunking on the workers must give."""
     return sweep(tiny, CHUNK_GRID, store=store, progress=False), chunk_tables(store)
 
 
+@pytest.fixture(scope="module")
+def chunked_locally(tiny: Dataset, tmp_path_factory: pytest.TempPathFactory) -> tuple[SweepResult, dict]:
+    return chunk_locally(tiny, tmp_path_factory.mktemp("chunk-local"))
+
+
+@pytest.mark.model
 def test_chunking_on_a_local_ray_instance_equals_a_local_run(tiny: Dataset, tmp_path: Path,
                                                              chunked_locally: tuple[SweepResult, dict]) -> None:
+    import ray
+
     assert_chunked_on_workers(tiny, tmp_path, chunked_locally)
     assert not ray.is_initialized()
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[set[str]]:
-    """A head that runs nothing and two nodes of one CPU each: every actor lands on one of the two.
-    Yields the two nodes' ids."""
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
-    nodes = [c.add_node(num_cpus=1) for _ in range(2)]
-    ray.init(address=c.address, log_to_driver=False)
-    c.wait_for_nodes()
-    yield {n.node_id for n in nodes}
-    ray.shutdown()
-    c.shutdown()
-
-
-def test_two_node_cluster_sharing_no_cache_equals_a_local_run(tiny: Dataset, tmp_path: Path, cluster: set[str]) -> None:
-    local = local_run(tiny, tmp_path / "local", batch_size=BATCH)
-    cache = tmp_path / "ray"
-    embedder = Embedder(cache_dir=cache, batch_size=BATCH, progress=False, engine=RayEngine())
-    result = sweep(tiny, GRID, embedder=embedder, store=cache, progress=False)
-    assert "model" not in vars(embedder)  # the driver never loaded the model: the workers computed every vector
-    (actors,) = embedder.engine._actors.values()
-    where = ray.get([a.__ray_call__.remote(lambda w: (ray.get_runtime_context().get_node_id(), str(w.model.cache_dir)))
-                     for a in actors])
-    assert {node for node, _ in where} == cluster  # one actor per node, each with its own model
-    assert not any(Path(folder).is_relative_to(cache) for _, folder in where)  # no worker opens the driver's cache
-    assert_same(result, cached_vectors(cache, embedder), local)
-    embedder.engine.close()
-    assert ray.is_initialized()  # an engine leaves open a connection it did not make
-
-
-def test_a_worker_whose_model_differs_is_refused(tmp_path: Path, cluster: set[str]) -> None:
-    embedder = Embedder(cache_dir=tmp_path, progress=False, engine=RayEngine(workers=1))
-    embedder.fingerprint = "0" * 16  # what no worker's model files give: as if the driver's differed
-    with pytest.raises(ValueError, match="rebuilt from its spec has fingerprint .* the spec says '0{16}'"):
-        embedder.encode(["a text no cache holds"])
-    embedder.engine.close()
-
-
-def test_chunking_on_a_two_node_cluster_equals_a_local_run(tiny: Dataset, tmp_path: Path, cluster: set[str],
-                                                           chunked_locally: tuple[SweepResult, dict]) -> None:
-    assert_chunked_on_workers(tiny, tmp_path, chunked_locally)
-
-
-def test_a_strategy_that_embeds_unsaid_is_refused_on_a_worker(tiny: Dataset, tmp_path: Path,
-                                                              cluster: set[str]) -> None:
-    from workbench.chunkers import unregister
-    from workbench.chunkers.registry import strategy
-    from workbench.core.chunk import make_chunk
-
-    @strategy("embeds_unsaid", "one chunk a document, after embedding it", {})
-    def embeds_unsaid(doc, env):  # type: ignore[no-untyped-def]
-        env.embed([doc.text])
-        return [make_chunk(doc, 0, len(doc.text))]
-
-    try:
-        refused = "strategy 'embeds_unsaid' embeds .* on a Ray worker.*register it with embeds=True"
-        with Recording(chunk_chars=1) as engine, pytest.raises(ValueError, match=refused):
-            sweep(tiny, [Variant.make("embeds_unsaid")], store=tmp_path, engine=engine, progress=False)
-    finally:
-        unregister("embeds_unsaid")
 
 
 def cached_scores(cache: Path, fingerprint: str) -> dict[bytes, bytes]:
@@ -207,6 +158,7 @@ def cached_scores(cache: Path, fingerprint: str) -> dict[bytes, bytes]:
         return dict(db.execute("SELECT key, v FROM score"))
 
 
+@pytest.mark.model
 def test_reranking_on_ray_equals_a_local_run(tiny: Dataset, tmp_path: Path) -> None:
     """`+rerank` by a cross-encoder (random weights, built by the test: none ships on PyPI) with
     engine="ray": the pairs are scored by the workers in the batches a local run makes, so the
@@ -232,6 +184,7 @@ TOPICS = [{"document": d, "topic": t} for d in ("Refunds take five days. Prices 
           for t in ("money", "time", "space")]
 
 
+@pytest.mark.model
 def test_generation_on_ray_equals_a_local_run(llm_cache: Callable[[str], Path], tmp_path: Path) -> None:
     """Batches of 2: without `shared` each batch is a job, with it each document's two batches are one
     job whose worker reads the document's prefix itself; either way the texts are a local run's."""
@@ -265,6 +218,7 @@ def cached_generations(cache: Path) -> dict[bytes, tuple[str, int, int]]:
     return {k: (r["text"], r["prompt_tokens"], r["generated_tokens"]) for k, r in rows.items()}
 
 
+@pytest.mark.model
 def test_a_context_sweep_on_ray_equals_a_local_run(tiny: Dataset, llm_cache: Callable[[str], Path],
                                                    tmp_path: Path) -> None:
     """+context with engine="ray": the chunks' contexts are generated by the workers (each document's

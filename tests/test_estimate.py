@@ -37,13 +37,15 @@ def test_padding_is_counted_as_the_model_runs_its_passes() -> None:
         == 5 * 200  # one worker: passes of a batch
 
 
+@pytest.mark.model
 def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=24+bm25", "recursive:size=32+header")]
     est = estimated(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path)
     assert (est.variants, est.builds, est.token_passes, est.approximate) == (3, 2, 0, False)  # bm25 shares an entry
     assert embedder.stats.embedded == est.sampled > 0  # the rate is measured on real texts, which are kept
-    assert est.rate > 0 and est.seconds == est.word_pieces / est.rate > 0
+    assert est.rate > 0 and est.embed_seconds == est.word_pieces / est.rate > 0
+    assert est.chunk_seconds > 0 and est.seconds == est.embed_seconds + est.chunk_seconds
     result = sweep(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
     assert result.provenance.computed.texts_embedded == est.texts  # what is left to embed is what the sweep embeds
     assert f"{est.texts:,} texts to embed" in est.line() and f"measured on {est.sampled - 1} of them" in est.line()
@@ -54,6 +56,7 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
         assert "model" not in vars(fresh)  # a warm grid never loads the model to say so
 
 
+@pytest.mark.model
 def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant("semantic:breakpoint_percentile=50"), parse_variant("fixed:size=24+late")]
@@ -72,6 +75,7 @@ def test_semantic_late_and_preview_count_their_model_passes(tiny: Dataset, tmp_p
 
 
 
+@pytest.mark.model
 def test_a_preview_times_its_token_pass_on_the_model_that_runs_it(tiny: Dataset, tmp_path: Path) -> None:
     """A cold preview embeds the questions on the model and runs its token pass on the int8 export:
     two rates, each measured on its own model, and the pass's word pieces at the pass's batch (one
@@ -83,7 +87,8 @@ def test_a_preview_times_its_token_pass_on_the_model_that_runs_it(tiny: Dataset,
     twin = token_embedder(embedder)
     windows = [n for d in tiny.documents for n in window_lengths(twin, [d.text])]
     assert est.pass_word_pieces == sum(windows) < est.word_pieces
-    assert est.seconds == pytest.approx((est.word_pieces - sum(windows)) / est.rate + sum(windows) / est.pass_rate)
+    assert est.embed_seconds == pytest.approx((est.word_pieces - sum(windows)) / est.rate
+                                              + sum(windows) / est.pass_rate)
     assert "for the token pass" in est.line() and "the token pass's over the start of" in est.measured
     real = estimated(tiny, [parse_variant("fixed:size=24+late")], embedder=embedder, store=tmp_path)
     assert real.token_passes == 1 and real.pass_rate is None  # +late's pass runs on the model itself

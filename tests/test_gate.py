@@ -15,6 +15,7 @@ from workbench.chunkers import register_function
 from workbench.cli import main
 from workbench.results.gate import compare, failed
 from workbench.results.result import SweepResult
+from workbench.run import registries
 
 SQUAD = REPO / "tests" / "data" / "squad_v11_dev"  # 130 questions: enough to tell a real drop from noise
 
@@ -32,10 +33,14 @@ def sweep_args(out: Path, cache: Path) -> list[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(baseline folder, regressed folder): `windows` cuts 600-character pieces, then 60."""
     root = tmp_path_factory.mktemp("gate")
-    register_function("windows", windows(600))
-    main(["sweep", *sweep_args(root / "baseline", root / "cache"), "--no-report"])
-    register_function("windows", windows(60))  # same name, same version: the key cannot tell
-    main(["sweep", *sweep_args(root / "regressed", root / "fresh-cache"), "--no-report"])
+    saved = registries.snapshot()  # made before a test's own snapshot: conftest's fixture would keep `windows`
+    try:
+        register_function("windows", windows(600))
+        main(["sweep", *sweep_args(root / "baseline", root / "cache"), "--no-report"])
+        register_function("windows", windows(60))  # same name, same version: the key cannot tell
+        main(["sweep", *sweep_args(root / "regressed", root / "fresh-cache"), "--no-report"])
+    finally:
+        registries.restore(saved)
     return root / "baseline", root / "regressed"
 
 
@@ -45,6 +50,7 @@ def exit_code(argv: list[str]) -> int:
     return e.value.code
 
 
+@pytest.mark.model
 def test_a_run_checked_against_itself_passes_from_the_caches(runs: tuple[Path, Path], tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     baseline, _ = runs
@@ -58,6 +64,7 @@ def test_a_run_checked_against_itself_passes_from_the_caches(runs: tuple[Path, P
     assert not (tmp_path / "now" / "report.html").exists()  # tables only
 
 
+@pytest.mark.model
 def test_a_real_drop_fails_with_exit_1_and_names_the_variant(runs: tuple[Path, Path],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     baseline, regressed = runs
@@ -71,6 +78,7 @@ def test_a_real_drop_fails_with_exit_1_and_names_the_variant(runs: tuple[Path, P
     assert row["ci_high"] < 0 and row["diff"] < -0.02 and row["n"] == 130 and failed(table)
 
 
+@pytest.mark.model
 def test_max_drop_lets_a_drop_pass_on_purpose(runs: tuple[Path, Path]) -> None:
     baseline, regressed = runs
     table = compare(SweepResult.load(baseline), SweepResult.load(regressed), max_drop=0.99)
@@ -79,6 +87,7 @@ def test_max_drop_lets_a_drop_pass_on_purpose(runs: tuple[Path, Path]) -> None:
     assert costs.set_index("variant").loc["windows()", "status"] == "better"  # 60-character pieces cost less
 
 
+@pytest.mark.model
 def test_a_variant_missing_from_the_run_fails_and_a_new_one_does_not(runs: tuple[Path, Path], tmp_path: Path) -> None:
     baseline, _ = runs
     register_function("windows", windows(600))
@@ -90,6 +99,7 @@ def test_a_variant_missing_from_the_run_fails_and_a_new_one_does_not(runs: tuple
     assert failed(table.reset_index())
 
 
+@pytest.mark.model
 def test_errors_exit_2_with_one_line(runs: tuple[Path, Path], tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     baseline, regressed = runs

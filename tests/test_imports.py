@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
-from test_notebook import write_dataset
+import pytest
+from conftest import REPO, write_dataset
 
 from workbench.cli import main
 from workbench.dataset import Dataset
@@ -41,6 +41,7 @@ def test_importing_the_cli_loads_no_parser_model_faiss_or_scipy_stats() -> None:
     assert not loaded & {*PARSERS, *MODELS, *COMPUTE, "matplotlib"}
 
 
+@pytest.mark.model
 def test_a_warm_sweep_imports_no_parser_model_faiss_scipy_stats_or_matplotlib(tiny: Dataset, tmp_path: Path) -> None:
     """The first run parses Markdown, embeds, bootstraps and draws; the re-run reads chunks, vectors,
     scores, intervals and figures back, so it needs none of those libraries (report or not), FAISS

@@ -37,18 +37,18 @@ def alive(store: RecordingStore) -> int:
     return sum(ref() is not None for ref in store.handed)
 
 
-def test_each_step_releases_its_index_before_the_caller_gets_it(tiny: Dataset, embedder: Embedder,
+def test_each_step_releases_its_index_before_the_caller_gets_it(tiny: Dataset, fake_embedder: Embedder,
                                                                  tmp_path: Path) -> None:
     store = RecordingStore(tmp_path)
     kept = []  # held like `sweep` and the sweeper panel hold them
-    for step in sweep_steps(tiny, GRID, ks=(1, 3), embedder=embedder, store=store, progress=False):
+    for step in sweep_steps(tiny, GRID, ks=(1, 3), embedder=fake_embedder, store=store, progress=False):
         kept.append(step)
         assert len(store.handed) == len(kept)  # a cold cache: every variant loads or builds its index
         assert alive(store) == 0
 
 
-def test_sweep_result_holds_no_index(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_sweep_result_holds_no_index(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     store = RecordingStore(tmp_path)
-    result = sweep(tiny, GRID, ks=(1, 3), embedder=embedder, store=store, progress=False)
+    result = sweep(tiny, GRID, ks=(1, 3), embedder=fake_embedder, store=store, progress=False)
     assert len(store.handed) == len(GRID) and len(result.keys) == len(GRID)
     assert alive(store) == 0

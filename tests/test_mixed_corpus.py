@@ -17,6 +17,8 @@ from workbench.cli import main
 from workbench.results.result import SweepResult
 from workbench.results.verdict import TRUNCATED_SHARE
 
+pytestmark = pytest.mark.model  # the default grid of the bundled model, through the CLI
+
 FOLDER = REPO / "tests" / "data" / "itsdangerous"
 
 

@@ -11,7 +11,7 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
-from test_notebook import write_dataset
+from conftest import write_dataset
 
 from workbench.cli import main
 from workbench.dataset import Dataset
@@ -44,6 +44,7 @@ def both(tiny: Dataset, tmp_path_factory: pytest.TempPathFactory) -> tuple[Sweep
     return sweep(tiny, GRID, models=MODELS, store=cache, ks=(1, 3), budgets=(), progress=False), cache
 
 
+@pytest.mark.model
 def test_one_result_holds_every_model(both: tuple[SweepResult, Path]) -> None:
     result, _ = both
     v = result.variants
@@ -63,6 +64,7 @@ def test_one_result_holds_every_model(both: tuple[SweepResult, Path]) -> None:
     assert scores["all-MiniLM-L6-v2"] != pytest.approx(scores["wordllama"])  # two models, two sets of vectors
 
 
+@pytest.mark.model
 def test_combine_of_single_model_runs_equals_the_two_model_run(tiny: Dataset, both: tuple[SweepResult, Path]) -> None:
     result, cache = both
     singles = [sweep(tiny, GRID, models=[m], store=cache, ks=(1, 3), budgets=(), progress=False) for m in MODELS]
@@ -73,6 +75,7 @@ def test_combine_of_single_model_runs_equals_the_two_model_run(tiny: Dataset, bo
     assert joined.labels == result.labels and joined.provenance.models == result.provenance.models
 
 
+@pytest.mark.model
 def test_paired_comparison_across_models(both: tuple[SweepResult, Path], tiny: Dataset) -> None:
     result, _ = both
     a, b = result.keys[1], result.keys[4]  # fixed(size=32) with each model
@@ -82,6 +85,7 @@ def test_paired_comparison_across_models(both: tuple[SweepResult, Path], tiny: D
     assert out["diff"] == pytest.approx(means[b] - means[a])
 
 
+@pytest.mark.model
 def test_the_top_rows_say_their_model(both: tuple[SweepResult, Path]) -> None:
     """`ranking` has a row per (variant, model), best first, naming its model; `top` gives each variant
     once, at the rank of its best row, as the Variants a real sweep of the same models takes."""
@@ -101,6 +105,7 @@ def test_the_top_rows_say_their_model(both: tuple[SweepResult, Path]) -> None:
     assert cost["mean"].is_monotonic_increasing and cost["mean"].iloc[0] < cost["mean"].iloc[-1]
 
 
+@pytest.mark.model
 def test_which_chunking_for_which_model_plot(both: tuple[SweepResult, Path]) -> None:
     result, _ = both
     fig = plots.by_model(result, k=3)
@@ -119,6 +124,7 @@ def _one_model(result: SweepResult) -> SweepResult:
     return SweepResult(pick[0], pick[1], pick[2], result.provenance, pick[3])
 
 
+@pytest.mark.model
 def test_each_model_has_its_own_window_and_tokenizer(long_log: Dataset, tmp_path: Path) -> None:
     variants = [Variant.make("fixed", size=300), Variant.make("fixed", size=40, tokenizer="model")]
     r = sweep(long_log, variants, models=MODELS, store=tmp_path, ks=(1,), budgets=(), progress=False)
@@ -128,6 +134,7 @@ def test_each_model_has_its_own_window_and_tokenizer(long_log: Dataset, tmp_path
     assert v.loc[(40, "all-MiniLM-L6-v2"), "chunks"] != v.loc[(40, "wordllama"), "chunks"]  # word pieces vs its tokens
 
 
+@pytest.mark.model
 def test_a_function_is_a_model(tiny: Dataset, tmp_path: Path) -> None:
     r = sweep(tiny, GRID[:2], models=[trigram_vectors, "wordllama"], store=tmp_path, ks=(1, 3), budgets=(),
               progress=False)
@@ -150,6 +157,7 @@ def test_a_hub_name_is_still_refused(tmp_path: Path) -> None:
         embedder_of("sentence-transformers/all-mpnet-base-v2", tmp_path)
 
 
+@pytest.mark.model
 def test_cli_sweeps_two_models(tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = write_dataset(tiny, tmp_path / "data")
     main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import shutil
@@ -12,35 +11,19 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import REPO
-from nbclient import NotebookClient
+from conftest import REPO, model_stack_parameters, write_dataset
 from nbformat.v4 import new_code_cell
 
 from workbench.dataset import Dataset
 from workbench.figures.viewer import EVIDENCE
 
-
-def write_dataset(ds: Dataset, folder: Path) -> Path:
-    folder.mkdir()
-    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as f:
-        for d in ds.documents:
-            f.write(json.dumps({"doc_id": d.doc_id, "title": d.title, "text": d.text}) + "\n")
-    with (folder / "questions.jsonl").open("w", encoding="utf-8") as f:
-        for q in ds.questions:
-            answers = [{"doc_id": a.doc_id, "start": a.start, "end": a.end} for a in q.answers]
-            f.write(json.dumps({"qid": q.qid, "question": q.question, "answers": answers}) + "\n")
-    return folder
-
-
-def model_stack_parameters(files: tuple[Path, Path], out: Path) -> str:
-    data, cache = files
-    return (f"DATA = {str(data)!r}\nDOCS = None\nCACHE = {str(cache)!r}\nOUT = {str(out)!r}\nK = 3\nKS = (1, 3)\n"
-            "MAX_TOKENS = 12")
-
+pytestmark = [pytest.mark.notebook, pytest.mark.model]
 
 def execute(name: str, params: str, then: Callable[[list], list[str]] = lambda cells: []) -> list:
     """Run notebooks/<name> headless with its 'parameters' cell replaced, then the cells `then`
     makes of its code cells (e.g. a sweep, and some of its cells once more); return the outputs."""
+    from nbclient import NotebookClient
+
     nb = nbformat.read(REPO / "notebooks" / name, as_version=4)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1, f"{name} needs exactly one cell tagged 'parameters'"

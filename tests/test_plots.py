@@ -34,9 +34,9 @@ LABELS = [v.label for v in VARIANTS]
 
 
 @pytest.fixture(scope="module")
-def result(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+def result(tiny: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
     store = tmp_path_factory.mktemp("plots")
-    return sweep(tiny, VARIANTS, ks=(1, 3, 5), embedder=embedder, store=store, progress=False)
+    return sweep(tiny, VARIANTS, ks=(1, 3, 5), embedder=fake_embedder, store=store, progress=False)
 
 
 def at(result: SweepResult, metric: str, k: int) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import fakemodel
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,14 +33,14 @@ from workbench.widgets.render import Picture
 
 # size 6 with overlap 6 is refused by `grid`: a missing combination for the heatmap
 FIXED = grid("fixed", size=[6, 12, 24, 48], overlap=[0, 6])
-SIZE12 = next(v.key for v in FIXED if v.kwargs == v.kwargs | {"size": 12, "overlap": 0})
+SIZE12 = next(fakemodel.key(v) for v in FIXED if v.kwargs == v.kwargs | {"size": 12, "overlap": 0})
 SEMANTIC = Variant.make("semantic", breakpoint_percentile=80, max_size=24)
 
 
 @pytest.fixture(scope="module")
-def result(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+def result(tiny: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
     store = tmp_path_factory.mktemp("plots-params")
-    return sweep(tiny, [*FIXED, SEMANTIC], ks=(1, 3, 5), embedder=embedder, store=store, progress=False)
+    return sweep(tiny, [*FIXED, SEMANTIC], ks=(1, 3, 5), embedder=fake_embedder, store=store, progress=False)
 
 
 def summary_of(result: SweepResult, metric: str, k: int) -> pd.DataFrame:
@@ -98,7 +99,7 @@ def test_by_parameter_one_line_per_other_value_and_k_free_metrics(result: SweepR
     omega = summary_of(result, "precision_omega", 0)
     for line in lines(ax):
         size = int(line.get_label().rsplit("=", 1)[1])
-        keys = [v.key for v in FIXED if v.kwargs["size"] == size]
+        keys = [fakemodel.key(v) for v in FIXED if v.kwargs["size"] == size]
         np.testing.assert_allclose(line.get_ydata(), omega.loc[keys, "mean"])
     with pytest.raises(ValueError, match="parameter 'nope' is not a parameter"):
         plots.by_parameter(result, "nope")
@@ -113,11 +114,11 @@ def test_heatmap_cells_are_the_means_and_missing_ones_blank(result: SweepResult)
     assert cells.shape == (2, 4)  # overlap 0, 6 x size 6, 12, 24, 48
     for v in FIXED:
         i, j = (0, 6).index(v.kwargs["overlap"]), (6, 12, 24, 48).index(v.kwargs["size"])
-        assert cells[i, j] == pytest.approx(means.at[v.key, "mean"])
+        assert cells[i, j] == pytest.approx(means.at[fakemodel.key(v), "mean"])
     assert cells.mask[1, 0] and np.isnan(cells.data[1, 0])  # size 6, overlap 6: never measured
     assert len(fig.axes) == 2  # the heatmap and its colour bar
     texts = [t.get_text() for t in ax.texts]
-    assert f"{means.at[FIXED[0].key, 'mean']:.2f}" in texts
+    assert f"{means.at[fakemodel.key(FIXED[0]), 'mean']:.2f}" in texts
     with pytest.raises(ValueError, match="strategy 'semantic' has no variants with both size and overlap"):
         plots.heatmap(result, "size", "overlap", strategy="semantic")
     with pytest.raises(ValueError, match="metric 'nope' not in the result"):
@@ -148,7 +149,7 @@ def test_mark_rings_each_point_and_outlines_each_bar_and_cell(result: SweepResul
     (patch,) = [p for p in over.axes[1].patches if p is not bar and p.get_bbox().bounds == bar.get_bbox().bounds]
     assert to_rgba(patch.get_facecolor()) == to_rgba(plotdata.variant_colors(result.keys)[key])
     assert point.get_xdata()[0] == pytest.approx(summary_of(result, "context_tokens", 5).at[key, "mean"])
-    assert plots.mark(fig, SEMANTIC.key) == []  # not drawn against size: nothing to mark
+    assert plots.mark(fig, fakemodel.key(SEMANTIC)) == []  # not drawn against size: nothing to mark
     with pytest.raises(ValueError, match="not made by workbench.figures.plots"):
         plots.mark(Figure(), key)
 
@@ -172,7 +173,7 @@ def pixels(png: bytes) -> np.ndarray:
 def test_picture_changes_only_the_marked_pixels_and_equals_a_full_draw(result: SweepResult, build) -> None:
     key = SIZE12
     picture = Picture(build(result), dpi=60)
-    picture.png(FIXED[-1].key)  # another variant first: its marks must not stay behind
+    picture.png(fakemodel.key(FIXED[-1]))  # another variant first: its marks must not stay behind
     plain, marked = pixels(picture.png(None)), pixels(picture.png(key))
     assert picture.png(key) is picture.png(key)  # cached
     changed = np.argwhere((plain != marked).any(axis=2))
@@ -218,8 +219,8 @@ def test_a_text_parameter_is_drawn_at_category_positions(result: SweepResult) ->
 
 
 def subset(result: SweepResult, variants: list[Variant]) -> SweepResult:
-    keys = {v.key for v in variants}
-    grid = tuple(g for g in result.provenance.grid if Variant.from_spec(g).key in keys)
+    keys = {fakemodel.key(v) for v in variants}
+    grid = tuple(g for g in result.provenance.grid if fakemodel.key(Variant.from_spec(g)) in keys)
     return SweepResult(*(t[t["key"].isin(keys)] for t in (result.per_question, result.summary, result.variants)),
                        result.provenance.with_(grid=grid))
 
@@ -249,11 +250,11 @@ RETRIEVERS = [Variant.make("fixed", size=12, **kw) for kw in (
 
 
 def test_the_retriever_is_its_stages_and_legends_name_only_what_sets_a_line_apart(
-        tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+        tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     """by_retriever places each variant at its stages with their parameters (hybrid with rrf_k=60
     on one line with dense and bm25, not apart); a header is named as the modifier it is, and a
     default every recursive variant shares (custom_separators=()) is not named."""
-    r = sweep(tiny, RETRIEVERS, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    r = sweep(tiny, RETRIEVERS, ks=(1, 3), embedder=fake_embedder, store=tmp_path, progress=False)
     assert plotdata.swept_parameters(r) == ["size", "retriever", "rrf_k"]
     ax = plots.by_parameter(r, "retriever", k=3).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["dense", "bm25", "hybrid", "hybrid(rrf_k=30)"]

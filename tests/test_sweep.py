@@ -30,6 +30,7 @@ from workbench.variant import Variant, grid
 GRID = grid("fixed", size=[24, 48], overlap=[0, 12])
 
 
+@pytest.mark.model
 def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     embedder = Embedder(cache_dir=cache, progress=False)
@@ -62,22 +63,23 @@ def test_sweep_tables_and_cache_reuse(tiny: Dataset, tmp_path: Path) -> None:
     assert not list((tmp_path / "out").glob(".*tmp"))
 
 
-def test_index_entry_is_reused_and_keyed(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_index_entry_is_reused_and_keyed(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     v = GRID[0]
-    built = store.get(v, tiny, embedder)
-    loaded = store.get(v, tiny, embedder)
+    built = store.get(v, tiny, fake_embedder)
+    loaded = store.get(v, tiny, fake_embedder)
     assert built.cost["built"] and not loaded.cost["built"]
     assert [c.span for c in built.chunks] == [c.span for c in loaded.chunks]
     assert all(c.text == tiny.docs[c.doc_id].text[c.start:c.end] for c in loaded.chunks)
-    assert store.path(v, tiny, embedder) != store.path(GRID[1], tiny, embedder)
+    assert store.path(v, tiny, fake_embedder) != store.path(GRID[1], tiny, fake_embedder)
     changed = Dataset(tiny.name, (tiny.documents[0],), ())
-    assert store.path(v, changed, embedder) != store.path(v, tiny, embedder)
-    assert [p.name for p in (tmp_path / "index").iterdir()] == [store.path(v, tiny, embedder).name]  # no temp left
-    assert {p.name for p in store.path(v, tiny, embedder).iterdir()} == {"chunks.parquet", "index.faiss", "meta.json"}
+    assert store.path(v, changed, fake_embedder) != store.path(v, tiny, fake_embedder)
+    assert [p.name for p in (tmp_path / "index").iterdir()] == [store.path(v, tiny, fake_embedder).name]  # no temp left
+    entry = store.path(v, tiny, fake_embedder)
+    assert {p.name for p in entry.iterdir()} == {"chunks.parquet", "index.faiss", "meta.json"}
 
 
-def test_interrupted_build_leaves_no_entry(tiny: Dataset, embedder: Embedder, tmp_path: Path,
+def test_interrupted_build_leaves_no_entry(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     store = IndexStore(tmp_path)
     v = Variant.make("fixed", size=30, overlap=5)
@@ -87,17 +89,17 @@ def test_interrupted_build_leaves_no_entry(tiny: Dataset, embedder: Embedder, tm
 
     monkeypatch.setattr("faiss.write_index", interrupted)  # what IndexStore._write imports
     with pytest.raises(KeyboardInterrupt):
-        store.get(v, tiny, embedder)
+        store.get(v, tiny, fake_embedder)
     monkeypatch.undo()
     assert not (tmp_path / "index").exists() or list((tmp_path / "index").iterdir()) == []
-    assert store.get(v, tiny, embedder).cost["built"]
+    assert store.get(v, tiny, fake_embedder).cost["built"]
 
 
-def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_document_mode_and_context_cost(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     v = Variant.make("fixed", size=16, overlap=0)
-    index = store.get(v, tiny, embedder)
-    qvecs = embedder.encode([q.question for q in tiny.questions])
+    index = store.get(v, tiny, fake_embedder)
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
     corpus = search(index, tiny.questions, qvecs, 5, mode="corpus")
     own = search(index, tiny.questions, qvecs, 5, mode="document")
     for q, hits in zip(tiny.questions, own, strict=True):
@@ -106,7 +108,7 @@ def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_p
     assert any({h.span.doc_id for h in hits} != {q.answers[0].doc_id}
                for q, hits in zip(tiny.questions, corpus, strict=True))
 
-    result = sweep(tiny, [v], ks=(1, 3), embedder=embedder, store=store, progress=False)
+    result = sweep(tiny, [v], ks=(1, 3), embedder=fake_embedder, store=store, progress=False)
     cost = result.per_question.query("metric == 'context_tokens' and k == 3").set_index("qid")["value"]
     enc = TiktokenTokenizer("cl100k_base")
     for q, hits in zip(tiny.questions, corpus, strict=True):
@@ -114,7 +116,7 @@ def test_document_mode_and_context_cost(tiny: Dataset, embedder: Embedder, tmp_p
         assert cost[q.qid] == sent
 
 
-def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset, embedder: Embedder,
+def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset, fake_embedder: Embedder,
                                                                   tmp_path: Path) -> None:
     """When no two rows return one span, retrieval hands every question's hits over at once as
     columns (RankedHits): the same hits as each ranking's `hits`, and the same per-question scores
@@ -126,9 +128,9 @@ def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset,
     from workbench.retrieval.search import queries, ranked_for, run_stages
     from workbench.variant import DENSE_ONLY
 
-    index = IndexStore(tmp_path).get(Variant.make("fixed", size=16, overlap=0), tiny, embedder)
+    index = IndexStore(tmp_path).get(Variant.make("fixed", size=16, overlap=0), tiny, fake_embedder)
     assert index.distinct
-    qvecs = embedder.encode([q.question for q in tiny.questions])
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
     qs = queries(index, tiny.questions, qvecs, "corpus")
     settings = Settings(ks=(1, 3, 5), budgets=(64, 128))
     columns = ranked_for(index, DENSE_ONLY, qs, settings.ks, settings.budgets, settings.budget_encoding)
@@ -151,27 +153,27 @@ def test_hits_as_columns_score_as_the_hits_one_question_at_a_time(tiny: Dataset,
     assert empty.top(1) == [[], lists[0][:1], []] and RankedHits.of([[], []]).sizes("cl100k_base").size == 0
 
 
-def test_sweep_rejects_bad_arguments(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_sweep_rejects_bad_arguments(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ks must be positive"):
-        sweep(tiny, GRID, ks=(0, 3), embedder=embedder, store=tmp_path, progress=False)
+        sweep(tiny, GRID, ks=(0, 3), embedder=fake_embedder, store=tmp_path, progress=False)
     with pytest.raises(ValueError, match="mode must be one of"):
-        sweep(tiny, GRID, mode="web", embedder=embedder, store=tmp_path, progress=False)
+        sweep(tiny, GRID, mode="web", embedder=fake_embedder, store=tmp_path, progress=False)
     with pytest.raises(ValueError, match="duplicate variants"):
-        sweep(tiny, [GRID[0], GRID[0]], embedder=embedder, store=tmp_path, progress=False)
+        sweep(tiny, [GRID[0], GRID[0]], embedder=fake_embedder, store=tmp_path, progress=False)
 
 
-def test_vectors_in_index_match_embedder(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
-    index = IndexStore(tmp_path).get(GRID[0], tiny, embedder)
+def test_vectors_in_index_match_embedder(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
+    index = IndexStore(tmp_path).get(GRID[0], tiny, fake_embedder)
     stored = index.index.reconstruct_n(0, index.index.ntotal)
-    assert np.allclose(stored, embedder.encode([c.text for c in index.chunks]), atol=1e-6)
+    assert np.allclose(stored, fake_embedder.encode([c.text for c in index.chunks]), atol=1e-6)
 
 
-def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_small_to_big_returns_each_parent_once(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     v = Variant.make("parent_child", child="fixed", child_size=8, parent="fixed", parent_size=48)
-    index = IndexStore(tmp_path).get(v, tiny, embedder)
+    index = IndexStore(tmp_path).get(v, tiny, fake_embedder)
     parents = {c.returned for c in index.chunks}
     assert len(parents) < len(index.chunks)  # several children share each parent
-    qvecs = embedder.encode([q.question for q in tiny.questions])
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
     k = 3
     for hits in search(index, tiny.questions, qvecs, k):
         spans = [h.span for h in hits]
@@ -179,7 +181,7 @@ def test_small_to_big_returns_each_parent_once(tiny: Dataset, embedder: Embedder
         for h in hits:
             child = index.chunks[h.chunk_id]
             assert child.returned == h.span and h.span.start <= child.start and child.end <= h.span.end
-    result = sweep(tiny, [v], ks=(1, 3), embedder=embedder, store=IndexStore(tmp_path), progress=False)
+    result = sweep(tiny, [v], ks=(1, 3), embedder=fake_embedder, store=IndexStore(tmp_path), progress=False)
     enc = TiktokenTokenizer("cl100k_base")
     cost = result.per_question.query("metric == 'context_tokens' and k == 1").set_index("qid")["value"]
     for q, hits in zip(tiny.questions, search(index, tiny.questions, qvecs, 1), strict=True):
@@ -200,11 +202,11 @@ def test_late_chunking_variant_sweeps(tiny: Dataset, embedder: Embedder, tmp_pat
     assert result.variants.set_index("variant").loc[late.label, "truncated_chunks"] == 0
 
 
-def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, embedder: Embedder,
+def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, fake_embedder: Embedder,
                                                                 tmp_path: Path) -> None:
     a, b, new = Variant.make("fixed", size=16), Variant.make("fixed", size=48), Variant.make("fixed", size=24)
-    base = sweep(tiny, [a, b], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
-    extra = sweep(tiny, [b, new], ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
+    base = sweep(tiny, [a, b], ks=(1, 3), embedder=fake_embedder, store=tmp_path, progress=False)
+    extra = sweep(tiny, [b, new], ks=(1, 3), embedder=fake_embedder, store=tmp_path, progress=False)
     both = combine([base, extra])
     pair = combine(base, extra)  # both forms, as a user types them
     assert pair.labels == both.labels and pair.summary.equals(both.summary)
@@ -223,7 +225,9 @@ def test_combine_keeps_first_measurement_and_refuses_mismatches(tiny: Dataset, e
 
 def test_variants_are_identified_by_key_not_label(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
     """Two variants whose labels print alike (an untyped parameter, 1 and "1") are both measured,
-    kept apart in every table, given distinct labels, and found by key or label."""
+    kept apart in every table, given distinct labels, and found by key or label. On the bundled
+    model, whose result keys are the variant keys (another model's carry its hash, and key_of(a
+    Variant) finds those no more)."""
     def by_words(doc: Document, env: ChunkEnv, *, n: object) -> list:
         words = list(re.finditer(r"\S+", doc.text))
         step = int(n) * 4 if isinstance(n, str) else int(n) * 8  # the two values chunk differently
@@ -256,6 +260,7 @@ def test_floats_that_print_alike_get_different_labels() -> None:
     assert a.key != b.key and a.label != b.label and "95.0000001" in b.label and "=95," in a.label
 
 
+@pytest.mark.model
 def test_progress_false_draws_no_bar_at_all(tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The embedder would draw its bars (batch 1: a bar from 8 texts on) unless the sweep says no."""
     loud = Embedder(cache_dir=tmp_path / "a", batch_size=1, progress=True)
@@ -265,9 +270,13 @@ def test_progress_false_draws_no_bar_at_all(tiny: Dataset, tmp_path: Path, capsy
     assert "chunks" in capsys.readouterr().err  # the bars it hid are real
 
 
-def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embedder, tmp_path: Path) -> None:
+@pytest.mark.model
+def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(tmp_path: Path) -> None:
     """A variant measured from the caches reports this run's seconds, with its original build time
-    kept apart; `truncated_chunks` follows `chunks`, and BM25 alone, which reads whole chunks, has none."""
+    kept apart; `truncated_chunks` follows `chunks`, and BM25 alone, which reads whole chunks, has none.
+    An empty vector cache of its own: the first build embeds (the session's embedder may hold these
+    texts' vectors from another test on the same log, which made it as quick as the re-run)."""
+    embedder = Embedder(cache_dir=tmp_path / "vectors", progress=False)
     text = " ".join(f"Station{i} logs reading{i * 7} at dusk." for i in range(400))
     doc = Document("log.txt", "Log", text)
     data = Dataset("log", (doc,), (Question("q", "What does Station12 log?", (span_of(doc, "Station12 logs"),)),))
@@ -290,7 +299,7 @@ def test_seconds_are_this_runs_and_truncation_sits_next_to_chunks(embedder: Embe
     assert (again["seconds"] < 0.5 * first["build_seconds"].max()).all()  # this run's: read from the caches
 
 
-def test_the_collector_is_off_while_a_variant_is_measured_and_as_it_was_after(tiny: Dataset, embedder: Embedder,
+def test_the_collector_is_off_while_a_variant_is_measured_and_as_it_was_after(tiny: Dataset, fake_embedder: Embedder,
                                                                               tmp_path: Path) -> None:
     """sweep.paused_gc: a variant's chunking, retrieval and scoring run without Python's cyclic
     collector (bench/preview.md: its full collections were a third of a preview's retrieval), and
@@ -304,14 +313,14 @@ def test_the_collector_is_off_while_a_variant_is_measured_and_as_it_was_after(ti
     register_function("gc_probe", whole)
     register_function("gc_fails", lambda text: [])
     try:
-        sweep(tiny, [Variant.make("gc_probe")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
+        sweep(tiny, [Variant.make("gc_probe")], ks=(1,), embedder=fake_embedder, store=tmp_path, progress=False)
         assert seen and not any(seen) and gc.isenabled()
         with pytest.raises(ValueError, match="produced no chunks"):
-            sweep(tiny, [Variant.make("gc_fails")], ks=(1,), embedder=embedder, store=tmp_path, progress=False)
+            sweep(tiny, [Variant.make("gc_fails")], ks=(1,), embedder=fake_embedder, store=tmp_path, progress=False)
         assert gc.isenabled()
         gc.disable()
         try:
-            sweep(tiny, [Variant.make("gc_probe")], ks=(3,), embedder=embedder, store=tmp_path, progress=False)
+            sweep(tiny, [Variant.make("gc_probe")], ks=(3,), embedder=fake_embedder, store=tmp_path, progress=False)
             assert not gc.isenabled()
         finally:
             gc.enable()

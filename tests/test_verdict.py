@@ -232,12 +232,13 @@ def test_identical_variants_are_tied_by_zero_not_minus_zero(tmp_path) -> None:
 
 
 @pytest.fixture(scope="module")
-def squad_swept(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+def squad_swept(fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
     """The SQuAD excerpt: answers of 10 characters (median) against chunks of 250 and more, and
     106 of its 130 questions on the Super Bowl article."""
     ds = load_dataset(REPO / "tests" / "data" / "squad_v11_dev")
     variants = [parse_variant("fixed:size=256+bm25"), parse_variant("sentence:size=128+bm25")]
-    return sweep(ds, variants, store=tmp_path_factory.mktemp("store"), embedder=embedder, progress=False, ks=(1, 5))
+    return sweep(ds, variants, store=tmp_path_factory.mktemp("store"), embedder=fake_embedder, progress=False,
+                 ks=(1, 5))
 
 
 def test_short_evidence_and_one_document_are_warned_of_in_the_cli_the_report_and_the_widgets(
@@ -263,10 +264,10 @@ def test_short_evidence_and_one_document_are_warned_of_in_the_cli_the_report_and
     assert "smallest chunk: fixed(size=256, overlap=0)+bm25 263 characters" in evidence_warning(one, 65.0)
 
 
-def test_a_spread_out_set_with_long_evidence_gets_no_warning(embedder: Embedder, tmp_path: Path) -> None:
+def test_a_spread_out_set_with_long_evidence_gets_no_warning(fake_embedder: Embedder, tmp_path: Path) -> None:
     """Chroma's excerpt: spans of 120 characters (median), 7 of 20 questions on its largest document."""
     ds = load_dataset(REPO / "tests" / "data" / "chroma_general")
-    r = sweep(ds, [parse_variant("sentence:size=128+bm25")], store=tmp_path, embedder=embedder, progress=False,
+    r = sweep(ds, [parse_variant("sentence:size=128+bm25")], store=tmp_path, embedder=fake_embedder, progress=False,
               ks=(1, 5))
     d = r.provenance.dataset
     assert d.main_document == ("state_of_the_union", 7) and r.variants["min_chunk_chars"].item() == 134

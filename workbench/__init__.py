@@ -37,7 +37,7 @@ from workbench.models.llm import LLM
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore, build_index
-from workbench.run.session import Session, rankings, sweep, sweep_steps
+from workbench.run.session import Session, audit, rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
 
 # matplotlib/ipywidgets load on use; the name under `wb.` -> its module
@@ -58,7 +58,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "LLM", "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
-    "Question", "Session", "Span", "SweepResult", "Variant", "build_index", "combine", "grid", "import_dataset",
-    "load_dataset", "parse_variant", "rankings", "register_factory", "register_function", "register_node_parser",
-    "sweep", "sweep_steps", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
+    "Question", "Session", "Span", "SweepResult", "Variant", "audit", "build_index", "combine", "grid",
+    "import_dataset", "load_dataset", "parse_variant", "rankings", "register_factory", "register_function",
+    "register_node_parser", "sweep", "sweep_steps", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
 ]

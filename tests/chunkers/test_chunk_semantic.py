@@ -1,10 +1,13 @@
 """Semantic chunking: same breakpoints as LlamaIndex's SemanticSplitterNodeParser, cached
-re-runs across percentiles, size limits and properties, all with the real bundled model."""
+re-runs across percentiles, size limits and properties, all with the fake model of
+tests/fakemodel.py: the cuts move with the vectors, the algorithm under test does not (the bundled
+model cuts semantically in the sweeps of test_engine_ray.py and test_estimate.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import fakemodel
 import numpy as np
 import pytest
 from conftest import REPO
@@ -24,8 +27,8 @@ DOCS = ("sotu_2024.txt", "pubmed_pmc212319.txt", "wikitext_valkyria.txt", "httpx
 
 
 @pytest.fixture(scope="module")
-def env(embedder: Embedder) -> ChunkEnv:
-    return ChunkEnv(embed=embedder.encode, model_tokenizer=embedder.tokenizer)
+def env(fake_embedder: Embedder) -> ChunkEnv:
+    return ChunkEnv(embed=fake_embedder.encode, model_tokenizer=fakemodel.model_tokenizer())
 
 
 def data_doc(name: str) -> Document:
@@ -122,7 +125,7 @@ def spans_from_llamaindex(text: str, node_texts: list[str]) -> list[tuple[int, i
     ],
 )
 def test_breakpoints_equal_llamaindex_given_our_sentences(
-    env: ChunkEnv, embedder: Embedder, name: str, start: int, n_chars: int, buffer_size: int, percentiles: tuple
+    env: ChunkEnv, fake_embedder: Embedder, name: str, start: int, n_chars: int, buffer_size: int, percentiles: tuple
 ) -> None:
     """The breakpoint rule alone: LlamaIndex is handed our "lines+punkt" sentence strings."""
     doc = paragraphs(name, start, n_chars)
@@ -133,7 +136,8 @@ def test_breakpoints_equal_llamaindex_given_our_sentences(
     pieces = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
     for p in percentiles:
         parser = llamaindex_parser(
-            embedder, buffer_size=buffer_size, breakpoint_percentile_threshold=p, sentence_splitter=lambda _t: pieces
+            fake_embedder, buffer_size=buffer_size, breakpoint_percentile_threshold=p,
+            sentence_splitter=lambda _t: pieces,
         )
         expected = spans_from_llamaindex(text, llamaindex_texts(parser, text))
         ours = [
@@ -154,14 +158,14 @@ def test_breakpoints_equal_llamaindex_given_our_sentences(
     ],
 )
 def test_llamaindex_option_equals_llamaindex(
-    env: ChunkEnv, embedder: Embedder, name: str, buffer_size: int, percentiles: tuple
+    env: ChunkEnv, fake_embedder: Embedder, name: str, buffer_size: int, percentiles: tuple
 ) -> None:
     """sentences="llamaindex" against SemanticSplitterNodeParser with its own default sentence
     splitter, on raw documents (headings, lists, line-broken titles): the same number of chunks,
     and each chunk text is the node text without leading and trailing whitespace."""
     doc = data_doc(name)
     for p in percentiles:
-        parser = llamaindex_parser(embedder, buffer_size=buffer_size, breakpoint_percentile_threshold=p)
+        parser = llamaindex_parser(fake_embedder, buffer_size=buffer_size, breakpoint_percentile_threshold=p)
         theirs = llamaindex_texts(parser, doc.text)
         params = {"breakpoint_percentile": p, "buffer_size": buffer_size, "sentences": "llamaindex"}
         ours = run_strategy("semantic", params, doc, env)
@@ -180,13 +184,13 @@ def test_default_sentences_differ_from_llamaindex(env: ChunkEnv, name: str, buff
     assert [c.text for c in lines] != [c.text for c in llama]
 
 
-def test_second_percentile_embeds_nothing(env: ChunkEnv, embedder: Embedder) -> None:
+def test_second_percentile_embeds_nothing(env: ChunkEnv, fake_embedder: Embedder) -> None:
     doc = paragraphs("sotu_2024.txt", 4000, 2500)
     n = len(sentence_spans(doc.text))
     run_strategy("semantic", {"breakpoint_percentile": 95, "buffer_size": 3}, doc, env)
-    embedder.stats.reset()
+    fake_embedder.stats.reset()
     run_strategy("semantic", {"breakpoint_percentile": 40, "buffer_size": 3}, doc, env)
-    assert (embedder.stats.embedded, embedder.stats.cached) == (0, n)
+    assert (fake_embedder.stats.embedded, fake_embedder.stats.cached) == (0, n)
 
 
 def test_min_and_max_size(env: ChunkEnv) -> None:

@@ -3,6 +3,7 @@ every unit (including the embedding model's own tokenizer) and the same paramete
 
 from __future__ import annotations
 
+import fakemodel
 import pytest
 from chunkcheck import ENV, MIXED, UNITS, assert_chunk_contract
 
@@ -24,8 +25,8 @@ def test_exact_offsets_on_non_ascii(name: str, unit: str, tokenizer: str) -> Non
 
 
 @pytest.mark.parametrize("name", OVERLAPS_IN_UNITS)
-def test_exact_offsets_with_the_model_tokenizer(name: str, embedder) -> None:
-    env = ChunkEnv(model_tokenizer=embedder.tokenizer)
+def test_exact_offsets_with_the_model_tokenizer(name: str) -> None:
+    env = ChunkEnv(model_tokenizer=fakemodel.model_tokenizer())  # the bundled model's word pieces
     doc = Document("d", "t", MIXED)
     chunks = run_strategy(name, dict(size=6, overlap=3, tokenizer="model"), doc, env)
     assert len(chunks) > 2

@@ -13,6 +13,7 @@ import random
 from itertools import pairwise
 from typing import Any
 
+import fakemodel
 import numpy as np
 import pytest
 from chunkcheck import GENERATES  # the LLM strategies, left out for the reason given there
@@ -104,8 +105,10 @@ def assert_exact_ordered_covering(doc: Document, chunks: list, where: str) -> No
 
 
 @pytest.fixture(scope="module")
-def env(embedder: Embedder) -> ChunkEnv:
-    return ChunkEnv(embed=embedder.encode, model_tokenizer=embedder.tokenizer)
+def env(fake_embedder: Embedder) -> ChunkEnv:
+    """The fake model's vectors (semantic cuts land elsewhere, the contract is the same) and the
+    bundled model's word pieces (tokenizer="model")."""
+    return ChunkEnv(embed=fake_embedder.encode, model_tokenizer=fakemodel.model_tokenizer())
 
 
 # Known failures on real files: the alias table's separator row is a run of ~130 dashes that LangChain and

@@ -111,10 +111,10 @@ def test_cli_accepts_the_library_parameter_names() -> None:
     assert ours.kwargs["tokenizer"] == "model"
 
 
-def test_a_chunk_size_grid_sweeps_on_the_tiny_corpus(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_a_chunk_size_grid_sweeps_on_the_tiny_corpus(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     variants = [*wb.grid("langchain_recursive", chunk_size=[16, 48], chunk_overlap=4),
                 wb.Variant.make("llamaindex_sentence", chunk_size=64, chunk_overlap=8)]
-    result = wb.sweep(tiny, variants, ks=(1, 3), embedder=embedder, store=IndexStore(tmp_path), progress=False)
+    result = wb.sweep(tiny, variants, ks=(1, 3), embedder=fake_embedder, store=IndexStore(tmp_path), progress=False)
     assert list(result.variants["chunk_size"]) == [16, 48, 64]
     assert set(result.grid_params) == {"chunk_size", "chunk_overlap", "unit"}
     chunks = list(result.variants["chunks"])

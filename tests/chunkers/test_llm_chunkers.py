@@ -59,6 +59,7 @@ def assert_exact(doc: Document, chunks: list) -> None:
     assert all(a.start <= b.start for a, b in pairwise(chunks))
 
 
+@pytest.mark.llm
 def test_propositions_embed_statements_and_return_their_passage(cache_dir: Path) -> None:
     env = fresh(cache_dir)
     chunks = run_strategy("propositions", PROPS, FACTS, env)
@@ -77,7 +78,9 @@ def test_propositions_embed_statements_and_return_their_passage(cache_dir: Path)
     assert again.llm_cost == env.llm_cost
 
 
+@pytest.mark.llm
 def test_context_says_what_is_sent_and_counted(cache_dir: Path) -> None:
+    run_strategy("propositions", PROPS, FACTS, fresh(cache_dir))  # generated here unless a test before did
     env = fresh(cache_dir)
     sent = run_strategy("propositions", PROPS | {"context": "proposition"}, FACTS, env)
     assert env.llms["llm"].stats.generated_tokens == 0  # the same generations as context="passage"
@@ -91,6 +94,7 @@ def test_context_says_what_is_sent_and_counted(cache_dir: Path) -> None:
     assert sum(by_statement) != sum(by_passage)
 
 
+@pytest.mark.llm
 def test_a_ranking_keeps_the_best_proposition_of_a_passage_once(cache_dir: Path) -> None:
     chunks = run_strategy("propositions", PROPS, FACTS, fresh(cache_dir))
     returned = returned_token_counts(chunks, Dataset("facts", (FACTS,), ()))
@@ -120,6 +124,7 @@ def test_a_sweep_scores_propositions_on_passages_with_their_model_cost(cache_dir
     assert sent[variants[1].key] < sent[variants[0].key]  # a statement is shorter than its passage
 
 
+@pytest.mark.llm
 def test_unusable_answers_fall_back_to_the_passage_counted_and_warned(cache_dir: Path) -> None:
     env = fresh(cache_dir)
     with pytest.warns(LLMChunkWarning, match="2 of 2 passages gave no statement"):
@@ -136,6 +141,7 @@ def test_parse_statements_drops_bullets_fragments_and_repeats() -> None:
     assert parse_starts("9, 12", 6) is None  # no piece of the window: nonsense, not "no split"
 
 
+@pytest.mark.llm
 def test_llm_chunk_keeps_whole_sentences_and_its_max_size(cache_dir: Path) -> None:
     env = fresh(cache_dir)
     chunks = run_strategy("llm_chunk", CHUNK, STORY, env)
@@ -153,6 +159,7 @@ def test_llm_chunk_keeps_whole_sentences_and_its_max_size(cache_dir: Path) -> No
     assert (tight.llm_cost["fallbacks"] > 0) == (over > 0)
 
 
+@pytest.mark.llm
 def test_llm_chunk_nonsense_is_cut_by_size_counted(cache_dir: Path) -> None:
     env = fresh(cache_dir)
     with pytest.warns(LLMChunkWarning, match="answered with no sentence number"):

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import fakemodel
 import numpy as np
 import pandas as pd
 import pytest
@@ -75,8 +76,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def result(tiny: Dataset, embedder: Embedder, store: Path) -> SweepResult:
-    return sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=IndexStore(store), progress=False,
+def result(tiny: Dataset, fake_embedder: Embedder, store: Path) -> SweepResult:
+    return sweep(tiny, VARIANTS, ks=(1, 3), embedder=fake_embedder, store=IndexStore(store), progress=False,
                  budgets=BUDGETS)
 
 
@@ -88,7 +89,7 @@ def test_budget_rows_for_every_variant_and_budget_and_recall_grows_with_the_budg
     assert (rows["k"] == 0).all() and (pq.loc[pq["k"] > 0, "budget"] == 0).all()
     counts = rows.groupby(["key", "budget", "metric"]).size()
     assert set(counts) == {len(tiny.questions)}
-    assert set(counts.index) == {(v.key, b, m) for v in VARIANTS for b in BUDGETS
+    assert set(counts.index) == {(fakemodel.key(v), b, m) for v in VARIANTS for b in BUDGETS
                                  for m in ("recall", "recall_tokens", "hit", "precision", "iou", "context_tokens")}
     recall = rows[rows["metric"] == "recall"].pivot(index=["key", "qid"], columns="budget", values="value")
     assert (recall.diff(axis=1).iloc[:, 1:] >= 0).all().all()
@@ -99,15 +100,15 @@ def test_budget_rows_for_every_variant_and_budget_and_recall_grows_with_the_budg
     assert len(s[s["budget"] > 0]) == len(counts) and result.budgets == list(BUDGETS)
 
 
-def test_parents_are_counted_once(result: SweepResult, tiny: Dataset, embedder: Embedder, store: Path) -> None:
+def test_parents_are_counted_once(result: SweepResult, tiny: Dataset, fake_embedder: Embedder, store: Path) -> None:
     """The tokens sent at each budget are those of distinct parents, packed in rank order,
     recounted here from the text."""
     v = VARIANTS[1]
-    index = IndexStore(store).get(v, tiny, embedder)
-    qvecs = embedder.encode([q.question for q in tiny.questions])
+    index = IndexStore(store).get(v, tiny, fake_embedder)
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
     enc = TiktokenTokenizer("cl100k_base")
     pq = result.per_question
-    sent = pq[(pq["key"] == v.key) & (pq["metric"] == "context_tokens") & (pq["budget"] > 0)]
+    sent = pq[(pq["key"] == fakemodel.key(v)) & (pq["metric"] == "context_tokens") & (pq["budget"] > 0)]
     sent = sent.set_index(["qid", "budget"])["value"]
     for q, hits in zip(tiny.questions, search(index, tiny.questions, qvecs, len(index.chunks)), strict=True):
         sizes = [enc.count(tiny.docs[h.span.doc_id].text[h.span.start:h.span.end]) for h in hits]
@@ -117,9 +118,10 @@ def test_parents_are_counted_once(result: SweepResult, tiny: Dataset, embedder: 
             assert sent[(q.qid, b)] == (total[total <= b][-1] if total[0] <= b else 0)
 
 
-def test_per_k_numbers_do_not_change_with_budgets(result: SweepResult, tiny: Dataset, embedder: Embedder,
+def test_per_k_numbers_do_not_change_with_budgets(result: SweepResult, tiny: Dataset, fake_embedder: Embedder,
                                                   store: Path) -> None:
-    plain = sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=IndexStore(store), progress=False, budgets=())
+    plain = sweep(tiny, VARIANTS, ks=(1, 3), embedder=fake_embedder, store=IndexStore(store), progress=False,
+                  budgets=())
     assert (plain.per_question["budget"] == 0).all() and plain.budgets == []
     with_budgets = result.per_question[result.per_question["budget"] == 0].reset_index(drop=True)
     pd.testing.assert_frame_equal(with_budgets, plain.per_question)
@@ -138,11 +140,11 @@ def test_overview_fourth_panel_and_budget_curves(result: SweepResult) -> None:
         ax = fig.axes[-1]
         assert ax.get_xscale() == "log" and len(ax.collections) == len(VARIANTS)  # one CI band each
         for line, v in zip(ax.get_lines(), VARIANTS, strict=True):
-            mine = recall[recall["key"] == v.key].sort_values("budget")
+            mine = recall[recall["key"] == fakemodel.key(v)].sort_values("budget")
             np.testing.assert_allclose(line.get_xdata(), BUDGETS)
             np.testing.assert_allclose(line.get_ydata(), mine["mean"])
-        (ring,) = [a for a in plots.mark(fig, VARIANTS[1].key) if a.axes is ax]
-        mine = recall[recall["key"] == VARIANTS[1].key].sort_values("budget")
+        (ring,) = [a for a in plots.mark(fig, fakemodel.key(VARIANTS[1])) if a.axes is ax]
+        mine = recall[recall["key"] == fakemodel.key(VARIANTS[1])].sort_values("budget")
         np.testing.assert_allclose(ring.get_ydata(), mine["mean"])
     iou = plots.budget_curves(result, "iou").axes[0]
     assert iou.get_title() == "iou at equal budgets"

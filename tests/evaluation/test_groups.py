@@ -35,8 +35,8 @@ def chroma() -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def result(chroma: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
-    return sweep(chroma, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path_factory.mktemp("groups"),
+def result(chroma: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+    return sweep(chroma, VARIANTS, ks=(1, 3), embedder=fake_embedder, store=tmp_path_factory.mktemp("groups"),
                  progress=False, budgets=(256,))
 
 
@@ -173,12 +173,12 @@ def test_report_has_by_group_only_with_groups_and_names_what_it_splits_by(
         assert 'id="by-group"' not in text
 
 
-def test_documents_in_folders_are_grouped_by_folder(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_documents_in_folders_are_grouped_by_folder(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     folders = Dataset(tiny.name, tuple(dataclasses.replace(d, doc_id=f"{d.doc_id.split('.')[0]}/{d.doc_id}")
                                        for d in tiny.documents),
                       tuple(dataclasses.replace(q, answers=tuple(dataclasses.replace(
                           a, doc_id=f"{a.doc_id.split('.')[0]}/{a.doc_id}") for a in q.answers))
                             for q in tiny.questions))
-    r = sweep(folders, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False, budgets=())
+    r = sweep(folders, VARIANTS, ks=(1, 3), embedder=fake_embedder, store=tmp_path, progress=False, budgets=())
     text = write_report(r, tmp_path / "f.html", figures={}, dataset=folders).read_text(encoding="utf-8")
     assert "<h2>By folder</h2>" in text and "<td>billing</td>" in text and "<td>space</td>" in text

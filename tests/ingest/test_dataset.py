@@ -7,12 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fakemodel
 import pytest
 from conftest import REPO, SHARED
 
 from workbench.chunkers import STRATEGIES, ChunkEnv, run_strategy
 from workbench.dataset import DatasetError, DatasetWarning, Document, Span
 from workbench.ingest import load_dataset
+from workbench.models.embed import Embedder
 
 SHIPPED = REPO / "tests" / "data"
 SHARED_NAMES = ["chroma_general", "qmsum_val", "squad_v11_dev"]
@@ -236,10 +238,10 @@ def test_a_question_into_a_skipped_document_names_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
-def test_a_one_word_document_gets_its_chunk(name: str, embedder) -> None:
+def test_a_one_word_document_gets_its_chunk(name: str, fake_embedder: Embedder) -> None:
     """Every registered strategy, with its defaults (sizes far above one word), on a document
     shorter than one chunk: exactly one chunk, the word itself."""
-    env = ChunkEnv(embed=embedder.encode, model_tokenizer=embedder.tokenizer)
+    env = ChunkEnv(embed=fake_embedder.encode, model_tokenizer=fakemodel.model_tokenizer())
     doc = Document("w", "W", "\n  Refunds \n")
     chunks = run_strategy(name, {}, doc, env)
     assert [c.text.strip() for c in chunks] == ["Refunds"]

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from test_notebook import write_dataset
+from conftest import write_dataset
 
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.cli import main
@@ -96,6 +95,7 @@ def test_fingerprint_names_the_backend_not_the_device(cache: Path, embedder: Emb
     assert onnx.cache.path.name == f"{plain}-onnx.sqlite"
 
 
+@pytest.mark.model
 def test_a_backend_s_sessions_skip_the_fusions_that_slow_it(cache: Path) -> None:
     """SKIPPED_FUSIONS: an int8 embedder runs its export without SkipLayerNormFusion (its hidden
     states are those of a session without it, not those of one with every fusion); without it the
@@ -125,24 +125,30 @@ def test_a_backend_s_sessions_skip_the_fusions_that_slow_it(cache: Path) -> None
     assert np.array_equal(hidden(file, ["SkipLayerNormFusion"]), hidden(file, []))
 
 
+@pytest.mark.model
 def test_exported_model_is_reused(cache: Path, model_store: Path) -> None:
     first = Embedder(cache_dir=cache, backend="onnx-int8", progress=False)
     first.model  # noqa: B018 (exports and quantizes unless an earlier test did)
-    files = sorted(model_store.rglob(ONNX_FILE))
+    files = exports(model_store, first.model_fingerprint)  # the session's store: other tests export other models
     assert [f.parent.name for f in files] == [first.model_fingerprint + "-onnx", first.model_fingerprint + "-onnx-int8"]
     assert not (cache / "models").exists()  # a model artifact, kept once per machine, not per cache folder
     stamps = [f.stat().st_mtime_ns for f in files]
     again = Embedder(cache_dir=tmp_cache(cache, "other"), backend="onnx-int8", progress=False)
     assert np.allclose(again.encode(["Refunds take five days."], desc="x"),
                        first.encode(["Refunds take five days."]), atol=1e-6)
-    assert [f.stat().st_mtime_ns for f in sorted(model_store.rglob(ONNX_FILE))] == stamps
+    assert [f.stat().st_mtime_ns for f in exports(model_store, first.model_fingerprint)] == stamps
     assert not [p for p in model_store.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def exports(store: Path, model_fingerprint: str) -> list[Path]:
+    return sorted(f for f in store.rglob(ONNX_FILE) if f.parent.name.startswith(f"{model_fingerprint}-"))
 
 
 def tmp_cache(cache: Path, name: str) -> Path:
     return cache.parent / f"{cache.name}-{name}"
 
 
+@pytest.mark.model
 def test_an_export_in_the_cache_folder_is_still_read(cache: Path, model_store: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     Embedder(cache_dir=cache, backend="onnx", progress=False).onnx_encoder  # noqa: B018 (exports to the store)
@@ -228,6 +234,7 @@ def test_plan_passes_bounds_rows_and_padded_word_pieces() -> None:
     assert plan_passes([], 32, PASS_TOKENS) == []
 
 
+@pytest.mark.model
 def test_token_embeddings_come_through_the_torch_free_path(tiny: Dataset, cache: Path) -> None:
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
     inside = Embedder(cache_dir=cache, backend="onnx", progress=False)
@@ -240,6 +247,7 @@ def test_token_embeddings_come_through_the_torch_free_path(tiny: Dataset, cache:
     assert np.abs(ours.vecs - theirs.vecs).max() < 1e-5
 
 
+@pytest.mark.model
 def test_a_stack_it_does_not_reproduce_keeps_sentence_transformers(tmp_path: Path, cache: Path) -> None:
     folder = shutil.copytree(default_model_path(), tmp_path / "cls-model")
     config = json.loads((folder / "1_Pooling" / "config.json").read_text())
@@ -257,6 +265,7 @@ def test_a_stack_it_does_not_reproduce_keeps_sentence_transformers(tmp_path: Pat
     assert np.allclose(vec[0], (first / first.norm()).numpy(), atol=1e-5)  # its CLS pooling, not a mean
 
 
+@pytest.mark.model
 def test_a_sweep_with_an_exported_model_imports_no_torch(tiny: Dataset, cache: Path, tmp_path: Path) -> None:
     Embedder(cache_dir=cache, backend="onnx", progress=False).onnx_encoder  # noqa: B018 (exported)
     data = write_dataset(tiny, tmp_path / "data")
@@ -282,6 +291,7 @@ def test_late_chunking_runs_on_onnx(tiny: Dataset, cache: Path, embedder: Embedd
     assert len(chunks) > 2 and cos.min() >= 0.99
 
 
+@pytest.mark.model
 def test_cli_sweeps_with_a_backend(tiny: Dataset, cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     main(["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache", str(cache),
@@ -304,6 +314,7 @@ def test_auto_keeps_a_torch_cache_and_takes_onnx_for_a_new_one(tmp_path: Path, e
     assert resolve_backend("auto", tmp_path / "new", new.model_fingerprint, "cuda") == "torch"
 
 
+@pytest.mark.model
 def test_cli_reports_the_resolved_backend(tiny: Dataset, tmp_path: Path) -> None:
     out = tmp_path / "out"
     main(["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache",
@@ -322,7 +333,10 @@ def test_bad_values_name_their_parameter(kwargs: dict, message: str, tmp_path: P
         Embedder(**{"cache_dir": tmp_path, **kwargs})
 
 
+@pytest.mark.model
 def test_cuda_is_refused_without_a_gpu(tmp_path: Path) -> None:
+    import torch
+
     if torch.cuda.is_available():
         assert Embedder(cache_dir=tmp_path, device="auto").device == "cuda"
     else:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from workbench.models.embed import Embedder
 from workbench.models.llm import LLM
@@ -25,6 +24,8 @@ MODELS: dict[str, Callable[[Path, str, Path], Any]] = {
 @pytest.mark.parametrize("name", list(MODELS))
 def test_cuda_is_refused_without_a_gpu_and_auto_takes_what_there_is(name: str, tmp_path: Path,
                                                                    cross_encoder: Path) -> None:
+    import torch
+
     make = MODELS[name]
     gpu = torch.cuda.is_available()
     model = make(tmp_path, "auto", cross_encoder)

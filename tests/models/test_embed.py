@@ -23,12 +23,9 @@ from workbench.models.cache import VectorCache, text_key
 from workbench.models.embed import Embedder, default_model_path
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
-
-
-def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
+@pytest.mark.model
+def test_encode_is_normalised_and_cached(tmp_path: Path) -> None:
+    cache_dir = tmp_path  # its own: the counts below are this test's alone
     e = Embedder(cache_dir=cache_dir, progress=False)
     texts = ["Refunds take five days.", "Le café est chaud.", "中文句子。", "Refunds take five days."]
     v = e.encode(texts)
@@ -47,10 +44,13 @@ def test_encode_is_normalised_and_cached(cache_dir: Path) -> None:
     assert "model" not in again.__dict__  # fully cached: the model was never loaded
 
 
-def test_cached_vectors_equal_fresh_ones(cache_dir: Path) -> None:
+@pytest.mark.model
+def test_cached_vectors_equal_fresh_ones(tmp_path: Path) -> None:
+    Embedder(cache_dir=tmp_path, progress=False).encode(["Le café est chaud."])  # into the cache
+    reader = Embedder(cache_dir=tmp_path, progress=False)
+    cached = reader.encode(["Le café est chaud."])
     fresh = Embedder(cache_dir=None, progress=False).encode(["Le café est chaud."])
-    cached = Embedder(cache_dir=cache_dir, progress=False).encode(["Le café est chaud."])
-    assert np.allclose(fresh, cached, atol=1e-6)
+    assert reader.stats.cached == 1 and np.allclose(fresh, cached, atol=1e-6)
 
 
 def test_model_fingerprint_tracks_files(tmp_path: Path) -> None:
@@ -76,6 +76,7 @@ def test_default_fingerprint_never_moves() -> None:
     assert Embedder(cache_dir=None).fingerprint == "aad501698b1a7a90-onnx"
 
 
+@pytest.mark.model
 def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
     """The SQLite file a sweep wrote before the model layer moved: same file name, table and keys."""
     old = REPO / "tests" / "data" / "cache_eca49dc" / "cache" / "embeddings" / "aad501698b1a7a90.sqlite"
@@ -89,6 +90,7 @@ def test_a_vector_cache_written_at_eca49dc_is_read(tmp_path: Path) -> None:
     assert np.allclose(vecs, Embedder(cache_dir=None, progress=False).encode(texts), atol=1e-6)
 
 
+@pytest.mark.model
 def test_hub_names_are_refused_unless_downloaded_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import huggingface_hub.constants
 
@@ -123,6 +125,7 @@ REBUILD = textwrap.dedent(
 )
 
 
+@pytest.mark.model
 def test_spec_rebuilds_the_embedder_in_another_process(tmp_path: Path) -> None:
     e = Embedder(cache_dir=tmp_path, batch_size=8, progress=False, backend="torch")
     spec = e.spec()
@@ -206,16 +209,17 @@ def test_caches_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
         assert len(VectorCache(path)) == 1
 
 
-def test_the_window_is_read_without_loading_the_tokenizer(cache_dir: Path) -> None:
+def test_the_window_is_read_without_loading_the_tokenizer(tmp_path: Path) -> None:
     """A warm sweep records the window; reading it from tokenizer.json's template loads nothing,
     and equals what the loaded tokenizer frames a text with."""
-    fresh = Embedder(cache_dir=cache_dir)
+    fresh = Embedder(cache_dir=tmp_path)
     window = fresh.window_tokens
     assert "tokenizer" not in fresh.__dict__  # the cached_property never ran
     prefix, suffix = fresh._frame
     assert window == fresh.max_tokens - len(prefix) - len(suffix) == 254
 
 
+@pytest.mark.model
 def test_the_torch_tokenizer_is_shared_read_only_across_threads() -> None:
     """A preview's token pass (on another thread) and its chunkers call one transformers tokenizer;
     transformers would reset the truncation and padding its tokenizer.json sets on a first call, a

@@ -70,6 +70,7 @@ def keyed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
+@pytest.mark.model
 def test_an_endpoint_gives_the_local_models_vectors_and_caches_them(
         server: tuple[str, list[int]], keyed: None, tmp_path: Path) -> None:
     base_url, batches = server
@@ -88,6 +89,7 @@ def test_an_endpoint_gives_the_local_models_vectors_and_caches_them(
     assert KEY not in json.dumps(e.spec())
 
 
+@pytest.mark.model
 def test_a_sweep_compares_the_endpoint_with_the_local_model(
         server: tuple[str, list[int]], keyed: None, tiny: Dataset, tmp_path: Path) -> None:
     base_url, _ = server
@@ -103,6 +105,7 @@ def test_a_sweep_compares_the_endpoint_with_the_local_model(
     assert int(rerun.variants["texts_embedded"].sum()) == 0
 
 
+@pytest.mark.model
 def test_bad_endpoints_give_one_clear_error_each(server: tuple[str, list[int]], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     base_url, _ = server

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,6 +119,8 @@ def test_long_document_pools_each_token_from_its_owning_window(embedder, long_do
     assert np.isfinite(vecs).all() and np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
 
     # reference: each window run through the raw Hugging Face model, tokens taken from their owner
+    import torch
+
     enc = embedder.tokenizer(long_doc.text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     ids, offsets = enc["input_ids"], enc["offset_mapping"]
     size = embedder.max_tokens - 2  # [CLS] and [SEP]

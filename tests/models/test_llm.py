@@ -33,7 +33,9 @@ def llm(cache_dir: Path) -> LLM:
     return LLM(cache_dir=cache_dir, progress=False)
 
 
-def test_generations_are_greedy_cached_and_counted(llm: LLM, cache_dir: Path) -> None:
+def test_generations_are_greedy_cached_and_counted(llm_cache: Callable[[str], Path]) -> None:
+    cache_dir = llm_cache("generations")  # its own: the module's cache holds what other tests generated
+    llm = LLM(cache_dir=cache_dir, progress=False)
     out = llm.generate(CAPITAL, [*COUNTRIES, COUNTRIES[0]], max_tokens=12)
     assert "Paris" in out[0].text and "Rome" in out[1].text and "Tokyo" in out[2].text  # the model, not noise
     assert out[3] == out[0]  # a repeated item is generated once
@@ -67,6 +69,7 @@ def test_the_gguf_is_converted_once_and_a_folder_loads_as_well(llm: LLM, cache_d
 
 def test_output_that_does_not_parse_is_one_error_and_stays_cached(llm: LLM, cache_dir: Path) -> None:
     yes_no = Prompt("yes-no", 1, "Is {city} in France? Answer yes or no.")
+    llm.generate(CAPITAL, COUNTRIES[:2], max_tokens=12)  # the answers, generated unless cached before
     fresh = LLM(cache_dir=cache_dir, progress=False)
     with pytest.raises(OutputError) as e:  # the model writes words, not JSON
         fresh.generate(CAPITAL, COUNTRIES[:2], max_tokens=12, output="json")

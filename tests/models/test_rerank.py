@@ -87,6 +87,7 @@ def test_a_sweep_reports_rerank_seconds_and_a_rerun_scores_no_pair(
     assert again.per_question.equals(result.per_question) and again.hits.equals(result.hits)
 
 
+@pytest.mark.model
 def test_a_changed_reranker_never_serves_its_old_scores(tiny: Dataset, tmp_path: Path) -> None:
     folder = save_cross_encoder(tmp_path / "ce", seed=1)
     variant = wb.parse_variant(f"fixed:size=12+rerank:model={folder}")

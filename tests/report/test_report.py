@@ -22,6 +22,7 @@ import matplotlib.image
 
 matplotlib.use("Agg")
 
+import fakemodel
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -45,8 +46,9 @@ VARIANTS = [Variant.make("fixed", size=16), Variant.make("fixed", size=32, overl
 
 
 @pytest.fixture(scope="module")
-def result(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
-    r = sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path_factory.mktemp("report"), progress=False)
+def result(tiny: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> SweepResult:
+    r = sweep(tiny, VARIANTS, ks=(1, 3), embedder=fake_embedder, store=tmp_path_factory.mktemp("report"),
+              progress=False)
     # a user-chosen label that tries to inject markup, in every table that carries labels
     rename = {VARIANTS[1].label: EVIL}
     return SweepResult(*(t.replace({"variant": rename}) for t in (r.per_question, r.summary, r.variants)), r.provenance)
@@ -166,11 +168,11 @@ def test_variants_table_groups_identity_parameters_cost_then_key(result: SweepRe
     assert columns[-1] == "key" and "chars" in columns[12:] and sorted(columns) == sorted(result.variants.columns)
 
 
-def test_variants_table_lists_a_retriever_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_variants_table_lists_a_retriever_once(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     """retriever is identity and, for bm25/hybrid variants, a grid parameter: one column, and the
     report renders (the demo's export failed on the duplicate)."""
     r = sweep(tiny, [Variant.make("fixed", size=16), Variant.make("fixed", size=16, retriever="bm25")], ks=(1, 3),
-              embedder=embedder, store=tmp_path, progress=False)
+              embedder=fake_embedder, store=tmp_path, progress=False)
     columns = list(variants_table(r).columns)
     assert columns.count("retriever") == 1
     text = write_report(r, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
@@ -228,11 +230,11 @@ def evil(tiny: Dataset) -> Dataset:
     return Dataset(f"tiny {EVIL}", tuple(docs.values()), questions)
 
 
-def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset, embedder: Embedder,
+def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset, fake_embedder: Embedder,
                                                                    tmp_path: Path) -> None:
     variants = [Variant.make("fixed", size=12), Variant.make("recursive", size=40, custom_separators=[SEPARATOR, "\n"])]
     store = tmp_path / "cache"
-    r = sweep(evil, variants, ks=(1, 2), embedder=embedder, store=store, progress=False)
+    r = sweep(evil, variants, ks=(1, 2), embedder=fake_embedder, store=store, progress=False)
     r.provenance = r.provenance.with_(models=(replace(r.provenance.models[0], name=PAYLOAD),))  # a folder so named
     shutil.move(store / "index", tmp_path / "moved")  # the report draws the hits the sweep kept: no index needed
     text = report.export(r, tmp_path / "out", dataset=evil, store=store)["report"].read_text("utf-8")
@@ -254,7 +256,8 @@ def test_cuts_draw_the_chunks_the_best_and_the_runner_up_retrieve(evil: Dataset,
     # every drawn chunk is a real retrieved chunk of one of the two variants: its offsets are a chunk's
     from workbench.retrieval.index import IndexStore
     spans = {(c.doc_id, c.start, c.end) for key in (v.best, v.runner_up)
-             for c in IndexStore(store).get(next(x for x in variants if x.key == key), evil, embedder).chunks}
+             for c in IndexStore(store).get(next(x for x in variants if fakemodel.key(x) == key), evil,
+                                            fake_embedder).chunks}
     lists = re.findall(r'<p class="note">top \d+: (.*?)</p>', cuts)
     drawn = {(html.unescape(d), int(s), int(e)) for line in lists
              for d, s, e in re.findall(r"(?:^|; )\d+\. (.*?) \[(\d+), (\d+)\)", line)}
@@ -270,10 +273,12 @@ def shown_ids(cuts: str) -> list[str]:
     return re.findall(r'<p class="note">([^,<]*), recall@', cuts)
 
 
-def test_how_it_was_made_gives_code_that_makes_the_same_variants_or_the_cli_command(result: SweepResult,
+def test_how_it_was_made_gives_code_that_makes_the_same_variants_or_the_cli_command(tiny: Dataset, embedder: Embedder,
                                                                                     tmp_path: Path) -> None:
+    """On the bundled model, whose result keys are the variant keys and whose code needs no embedder=."""
     import workbench as wb
 
+    result = sweep(tiny, VARIANTS, ks=(1, 3), embedder=embedder, store=tmp_path / "cache", progress=False)
     text = write_report(result, tmp_path / "r.html", figures={}).read_text(encoding="utf-8")
     made = text[text.index('id="provenance"'):]
     assert "<details>" in made and "Code that makes it again" in made

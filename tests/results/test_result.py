@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
+from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.evaluation.settings import Settings
 from workbench.results.combine import combine
@@ -19,6 +20,8 @@ from workbench.results.gate import compare
 from workbench.results.provenance import DatasetIdentity, ModelInfo, Provenance
 from workbench.results.result import SweepResult
 from workbench.results.verdict import sweep_warnings
+from workbench.run.session import sweep
+from workbench.variant import Variant
 
 OLD = REPO / "tests" / "data" / "cache_eca49dc" / "result"  # saved by commit eca49dc, before `models` and counts
 
@@ -101,3 +104,21 @@ def test_combine_names_the_setting_that_differs() -> None:
     other.provenance = other.provenance.with_(dataset=replace(other.provenance.dataset, fingerprint="e" * 16))
     with pytest.raises(ValueError, match="different dataset_fingerprint"):
         combine(scored(0.95), other)
+
+
+def test_a_variant_finds_its_row_whatever_model_measured_it(tiny: Dataset, tmp_path: Path) -> None:
+    """Rows of any model but the bundled one carry its hash after the variant key: a Variant (or its key)
+    still names its row, and names which keys to give when several models measured it."""
+    import fakemodel
+
+    def reversed_words(texts: list[str]) -> np.ndarray:  # a second model: the same vectors, columns reversed
+        return fakemodel.hashed_words(texts)[:, ::-1].copy()
+
+    a, b = Variant.make("fixed", size=20), Variant.make("fixed", size=40)
+    one = sweep(tiny, [a, b], ks=(1,), models=[fakemodel.hashed_words], store=tmp_path, progress=False)
+    assert one.key_of(b) == one.key_of(b.key) == fakemodel.key(b) != b.key
+    two = sweep(tiny, [a], ks=(1,), models=[fakemodel.hashed_words, reversed_words], store=tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"measured with 2 models: give one of the keys \['"):
+        two.key_of(a)
+    with pytest.raises(ValueError, match="is not in the result"):
+        one.key_of(Variant.make("fixed", size=60))

@@ -35,13 +35,13 @@ def squad() -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def exact(squad: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
-    return sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+def exact(squad: Dataset, fake_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory):
+    return sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                  store=IndexStore(tmp_path_factory.mktemp("exact")))
 
 
-def run(squad: Dataset, embedder: Embedder, root: Path, ann: Ann, variant=VARIANT, **changes):
-    return sweep(squad, [variant], ks=KS, budgets=(), embedder=embedder, progress=False, store=IndexStore(root),
+def run(squad: Dataset, fake_embedder: Embedder, root: Path, ann: Ann, variant=VARIANT, **changes):
+    return sweep(squad, [variant], ks=KS, budgets=(), embedder=fake_embedder, progress=False, store=IndexStore(root),
                  ann=ann, **changes)
 
 
@@ -65,9 +65,9 @@ def test_settings_refuse_an_ann_that_is_not_one_and_a_preview_with_one() -> None
     assert "ann" not in Settings().config() and "ann" not in Settings().scored()  # exact runs keep their names
 
 
-def test_below_the_threshold_the_results_are_the_exact_ones(squad, embedder, exact, tmp_path) -> None:
+def test_below_the_threshold_the_results_are_the_exact_ones(squad, fake_embedder, exact, tmp_path) -> None:
     chunks = int(exact.variants["chunks"].iloc[0])
-    result = run(squad, embedder, tmp_path, Ann("hnsw", above=chunks, m=4, ef_search=1))
+    result = run(squad, fake_embedder, tmp_path, Ann("hnsw", above=chunks, m=4, ef_search=1))
     pd.testing.assert_frame_equal(result.per_question, exact.per_question)
     pd.testing.assert_frame_equal(result.hits, exact.hits)
     assert result.variants["index"].tolist() == ["flat"] and result.variants["ann_recall"].isna().all()
@@ -76,8 +76,8 @@ def test_below_the_threshold_the_results_are_the_exact_ones(squad, embedder, exa
         combine(exact, result)
 
 
-def test_ivf_probing_every_list_finds_the_exact_neighbours(squad, embedder, exact, tmp_path) -> None:
-    result = run(squad, embedder, tmp_path, Ann("ivf", above=0, nlist=8, nprobe=8))
+def test_ivf_probing_every_list_finds_the_exact_neighbours(squad, fake_embedder, exact, tmp_path) -> None:
+    result = run(squad, fake_embedder, tmp_path, Ann("ivf", above=0, nlist=8, nprobe=8))
     assert result.variants["index"].tolist() == ["ivf(nlist=8,nprobe=8)"]
     assert result.variants["ann_recall"].tolist() == [1.0]
     merge = ["qid", "rank"]
@@ -87,12 +87,12 @@ def test_ivf_probing_every_list_finds_the_exact_neighbours(squad, embedder, exac
 
 
 @pytest.mark.parametrize("ann", [Ann("ivf", above=0, nlist=16, nprobe=1), Ann("hnsw", above=0, m=2, ef_search=1)])
-def test_ann_recall_is_the_overlap_with_the_exact_top_k(squad, embedder, exact, tmp_path, ann: Ann) -> None:
-    result = run(squad, embedder, tmp_path, ann)
-    index = IndexStore(tmp_path).get(VARIANT, squad, embedder, ann)
+def test_ann_recall_is_the_overlap_with_the_exact_top_k(squad, fake_embedder, exact, tmp_path, ann: Ann) -> None:
+    result = run(squad, fake_embedder, tmp_path, ann)
+    index = IndexStore(tmp_path).get(VARIANT, squad, fake_embedder, ann)
     assert index.ann is ann and not index.cost["built"]  # loaded from the entry the sweep built
     vectors = index.exact.reconstruct_n(0, index.exact.ntotal)
-    qvecs = embedder.encode([q.question for q in squad.questions])
+    qvecs = fake_embedder.encode([q.question for q in squad.questions])
     truth = np.argsort(-(qvecs @ vectors.T), axis=1, kind="stable")[:, :max(KS)]
     found = index.index.search(qvecs, max(KS))[1]
     expected = np.mean([len(set(f) & set(t)) / max(KS) for f, t in zip(found, truth, strict=True)])
@@ -104,13 +104,14 @@ def test_ann_recall_is_the_overlap_with_the_exact_top_k(squad, embedder, exact, 
 
 
 def test_the_approximate_entry_is_named_by_its_build_parameters_and_built_the_same_twice(
-        squad, embedder, tmp_path) -> None:
+        squad, fake_embedder, tmp_path) -> None:
     for root, ann in ((tmp_path / "a", Ann("ivf", above=0, nlist=8, seed=3)), (tmp_path / "a", Ann("ivf", above=0)),
                       (tmp_path / "b", Ann("ivf", above=0, nlist=8, seed=3)),
                       (tmp_path / "a", Ann("hnsw", above=0, m=8, ef_construction=20)),
                       (tmp_path / "b", Ann("hnsw", above=0, m=8, ef_construction=20))):
-        assert IndexStore(root).get(VARIANT, squad, embedder, ann).cost["built"]
-    again = IndexStore(tmp_path / "a").get(VARIANT, squad, embedder, Ann("ivf", above=0, nlist=8, seed=3, nprobe=2))
+        assert IndexStore(root).get(VARIANT, squad, fake_embedder, ann).cost["built"]
+    probed = Ann("ivf", above=0, nlist=8, seed=3, nprobe=2)
+    again = IndexStore(tmp_path / "a").get(VARIANT, squad, fake_embedder, probed)
     assert not again.cost["built"] and again.index.nprobe == 2  # search parameters set on load, not stored
     n = again.exact.ntotal
     folders = {p.name for p in (tmp_path / "a" / "index").glob("*/ann-*")}
@@ -120,30 +121,31 @@ def test_the_approximate_entry_is_named_by_its_build_parameters_and_built_the_sa
         assert a.read_bytes() == b.read_bytes()
 
 
-def test_document_mode_restricts_the_approximate_search_too(squad, embedder, exact, tmp_path) -> None:
-    exact_doc = sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+def test_document_mode_restricts_the_approximate_search_too(squad, fake_embedder, exact, tmp_path) -> None:
+    exact_doc = sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                       store=IndexStore(tmp_path / "exact"), mode="document")
     for ann in (Ann("ivf", above=0, nlist=4, nprobe=4), Ann("hnsw", above=0, ef_search=200)):
-        result = run(squad, embedder, tmp_path, ann, mode="document")
+        result = run(squad, fake_embedder, tmp_path, ann, mode="document")
         docs = dict(zip(exact_doc.hits["chunk_id"], exact_doc.hits["doc_id"], strict=True))
         assert result.hits["chunk_id"].tolist() == exact_doc.hits["chunk_id"].tolist(), ann
         assert all(docs[c] == d for c, d in zip(result.hits["chunk_id"], result.hits["doc_id"], strict=True))
 
 
-def test_a_memory_mapped_store_reads_the_same_index_without_copying_it(squad, embedder, exact, tmp_path) -> None:
-    mapped = sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+def test_a_memory_mapped_store_reads_the_same_index_without_copying_it(squad, fake_embedder, exact, tmp_path) -> None:
+    mapped = sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                    store=IndexStore(tmp_path, mmap=True))  # built, then read back mapped
-    loaded = sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=embedder, progress=False,
+    loaded = sweep(squad, [VARIANT], ks=KS, budgets=(), embedder=fake_embedder, progress=False,
                    store=IndexStore(tmp_path, mmap=True), ann=Ann("hnsw", above=10**6))  # not from the score cache
     for result in (mapped, loaded):
         pd.testing.assert_frame_equal(result.per_question, exact.per_question)
-    flat = IndexStore(tmp_path, mmap=True).get(VARIANT, squad, embedder).index
-    owned = IndexStore(tmp_path).get(VARIANT, squad, embedder).index
+    flat = IndexStore(tmp_path, mmap=True).get(VARIANT, squad, fake_embedder).index
+    owned = IndexStore(tmp_path).get(VARIANT, squad, fake_embedder).index
     assert not faiss.downcast_index(flat).codes.is_owned and faiss.downcast_index(owned).codes.is_owned
     with pytest.raises(TypeError, match="mmap must be True or False"):
         IndexStore(tmp_path, mmap="yes")
 
 
+@pytest.mark.model
 def test_the_cli_takes_ann_and_mmap(squad, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit, match="ann: nprobe must be an int >= 1"):
         main(["sweep", "--data", str(SQUAD), "--ann", "ivf:nprobe=0", "--cache", str(tmp_path)])

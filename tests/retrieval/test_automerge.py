@@ -106,7 +106,7 @@ def test_merging_equals_llamaindexs_auto_merging_retriever(chunks: list[Chunk], 
     assert merged_any > 5 and topped > 0  # the cases exercised merging, up to the top level
 
 
-def test_the_stage_merges_a_dense_ranking_of_the_leaves(embedder: Embedder, tmp_path: Path) -> None:
+def test_the_stage_merges_a_dense_ranking_of_the_leaves(fake_embedder: Embedder, tmp_path: Path) -> None:
     from workbench.dataset import Dataset, Question, Span
     from workbench.retrieval.index import IndexStore
     from workbench.retrieval.search import search
@@ -114,8 +114,8 @@ def test_the_stage_merges_a_dense_ranking_of_the_leaves(embedder: Embedder, tmp_
     question = Question("q", "What did the president say about the economy?", (Span("sotu", 0, 50),))
     dataset = Dataset("sotu", (DOC,), (question,))
     variant = Variant.make("auto_merging", chunk_sizes=SIZES, retrieval=["dense", ("auto_merge", {"leaves": 8})])
-    index = IndexStore(tmp_path).get(variant, dataset, embedder)
-    vector = embedder.encode([question.question])
+    index = IndexStore(tmp_path).get(variant, dataset, fake_embedder)
+    vector = fake_embedder.encode([question.question])
     (hits,) = search(index, [question], vector, 100, variant.stages)
     t = tree(index.chunks)
     scores, ids = index.dense(vector, None, [None])[0]

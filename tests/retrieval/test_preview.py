@@ -79,6 +79,7 @@ def test_pooled_vector_is_the_mean_of_the_cached_tokens_overlapping_the_chunk(ge
     assert np.abs(cache.vectors_of([long], embedder) - cache.vectors_of([long], embedder, window=200)).max() > 0.01
 
 
+@pytest.mark.model
 def test_the_token_pass_of_a_model_on_onnxruntime_runs_on_its_int8_export(general, tmp_path):
     """The cached token rows are the int8 model's (to float16 rounding), not the float model's, and
     the cache is named by the int8 model; pooled vectors keep the float model's direction. A torch
@@ -105,6 +106,7 @@ def test_the_token_pass_of_a_model_on_onnxruntime_runs_on_its_int8_export(genera
     assert token_embedder(torch) is torch
 
 
+@pytest.mark.model
 def test_preview_sweep_is_marked_cached_and_never_stored_as_real(general, tmp_path, token_passes):
     kw = {"ks": (1, 5), "budgets": (), "store": tmp_path, "progress": False}
     first = sweep(general, VARIANTS, embedder=Embedder(cache_dir=tmp_path, progress=False), preview=True, **kw)
@@ -154,6 +156,7 @@ def test_one_cache_for_the_grid_builds_what_a_fresh_cache_per_variant_builds(gen
     assert semantic[0] != semantic[1]  # the percentile still moves the cuts
 
 
+@pytest.mark.model
 def test_bad_arguments_are_refused(tiny, tmp_path: Path):
     with pytest.raises(TypeError, match="preview"):
         sweep(tiny, VARIANTS, store=tmp_path, preview="yes")
@@ -168,6 +171,7 @@ def test_bad_arguments_are_refused(tiny, tmp_path: Path):
         result.top(1, k=3)
 
 
+@pytest.mark.model
 def test_preview_says_which_neighbours_its_questions_cannot_order(general, tmp_path):
     """Two near-identical chunkings are named as not separable, a clearly worse one is ordered
     below them, and only the two are tied with the top (what the CLI confirms); the same seed
@@ -188,6 +192,7 @@ def test_preview_says_which_neighbours_its_questions_cannot_order(general, tmp_p
     assert other["key"].tolist() == ties["key"].tolist() and not other["top_high"].equals(ties["top_high"])
 
 
+@pytest.mark.model
 def test_indexes_built_while_the_model_runs_are_those_built_after_it(general, tmp_path):
     """preview_inputs chunks and pools variants on this thread while the token pass and the question
     pass run on another: what it hands over must be what the one-thread path builds, bit for bit, and
@@ -219,6 +224,7 @@ def test_indexes_built_while_the_model_runs_are_those_built_after_it(general, tm
         assert got.cost["texts_embedded"] == 0
 
 
+@pytest.mark.model
 def test_a_variant_that_fails_while_the_model_runs_fails_in_its_turn(general, tmp_path):
     """A variant whose chunking fails during the passes is not the sweep's first error: the
     variants before it are still measured and yielded, then it fails, named."""
@@ -238,6 +244,7 @@ def test_a_variant_that_fails_while_the_model_runs_fails_in_its_turn(general, tm
         unregister("nothing_here")
 
 
+@pytest.mark.model  # the token pass may load the model on its thread before the interrupt reaches it
 def test_an_interrupted_preview_stops_its_token_pass(general, tmp_path, monkeypatch):
     """Ctrl-C while the token pass runs on the other thread reaches the caller at once, and the pass
     stops at its next document instead of running on unseen: no token cache is published."""
@@ -255,6 +262,7 @@ def test_an_interrupted_preview_stops_its_token_pass(general, tmp_path, monkeypa
     assert tokens.exists() and list(tokens.iterdir()) == []  # begun, then stopped and cleaned away
 
 
+@pytest.mark.model
 def test_a_preview_holds_a_bounded_number_of_chunks_ahead(general, tmp_path, monkeypatch):
     """What is built ahead of its turn is bounded (PREFETCH_CHUNKS): past it, the variants wait for
     their turn, as they did before the passes overlapped any."""

@@ -91,16 +91,16 @@ def test_variant_retriever_fields() -> None:
             parse_variant(bad)
 
 
-def test_retrievers_share_the_chunking_entry(tiny: Dataset, embedder: Embedder, tmp_path: Path,
+def test_retrievers_share_the_chunking_entry(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     store = IndexStore(tmp_path)
     dense, bm25 = parse_variant("fixed:size=24"), parse_variant("fixed:size=24+bm25")
-    qvecs = embedder.encode([q.question for q in tiny.questions])
-    d = store.get(dense, tiny, embedder)
-    b = store.get(bm25, tiny, embedder)
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
+    d = store.get(dense, tiny, fake_embedder)
+    b = store.get(bm25, tiny, fake_embedder)
     assert b.cost["built"]
-    assert [p.name for p in (tmp_path / "index").iterdir()] == [store.path(dense, tiny, embedder).name]
-    assert (store.path(dense, tiny, embedder) / "bm25").is_dir()
+    assert [p.name for p in (tmp_path / "index").iterdir()] == [store.path(dense, tiny, fake_embedder).name]
+    assert (store.path(dense, tiny, fake_embedder) / "bm25").is_dir()
     assert [c.text for c in d.chunks] == [c.text for c in b.chunks]
     by_dense = [[h.chunk_id for h in r] for r in search(d, tiny.questions, qvecs, 5, dense.stages)]
     by_bm25 = [[h.chunk_id for h in r] for r in search(b, tiny.questions, qvecs, 5, bm25.stages)]
@@ -114,18 +114,18 @@ def test_retrievers_share_the_chunking_entry(tiny: Dataset, embedder: Embedder, 
         raise AssertionError("the BM25 index was rebuilt")
 
     monkeypatch.setattr(LexicalIndex, "build", no_build)
-    again = store.get(bm25, tiny, embedder)
+    again = store.get(bm25, tiny, fake_embedder)
     assert not again.cost["built"]
     assert [[h.chunk_id for h in r] for r in search(again, tiny.questions, qvecs, 5, bm25.stages)] == by_bm25
 
 
-def test_hybrid_ranks_the_union_by_reciprocal_ranks(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_hybrid_ranks_the_union_by_reciprocal_ranks(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
-    qvecs = embedder.encode([q.question for q in tiny.questions])
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
 
     def ranked(text: str, k: int) -> list[list[Hit]]:
         v = parse_variant(text)
-        return search(store.get(v, tiny, embedder), tiny.questions, qvecs, k, v.stages)
+        return search(store.get(v, tiny, fake_embedder), tiny.questions, qvecs, k, v.stages)
 
     every = 10_000
     dense = ranked("fixed:size=24", every)
@@ -140,10 +140,10 @@ def test_hybrid_ranks_the_union_by_reciprocal_ranks(tiny: Dataset, embedder: Emb
         assert all(hit.score == pytest.approx(expected[hit.chunk_id]) for hit in h)
 
 
-def test_bm25_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_bm25_returns_each_parent_once(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     v = parse_variant("parent_child:child_size=16,parent_size=64+bm25")
-    index = IndexStore(tmp_path).get(v, tiny, embedder)
-    qvecs = embedder.encode([q.question for q in tiny.questions])
+    index = IndexStore(tmp_path).get(v, tiny, fake_embedder)
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
     for q, hits in zip(tiny.questions, search(index, tiny.questions, qvecs, len(index.chunks), v.stages), strict=True):
         spans = [h.span for h in hits]
         assert len(spans) == len(set(spans)) and all(h.span == index.chunks[h.chunk_id].returned for h in hits)
@@ -153,8 +153,9 @@ def test_bm25_returns_each_parent_once(tiny: Dataset, embedder: Embedder, tmp_pa
     assert len({c.returned for c in index.chunks}) < len(index.chunks)  # parents do collapse children here
 
 
+@pytest.mark.model
 def test_cli_sweeps_a_bm25_variant(tiny: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from test_notebook import write_dataset
+    from conftest import write_dataset
 
     data = write_dataset(tiny, tmp_path / "data")
     main(["sweep", "--data", str(data), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
@@ -167,10 +168,10 @@ def test_cli_sweeps_a_bm25_variant(tiny: Dataset, tmp_path: Path, capsys: pytest
     assert (tmp_path / "out" / "report.html").exists()
 
 
-def test_bm25_recall_on_real_questions(chroma_small: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_bm25_recall_on_real_questions(chroma_small: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     """chroma_small's questions were written from the text, so BM25 finds much of the evidence."""
     data = chroma_small.select(max_questions=20)
-    result = sweep(data, [parse_variant("fixed:size=256+bm25")], ks=(5,), embedder=embedder, store=tmp_path,
+    result = sweep(data, [parse_variant("fixed:size=256+bm25")], ks=(5,), embedder=fake_embedder, store=tmp_path,
                    progress=False, budgets=())
     recall = result.summary.query("metric == 'recall' and k == 5")["mean"].item()
     assert 0.3 < recall <= 1.0

@@ -1,5 +1,6 @@
 """The semantic explorer: its cuts are the strategy's chunks, re-cuts embed nothing, and the
-widget draws what the state decided (real model, real documents from tests/data/semantic/)."""
+widget draws what the state decided (the fake model of tests/fakemodel.py,
+real documents from tests/data/semantic/)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import html
 import re
 from pathlib import Path
 
+import fakemodel
 import numpy as np
 import pytest
 from conftest import REPO, span_of
@@ -42,10 +44,10 @@ SETTINGS = [  # (percentile, buffer_size, min_size, max_size, sentences)
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=str)
-def test_cut_equals_the_semantic_strategy(docs: Dataset, embedder: Embedder, setting: tuple) -> None:
+def test_cut_equals_the_semantic_strategy(docs: Dataset, fake_embedder: Embedder, setting: tuple) -> None:
     percentile, buffer_size, min_size, max_size, sentences = setting
-    state = ExplorerState(docs, embedder)
-    env = ChunkEnv(embed=embedder.encode)
+    state = ExplorerState(docs, fake_embedder)
+    env = ChunkEnv(embed=fake_embedder.encode)
     for doc in docs.documents:
         state.select(doc.doc_id)
         cut = state.cut(percentile, buffer_size, min_size, max_size, sentences)
@@ -57,26 +59,26 @@ def test_cut_equals_the_semantic_strategy(docs: Dataset, embedder: Embedder, set
         assert cut.sizes == [env.tokenizer("cl100k_base").count(c.text) for c in cut.chunks]
 
 
-def test_recut_never_calls_the_model(docs: Dataset, embedder: Embedder) -> None:
-    state = ExplorerState(docs, embedder, "sotu")
+def test_recut_never_calls_the_model(docs: Dataset, fake_embedder: Embedder) -> None:
+    state = ExplorerState(docs, fake_embedder, "sotu")
     assert not state.has_vectors(2)
     first = state.cut(95, 2)
     assert state.has_vectors(2) and not state.has_vectors(1)
-    before = (embedder.stats.embedded, embedder.stats.cached)
+    before = (fake_embedder.stats.embedded, fake_embedder.stats.cached)
     counts = {state.cut(p, 2, lo, hi).count for p, lo, hi in [(50, 0, 0), (80, 16, 0), (95, 0, 64), (10, 8, 96)]}
-    assert (embedder.stats.embedded, embedder.stats.cached) == before  # not even a cache lookup
+    assert (fake_embedder.stats.embedded, fake_embedder.stats.cached) == before  # not even a cache lookup
     assert len(counts | {first.count}) > 1  # the re-cuts did change the chunks
 
-    cache_dir = embedder.cache.path.parent.parent
-    fresh = Embedder(cache_dir=cache_dir, progress=False)
+    cache_dir = fake_embedder.cache.path.parent.parent
+    fresh = fakemodel.embedder(cache_dir)
     again = ExplorerState(docs, fresh, "sotu").cut(95, 2)
     assert again.chunks == first.chunks
     assert fresh.stats.embedded == 0 and fresh.stats.cached == len(first.sentences)
-    assert "model" not in fresh.__dict__  # the weights were never loaded
+    assert "model" not in fresh.__dict__  # the model was never made
 
 
-def test_threshold_and_cuts_in_the_figure(docs: Dataset, embedder: Embedder) -> None:
-    state = ExplorerState(docs, embedder, "httpx")
+def test_threshold_and_cuts_in_the_figure(docs: Dataset, fake_embedder: Embedder) -> None:
+    state = ExplorerState(docs, fake_embedder, "httpx")
     cut = state.cut(85, 1)
     v = state.vectors(1)
     dists = 1 - np.sum(v[:-1] * v[1:], axis=1)  # the vectors are L2-normalised
@@ -91,8 +93,8 @@ def test_threshold_and_cuts_in_the_figure(docs: Dataset, embedder: Embedder) -> 
     assert [seg[0][0] for seg in cuts.get_segments()] == cut.semantic.breakpoints
 
 
-def test_moving_the_percentile_recuts_and_redraws(docs: Dataset, embedder: Embedder, tmp_path: Path) -> None:
-    ex = explorer(docs, embedder, tmp_path / "store", doc_id="httpx")
+def test_moving_the_percentile_recuts_and_redraws(docs: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
+    ex = explorer(docs, fake_embedder, tmp_path / "store", doc_id="httpx")
     assert isinstance(ex, Explorer) and ex.state.last is not None
     count, plot, text = ex.state.last.count, ex.plot.value, ex.text.value
     assert f"{count} chunks" in text and "color:#b00020" not in ex.message.value
@@ -109,8 +111,8 @@ def test_moving_the_percentile_recuts_and_redraws(docs: Dataset, embedder: Embed
     assert any(t.endswith("): semantic/httpx_readme.md · Release Information > Fixed") for t in tips)
 
 
-def test_a_bad_setting_is_shown_and_the_last_view_kept(docs: Dataset, embedder: Embedder, tmp_path: Path) -> None:
-    ex = explorer(docs, embedder, tmp_path / "store", doc_id="httpx")
+def test_a_bad_setting_is_shown_and_the_last_view_kept(docs: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
+    ex = explorer(docs, fake_embedder, tmp_path / "store", doc_id="httpx")
     ex.max_size.value = 64
     good = (ex.state.last, ex.plot.value, ex.text.value)
     ex.min_size.value = 128
@@ -122,7 +124,7 @@ def test_a_bad_setting_is_shown_and_the_last_view_kept(docs: Dataset, embedder: 
     assert "IncompatibleParams" not in ex.message.value and ex.state.variant().kwargs["min_size"] == 32
 
 
-def test_measure_sweeps_the_setting(docs: Dataset, embedder: Embedder, tmp_path: Path) -> None:
+def test_measure_sweeps_the_setting(docs: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     class Recorder:
         def __init__(self) -> None:
             self.measured: list[Variant] = []
@@ -131,12 +133,12 @@ def test_measure_sweeps_the_setting(docs: Dataset, embedder: Embedder, tmp_path:
             self.measured += variants
 
     sweeper = Recorder()
-    ex = explorer(docs, embedder, tmp_path / "store", doc_id="httpx", sweeper=sweeper)
+    ex = explorer(docs, fake_embedder, tmp_path / "store", doc_id="httpx", sweeper=sweeper)
     ex.percentile.value = 60
     ex.measure.click()
     assert sweeper.measured == [ex.state.variant()]
 
-    alone = explorer(docs, embedder, tmp_path / "store", doc_id="httpx")
+    alone = explorer(docs, fake_embedder, tmp_path / "store", doc_id="httpx")
     alone.measure.click()
     assert "color:#b00020" not in alone.message.value
     for metric, k in (("recall", 5), ("mrr", 10), ("context_tokens", 5)):

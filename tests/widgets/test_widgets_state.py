@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fakemodel
 import pandas as pd
 import pytest
 
@@ -133,7 +134,7 @@ def test_invalid_grids_say_which_field(spec: GridSpec, message: str) -> None:
 
 def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Dataset, tmp_path: Path) -> None:
     # an empty cache of its own: what the session's other tests embedded must not count here
-    embedder, store = Embedder(cache_dir=tmp_path, progress=False), tmp_path
+    embedder, store = fakemodel.embedder(tmp_path), tmp_path
     variants = [Variant.make("fixed", size=s) for s in (12, 24, 40)]
     seen: list[tuple[int, float | None, list[float]]] = []
 
@@ -145,7 +146,8 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
     first = SweepRun(quiet(tiny, store, embedder), variants, on_step=stop_after_first)
     assert (first.done, first.total, first.seconds_left) == (0, 3, None)
     result = first.run()
-    assert first.done == 1 and result is not None and result.keys == [variants[0].key] and first.error is None
+    assert first.done == 1 and first.error is None
+    assert result is not None and result.keys == [fakemodel.key(variants[0])]
     assert seen[0][0] == 1 and seen[0][1] == pytest.approx(seen[0][2][0] * 2)  # mean per variant x 2 left
     assert (first.embedded, first.reused) == (embedder.stats.embedded - before[0], embedder.stats.cached - before[1])
     assert first.embedded > 0 and "1/3 variants" in first.progress_text() and "stopped" in first.progress_text()
@@ -153,7 +155,7 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
     resumed = SweepRun(quiet(tiny, store, embedder), variants, result=result)
     assert [v.key for _, todo in resumed.todo for v in todo] == [v.key for v in variants[1:]] and resumed.total == 2
     full = resumed.run()
-    assert full is not None and full.keys == [v.key for v in variants] and resumed.done == 2
+    assert full is not None and full.keys == [fakemodel.key(v) for v in variants] and resumed.done == 2
     assert resumed.seconds_left == 0 and resumed.error is None
     assert full.summary.equals(sweep(tiny, variants, ks=KS, embedder=embedder, store=store, progress=False).summary)
 
@@ -162,7 +164,7 @@ def test_a_run_stops_between_variants_and_resumes_without_rerunning(tiny: Datase
 
 
 def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tmp_path: Path) -> None:
-    embedder = Embedder(cache_dir=tmp_path, progress=False)  # an empty cache: every count is this test's
+    embedder = fakemodel.embedder(tmp_path)  # an empty cache: every count is this test's
     variants = GridSpec(["fixed"], {"size": "12, 24"}, retrievers=("dense", "bm25")).variants().variants
     embedded: list[tuple[str, int]] = []  # (retriever, texts embedded by that variant's step)
 
@@ -172,23 +174,24 @@ def test_bm25_variants_reuse_the_dense_index_and_embed_nothing(tiny: Dataset, tm
 
     run = SweepRun(quiet(tiny, tmp_path, embedder), variants, on_step=count)
     result = run.run()
-    assert run.error is None and result is not None and result.keys == [v.key for v in variants]
+    assert run.error is None and result is not None and result.keys == [fakemodel.key(v) for v in variants]
     assert [r for r, _ in embedded] == ["dense", "bm25", "dense", "bm25"]
     assert all(n > 0 for r, n in embedded if r == "dense") and all(n == 0 for r, n in embedded if r == "bm25")
 
 
-def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+def test_an_error_is_kept_with_its_type_and_what_finished_stays(tiny: Dataset, fake_embedder: Embedder,
+                                                                 store: Path) -> None:
     def boom(text: str) -> list[str]:
         raise RuntimeError("the chunker broke")
 
     register_function("boom", boom)
     calls: list[str | None] = []
-    run = SweepRun(quiet(tiny, store, embedder), [Variant.make("fixed", size=20), Variant.make("boom")],
+    run = SweepRun(quiet(tiny, store, fake_embedder), [Variant.make("fixed", size=20), Variant.make("boom")],
                    on_step=lambda r: calls.append(r.error))
     result = run.run()
     assert run.error is not None and run.error.startswith("RuntimeError: the chunker broke")
     assert "while sweeping variant boom()" in run.error and "failed" in run.progress_text()
-    assert result is not None and result.keys == [Variant.make("fixed", size=20).key] and run.done == 1
+    assert result is not None and result.keys == [fakemodel.key(Variant.make("fixed", size=20))] and run.done == 1
     assert calls == [None, run.error] and not run.running
 
 
@@ -245,12 +248,12 @@ def test_compare_lists_the_questions_one_retrieves_and_the_other_misses(
         Comparison(a.key, a.key, 1).table(result)
 
 
-def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+def test_a_run_scores_new_variants_at_the_results_budgets(tiny: Dataset, fake_embedder: Embedder, store: Path) -> None:
     """A result swept at other budgets than the default: the panel's new variants use them, so
     the two combine (combine refuses different budgets)."""
-    first = sweep(tiny, [Variant.make("fixed", size=20)], ks=KS, embedder=embedder, store=store, progress=False,
+    first = sweep(tiny, [Variant.make("fixed", size=20)], ks=KS, embedder=fake_embedder, store=store, progress=False,
                   budgets=(64, 128))
-    run = SweepRun(quiet(tiny, store, embedder, first.provenance.settings),
+    run = SweepRun(quiet(tiny, store, fake_embedder, first.provenance.settings),
                    [Variant.make("fixed", size=28)], result=first)
     both = run.run()
     assert run.error is None and both is not None and both.budgets == [64, 128]

@@ -1,4 +1,5 @@
-"""The sweeper panel driven programmatically (no browser) on the tiny corpus with the real model."""
+"""The sweeper panel driven programmatically (no browser) on the tiny corpus, with the fake model of
+tests/fakemodel.py where what is checked is the panel, the real one where it is the model's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import fakemodel
 import pandas as pd
 import pytest
 
@@ -40,10 +42,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
+def swept(tiny: Dataset, fake_embedder: Embedder, store: Path) -> tuple[Sweeper, list[int]]:
     """A 2 x 2 grid (size x overlap) run from the Run button, synchronously; the sizes of the
-    result each time the overview picture changed."""
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
+    result each time the overview picture changed. Shared by the module: a test that scrubs or
+    exports does it on a Sweeper of its own (`panel_of`), so that what the run left stays as it left it."""
+    sw = Sweeper(tiny, fake_embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 1.0  # draw after every variant, however fast (see the budget test below)
     sw.ranges["size"].value = "16, 32"
     sw.ranges["overlap"].value = "0:8:8"
@@ -56,7 +59,7 @@ def swept(tiny: Dataset, embedder: Embedder, store: Path) -> tuple[Sweeper, list
 def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tuple[Sweeper, list[int]]) -> None:
     sw, filled = swept
     grid = GridSpec(["fixed"], {"size": [16, 32], "overlap": [0, 8]}).variants().variants
-    assert sw.result is not None and sw.result.keys == [v.key for v in grid]
+    assert sw.result is not None and sw.result.keys == [fakemodel.key(v) for v in grid]
     assert sw.run is not None and (sw.run.done, sw.run.total, sw.run.error) == (4, 4, None)
     assert sw.bar.value == 4 and sw.progress.value.startswith("4/4 variants") and "embedded" in sw.progress.value
     assert "4 variants" in sw.message.value
@@ -71,9 +74,9 @@ def test_run_sweeps_the_grid_and_the_plots_fill_in_as_variants_finish(swept: tup
 
 
 def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
-    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
+    tiny: Dataset, fake_embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
+    sw = Sweeper(tiny, fake_embedder, store, ks=KS, background=False, restore=False)
     sw.draw_share = 0.0  # nothing but the first and the last
     filled: list[int] = []
     sw.images["overview"].observe(lambda _: filled.append(len(sw.result.keys)), names="value")
@@ -82,11 +85,17 @@ def test_a_fast_sweep_skips_drawings_within_its_budget_but_draws_the_end(
     assert sw.budget.spent > 0 and sw.selected == sw.result.keys[-1]
 
 
+def panel_of(swept: tuple[Sweeper, list[int]]) -> Sweeper:
+    """A new Sweeper showing the shared run's result (measured before: nothing is measured again)."""
+    run = swept[0]
+    return Sweeper(run.dataset, run.models[0], run.store, result=run.result, background=False, restore=False)
+
+
 def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper, list[int]],
-                                                            embedder: Embedder) -> None:
-    sw, _ = swept
+                                                            fake_embedder: Embedder) -> None:
+    sw = panel_of(swept)
     pictures, images, viewer = dict(sw.pictures), {n: i.value for n, i in sw.images.items()}, sw.viewer.value
-    embedded = embedder.stats.embedded
+    embedded = fake_embedder.stats.embedded
     first = sw.result.keys[0]
     sw.slider.value = first
     assert sw.selected == first and sw.choice.value == first and sw.last_redraw is Redraw.HIGHLIGHT_ONLY
@@ -99,7 +108,7 @@ def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper
     assert sw.pictures["budgets"].png(first) == sw.images["budgets"].value != sw.pictures["budgets"].png(None)
     assert sw.result.label_of(first) in sw.viewer.value and EVIDENCE in sw.viewer.value
     sw.question.value = sw.dataset.questions[2].qid  # another question: another passage
-    assert sw.viewer.value != viewer and embedder.stats.embedded == embedded
+    assert sw.viewer.value != viewer and fake_embedder.stats.embedded == embedded
 
     sw.choice.value = sw.result.keys[1]
     assert sw.slider.value == sw.result.keys[1] and sw.last_redraw is Redraw.HIGHLIGHT_ONLY
@@ -107,11 +116,11 @@ def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper
     assert sw.last_redraw is Redraw.REBUILD and all(sw.pictures[n] is not pictures[n] for n in pictures)
     sw.param.value = "overlap"
     assert sw.last_redraw is Redraw.REBUILD and sw.selected == sw.result.keys[1]
-    assert embedder.stats.embedded == embedded  # scrubbing never recomputes
+    assert fake_embedder.stats.embedded == embedded  # scrubbing never recomputes
 
 
 def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper, list[int]], tmp_path: Path) -> None:
-    sw, _ = swept
+    sw = panel_of(swept)
     sw.folder.value = str(tmp_path / "mine")
     sw.export_button.click()
     report = tmp_path / "mine" / "report.html"
@@ -122,10 +131,22 @@ def test_export_writes_the_report_with_the_parameter_figure(swept: tuple[Sweeper
     assert all(label in page for label in sw.result.labels)
 
 
+def test_the_chunk_health_of_the_measured_variants_is_shown_and_exported(swept: tuple[Sweeper, list[int]],
+                                                                          tmp_path: Path) -> None:
+    sw = panel_of(swept)  # its own: Export changes the message the shared one's run test reads
+    assert sw.health.value.startswith("<details><summary>chunk health: ")
+    assert sw.audit is not None and list(sw.audit["key"]) == sw.result.keys
+    assert all(html.escape(label) in sw.health.value for label in sw.result.labels)
+    sw.folder.value = str(tmp_path / "health")
+    sw.export_button.click()
+    page = (tmp_path / "health" / "report.html").read_text(encoding="utf-8")
+    assert '<section id="chunk-health">' in page and "Left out: no chunk audit" not in page
+
+
 def test_retrievers_and_modifiers_from_the_controls_share_the_dense_index(
-    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
+    tiny: Dataset, fake_embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]]
 ) -> None:
-    sw = Sweeper(tiny, embedder, store, ks=KS, background=False, restore=False)
+    sw = Sweeper(tiny, fake_embedder, store, ks=KS, background=False, restore=False)
     sw.ranges["size"].value = "16, 32"
     sw.retrievers["bm25"].value = True
     sw.contextual_header.value = sw.late.value = (False, True)  # "both" for each
@@ -143,12 +164,12 @@ def test_retrievers_and_modifiers_from_the_controls_share_the_dense_index(
     assert bytes(sw.images["budgets"].value).startswith(PNG)
 
 
-def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+def test_errors_show_their_type_and_text(tiny: Dataset, fake_embedder: Embedder, store: Path) -> None:
     def boom(text: str) -> list[str]:
         raise RuntimeError("the chunker broke")
 
     register_function("boom", boom)
-    sw = sweeper(tiny, embedder, store, ks=KS, restore=False)
+    sw = sweeper(tiny, fake_embedder, store, ks=KS, restore=False)
     sw.background = False
     sw.ranges["size"].value = "16, abc"
     sw.run_button.click()
@@ -159,7 +180,8 @@ def test_errors_show_their_type_and_text(tiny: Dataset, embedder: Embedder, stor
     sw.ranges["size"].value = "16"
     sw.run_button.click()
     assert "RuntimeError: the chunker broke" in sw.message.value and "#b00020" in sw.message.value
-    assert sw.result is not None and sw.result.keys == [Variant.make("fixed", size=16).key]  # what finished stays
+    finished = fakemodel.key(Variant.make("fixed", size=16))
+    assert sw.result is not None and sw.result.keys == [finished]  # what finished stays
     assert "failed" in sw.progress.value and not sw.run_button.disabled
 
 
@@ -187,7 +209,7 @@ def test_compare_two_variants_question_by_question(tiny: Dataset, embedder: Embe
 
 
 def test_measure_adds_variants_from_another_panel_in_the_background(
-    tiny: Dataset, embedder: Embedder, store: Path
+    tiny: Dataset, fake_embedder: Embedder, store: Path
 ) -> None:
     release = threading.Event()
 
@@ -196,7 +218,7 @@ def test_measure_adds_variants_from_another_panel_in_the_background(
         return [text]
 
     register_function("slow", slow)
-    sw = sweeper(tiny, embedder, store, ks=KS, restore=False)
+    sw = sweeper(tiny, fake_embedder, store, ks=KS, restore=False)
     v = Variant.make("slow")
     sw.measure([v])  # in a thread: returns while the chunker waits
     assert sw.run is not None and sw.run.running and sw.run_button.disabled
@@ -204,24 +226,25 @@ def test_measure_adds_variants_from_another_panel_in_the_background(
         sw.measure([v])
     release.set()
     sw.thread.join(timeout=120)
-    assert sw.run.error is None and sw.result is not None and sw.result.keys == [v.key] and sw.selected == v.key
+    assert sw.run.error is None and sw.result is not None and sw.result.keys == [fakemodel.key(v)] == [sw.selected]
     assert bytes(sw.images["overview"].value).startswith(PNG) and not sw.run_button.disabled
     sw.background = False
     sw.measure([v])
     assert sw.run.total == 0 and "1 already measured" in sw.message.value  # nothing re-run
 
 
-def test_compare_is_redone_after_every_sweep(tiny: Dataset, embedder: Embedder, store: Path) -> None:
+def test_compare_is_redone_after_every_sweep(tiny: Dataset, fake_embedder: Embedder, store: Path) -> None:
     """Its choices and its P(best) "among the n measured variants" count what was swept since."""
     a, b = Variant.make("fixed", size=20, unit="chars"), Variant.make("fixed", size=80, unit="chars")
-    result = sweep(tiny, [a, b], ks=KS, embedder=embedder, store=store, progress=False)
-    sw = Sweeper(tiny, embedder, store, result=result, background=False, restore=False)
+    result = sweep(tiny, [a, b], ks=KS, embedder=fake_embedder, store=store, progress=False)
+    sw = Sweeper(tiny, fake_embedder, store, result=result, background=False, restore=False)
     assert "among the 2 measured variants" in sw.cmp_summary.value
     c = Variant.make("fixed", size=40, unit="chars")
     sw.measure([c])
     assert "among the 3 measured variants" in sw.cmp_summary.value
-    assert [key for _, key in sw.cmp_a.options] == [a.key, b.key, c.key] == [key for _, key in sw.cmp_b.options]
-    assert (sw.cmp_a.value, sw.cmp_b.value) == (a.key, b.key)  # the pair chosen stays
+    keys = [fakemodel.key(x) for x in (a, b, c)]
+    assert [key for _, key in sw.cmp_a.options] == keys == [key for _, key in sw.cmp_b.options]
+    assert (sw.cmp_a.value, sw.cmp_b.value) == (fakemodel.key(a), fakemodel.key(b))  # the pair chosen stays
 
 
 def test_the_sweeper_warns_of_truncated_chunks_and_what_to_do(
@@ -239,7 +262,7 @@ def test_the_sweeper_warns_of_truncated_chunks_and_what_to_do(
 
 
 def test_export_writes_under_the_projects_results_not_the_kernels_folder(
-    tiny: Dataset, embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]], tmp_path: Path,
+    tiny: Dataset, fake_embedder: Embedder, store: Path, swept: tuple[Sweeper, list[int]], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A notebook's kernel runs in notebooks/: the export goes to <project>/results/sweeper."""
@@ -247,7 +270,7 @@ def test_export_writes_under_the_projects_results_not_the_kernels_folder(
     (project / "notebooks").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
     monkeypatch.chdir(project / "notebooks")
-    sw = Sweeper(tiny, embedder, store, result=swept[0].result, background=False, restore=False)
+    sw = Sweeper(tiny, fake_embedder, store, result=swept[0].result, background=False, restore=False)
     assert sw.folder.value == str(project / "results" / "sweeper")
     sw.export_button.click()
     report = project / "results" / "sweeper" / "report.html"
@@ -273,37 +296,38 @@ def test_the_project_is_found_by_its_pyproject_else_its_results_else_the_working
 
 
 def test_a_new_sweeper_brings_back_the_last_grid_and_its_variants_from_the_caches(
-    tiny: Dataset, embedder: Embedder, tmp_path: Path
+    tiny: Dataset, fake_embedder: Embedder, tmp_path: Path
 ) -> None:
     """Running the sweeper's cell again (a new Sweeper on the same data, model and settings)
     shows the grid typed last and every variant measured, scores read from the score cache."""
-    first = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    first = Sweeper(tiny, fake_embedder, tmp_path, ks=KS, background=False)
     assert first.result is None and first.message.value == ""  # nothing remembered yet
     first.ranges["size"].value = "16, 48"
     first.retrievers["bm25"].value = True
     first.contextual_header.value = (True,)
     first.run_button.click()
     assert first.run is not None and first.run.error is None and len(first.result.keys) == 4
-    embedded = embedder.stats.embedded
+    embedded = fake_embedder.stats.embedded
 
-    again = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    again = Sweeper(tiny, fake_embedder, tmp_path, ks=KS, background=False)
     assert again.grid() == first.grid() and again.ranges["size"].value == "16, 48"
     assert again.result.keys == first.result.keys
     pd.testing.assert_frame_equal(again.result.per_question, first.result.per_question)
-    assert embedder.stats.embedded == embedded and not again.result.variants["built"].any()  # from the score cache
+    assert fake_embedder.stats.embedded == embedded and not again.result.variants["built"].any()  # from the score cache
     assert "restored the last grid and 4 variants measured before, from the caches" in again.message.value
     assert [key for _, key in again.slider.options] == first.result.keys and again.selected == first.result.keys[-1]
     assert bytes(again.images["overview"].value).startswith(PNG)
 
-    assert Sweeper(tiny, embedder, tmp_path, ks=KS, restore=False).result is None  # asked to start afresh
-    assert Sweeper(tiny, embedder, tmp_path, ks=(1,)).result is None  # other settings: another memory
+    assert Sweeper(tiny, fake_embedder, tmp_path, ks=KS, restore=False).result is None  # asked to start afresh
+    assert Sweeper(tiny, fake_embedder, tmp_path, ks=(1,)).result is None  # other settings: another memory
     gone = first.result.variant(first.result.keys[0])
     shutil.rmtree(again.memory.scores[0].path(gone))  # e.g. a code change made its scores stale
-    third = Sweeper(tiny, embedder, tmp_path, ks=KS, background=False)
+    third = Sweeper(tiny, fake_embedder, tmp_path, ks=KS, background=False)
     assert third.result.keys == first.result.keys[1:]
     assert f"1 left out (Run measures them again), e.g. {html.escape(gone.label)}: its scores" in third.message.value
 
 
+@pytest.mark.model
 def test_two_models_are_a_dimension_of_the_grid_restored_without_measuring(tiny: Dataset, tmp_path: Path) -> None:
     """models=[None, "wordllama"]: each variant measured with each ticked model, the by-model tab
     drawn, the chunks and rankings of a row read with the model that measured it, and a new panel

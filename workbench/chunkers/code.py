@@ -232,6 +232,25 @@ def scope_at(doc: Document, start: int, end: int) -> str:
     return _scope(src, root, (start, end), DEFINITIONS[name])
 
 
+def definition_spans(doc: Document) -> list[Bounds]:
+    """The functions, methods and classes of `doc` (its grammar's DEFINITIONS), nested ones too, as
+    character spans in order of their start; a decorated definition once, with its decorators; []
+    when the document has no grammar here. What `code` keeps whole while it fits, so what the chunk
+    audit (workbench.results.audit) counts when another cut splits one."""
+    name = check_language(doc, AUTO)
+    if name is None:
+        return []
+    src, root = _parsed(name, doc.text)
+    kinds, out, todo = DEFINITIONS[name], [], [root]
+    while todo:
+        node = todo.pop()
+        todo.extend(node.children)
+        wrapped = node.parent is not None and node.parent.type in kinds and node.parent.end_byte == node.end_byte
+        if node.type in kinds and not wrapped:
+            out.append(src.bounds(node))
+    return sorted(out)
+
+
 def check_language(doc: Document, language: str) -> str | None:
     """The grammar to parse `doc` with: `language`, or with "auto" the document's own (None: it has
     none, or one without a grammar here, e.g. a language guessed for a file with no extension, so

@@ -121,6 +121,14 @@ def markdown_tables(text: str) -> tuple[list[Table], list[Bounds]]:
     return tables, code
 
 
+def tables_and_code(text: str) -> tuple[list[Table], list[Bounds]]:
+    """The GFM tables of `text`, then its HTML tables outside code blocks (there they are code), and the
+    spans of its code blocks: what `table` cuts only between rows, and what the chunk audit checks."""
+    gfm, code = markdown_tables(text)
+    html = [t for t in html_tables(text) if not any(s < t.span[1] and t.span[0] < e for s, e in code)]
+    return gfm + html, code
+
+
 def _row_groups(table: Table, units: Units, size: int, rows: str) -> list[tuple[int, int]]:
     """Row index ranges [i, j) of a split table: packed up to `size` (the repeated header counted
     in), or one row each; the header row never stands alone."""
@@ -170,9 +178,8 @@ def table(doc: Document, env: ChunkEnv, *, size: int, unit: str, tokenizer: str,
     units = Units(unit_boundaries(text, unit, tokenizer, env))
     if source_code(doc):
         return [make_chunk(doc, s, e) for s, e in merge_pieces(text, code_pieces(doc, units, size), units, size, 0)]
-    gfm, code = markdown_tables(text)
-    html = [t for t in html_tables(text) if not any(s < t.span[1] and t.span[0] < e for s, e in code)]
-    blocks = sorted([(t.span, t) for t in gfm + html] + [(span, None) for span in code], key=lambda b: b[0])
+    found, code = tables_and_code(text)
+    blocks = sorted([(t.span, t) for t in found] + [(span, None) for span in code], key=lambda b: b[0])
     starts = [s for (s, _), _ in blocks]
     tokens, lines = parse_blocks(text)
     out: list[Chunk] = []

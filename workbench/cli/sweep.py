@@ -63,7 +63,9 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
         else:
             from workbench.report import export
 
-            paths = export(result, args.out, dataset=dataset, store=session.store, answers=answers, judged=judged)
+            audit = session.audit([Variant.from_spec(g) for g in result.provenance.grid])  # its "Chunk health"
+            paths = export(result, args.out, dataset=dataset, store=session.store, answers=answers, judged=judged,
+                           audit=audit)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     except KeyboardInterrupt:  # Ctrl-C: one line, what finished and is kept

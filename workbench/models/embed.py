@@ -265,10 +265,14 @@ class Embedder(Model):
             return int(json.loads(config.read_text())["max_seq_length"])
         return int(self.model.max_seq_length)
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        """How many texts exceed the model window (their tails are never seen by the model)."""
+    def truncated(self, texts: Sequence[str]) -> list[bool]:
+        """Which texts exceed the model window (their tails are never seen by the model)."""
         ids = self.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
-        return sum(len(x) > self.max_tokens for x in ids)
+        return [len(x) > self.max_tokens for x in ids]
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many texts exceed the model window."""
+        return sum(self.truncated(texts))
 
     @cached_property
     def dim(self) -> int:

@@ -101,8 +101,8 @@ class FunctionEmbedder(Embedder):
 
     max_tokens = window_tokens = None  # reads a whole text: nothing is truncated
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        return 0
+    def truncated(self, texts: Sequence[str]) -> list[bool]:
+        return [False] * len(texts)
 
     tokenizer = None  # tokenizer="model" is refused (workbench.core.tokens.get_tokenizer)
 

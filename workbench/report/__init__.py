@@ -7,7 +7,7 @@ over the target, so a failure half-way (a figure that cannot render, a full disk
 previous report untouched.
 
 tables.py holds the tables (DataFrames), figures.py the default figures and their cache, html.py
-the page, cuts.py "Where the cuts fall"; this module writes them out.
+the page, cuts.py "Where the cuts fall", health.py "Chunk health"; this module writes them out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from workbench.core.io import atomic_write
 from workbench.dataset import Dataset
 from workbench.figures import plotdata
-from workbench.report import cuts
+from workbench.report import cuts, health
 from workbench.report.cuts import CUT_QUESTIONS
 from workbench.report.figures import FIGURE_WIDTH, NARROW_WIDTH, default_figures, default_pngs, describe_figure
 from workbench.report.html import reproduce_code, write_page
@@ -28,6 +28,7 @@ from workbench.results.verdict import Verdict, verdict
 from workbench.retrieval.index import IndexStore
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from workbench.results.answers import Answers
@@ -49,6 +50,7 @@ def write_report(
     answers: Answers | None = None,
     judged: Verdict | None = None,
     figure_cache: Path | None = None,
+    audit: pd.DataFrame | None = None,
 ) -> Path:
     """Write the report to `path` (atomically) and return it. Figures are matplotlib figures or
     PNG bytes already rendered; they default to `default_figures`. `narrow`: some of them drawn
@@ -59,7 +61,8 @@ def write_report(
     out. With `answers` (workbench.results.answers.evaluate of this result), an "Answer quality" section.
     `judged`: this result's verdict when the caller has it already (the CLI prints it too), else
     computed here. `figure_cache`: the folder of figures drawn before (see `default_pngs`), for the
-    by-group figure. Nothing is embedded or searched."""
+    by-group figure. `audit`: the chunk audit of the variants (Session.audit), shown as "Chunk health";
+    without it that section says how to get one. Nothing is chunked, embedded or searched."""
     if figures is None:
         swept = plotdata.swept_parameters(result)  # once for both widths
         figures = default_figures(result, swept=swept)
@@ -70,7 +73,8 @@ def write_report(
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
-            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers, figure_cache)
+            write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers, figure_cache,
+                       health.section(audit, dataset, v.best if v is not None else None))
 
     return atomic_write(path, write)
 
@@ -83,10 +87,11 @@ def export(
     store: IndexStore | str | Path | None = None,
     answers: Answers | None = None,
     judged: Verdict | None = None,
+    audit: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
     """Everything a run produced, in one folder: the tidy tables (SweepResult.save, and
     Answers.save when `answers` is given), each figure as a PNG, and report.html (see write_report
-    for dataset, answers and judged; the default figures come with their narrow renditions, given ones
+    for dataset, answers, judged and audit; the default figures come with their narrow renditions, given ones
     without). The store, if given, keeps the default and by-group figures drawn (see `default_pngs`). Returns
     the paths by name."""
     folder = Path(folder)
@@ -105,5 +110,5 @@ def export(
     for name, png in images.items():
         paths[f"{name}.png"] = atomic_write(folder / f"{name}.png", lambda p, png=png: Path(p).write_bytes(png))
     paths["report"] = write_report(result, folder / "report.html", images, dataset=dataset, narrow=narrow,
-                                   answers=answers, judged=judged, figure_cache=cache)
+                                   answers=answers, judged=judged, figure_cache=cache, audit=audit)
     return paths

@@ -167,15 +167,19 @@ class SweepResult:
         return self._label_by_key[self.key_of(key)]
 
     def key_of(self, variant: str | Variant) -> str:
-        """The key of a variant given as a Variant, its key or its label; ValueError if unknown."""
+        """The key of a variant given as a Variant, its key or its label; ValueError if unknown, or if
+        it names rows of several models (give the row's key, `<variant key>@<model hash>`, then)."""
         by_key = self._label_by_key
         name = variant.key if isinstance(variant, Variant) else variant
         if name in by_key:
             return name
         keys = [k for k, label in by_key.items() if label == name]
-        if not keys:
+        models = [k for k in by_key if variant_key(k) == name]  # the variant's rows, one per model
+        if not keys and len(models) > 1:
+            raise ValueError(f"variant {name!r} was measured with {len(models)} models: give one of the keys {models}")
+        if not keys and not models:
             raise ValueError(f"variant {name!r} is not in the result; known: {list(by_key.values())}")
-        return keys[0]
+        return (keys or models)[0]
 
     def by_group(self, groups: Dataset | Mapping[str, str], metric: str | None = None,
                  k: int | None = None) -> pd.DataFrame:

@@ -91,6 +91,7 @@ class Estimate:
     # export, which reads about twice as fast) and there are texts too; None: they run at `rate`
     pass_rate: float | None = None
     reranks: tuple[RerankEstimate, ...] = ()  # per reranker of the variants' +rerank stages
+    chunk_seconds: float = 0.0  # chunking the builds took here, which the sweep's builds take again
 
     @property
     def cached(self) -> bool:
@@ -99,13 +100,18 @@ class Estimate:
                 and not self.reranks)
 
     @property
-    def seconds(self) -> float:
-        """The embedding time of what is left, at the measured rates (not the chunking, FAISS or scoring)."""
+    def embed_seconds(self) -> float:
+        """The embedding time of what is left, at the measured rates."""
         if not self.rate:
             return 0.0
         if self.pass_rate:
             return (self.word_pieces - self.pass_word_pieces) / self.rate + self.pass_word_pieces / self.pass_rate
         return self.word_pieces / self.rate
+
+    @property
+    def seconds(self) -> float:
+        """Embedding and chunking (not the generations, reranking, FAISS or scoring: small beside them)."""
+        return self.embed_seconds + self.chunk_seconds
 
     def line(self) -> str:
         if self.cached:
@@ -123,7 +129,9 @@ class Estimate:
         builds = f" ({self.builds} indexes to build)" if self.builds else ""
         return (f"estimate: {' and '.join(work)} ({self.word_pieces:,} word pieces) for {self.variants} variants"
                 f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s"
-                f"{f' ({self.pass_rate:,.0f} for the token pass)' if self.pass_rate else ''}, measured {self.measured}")
+                f"{f' ({self.pass_rate:,.0f} for the token pass)' if self.pass_rate else ''}, measured {self.measured}"
+                + (f", and chunking (as long as it took here: {duration(self.chunk_seconds)})"
+                   if self.chunk_seconds >= 1 else ""))
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,7 @@ class _Tally:
         self.windows: list[int] = []  # word pieces of each token-pass window, special tokens included
         self.passes = 0
         self.pass_documents = 0
+        self.chunk_seconds = 0.0  # the time `build` took to chunk, which the sweep's builds take again
 
     def add(self, texts: Sequence[str], exact: bool = True) -> tuple[list[bytes], dict[bytes, np.ndarray]]:
         """Count the texts neither cached nor counted yet; their keys and the cached vectors found."""
@@ -200,7 +209,9 @@ class _Tally:
             noise /= np.linalg.norm(noise, axis=1, keepdims=True)
             return np.stack([found.get(k, v) for k, v in zip(keys, noise, strict=True)])
 
+        t0 = time.perf_counter()
         chunks = variant.chunk(dataset, ChunkEnv(embed=embed, model_tokenizer=self.embedder.tokenizer))
+        self.chunk_seconds += time.perf_counter() - t0
         if variant.late:
             read = {c.doc_id for c in chunks}
             self.token_pass([d for d in dataset.documents if d.doc_id in read])
@@ -255,7 +266,8 @@ def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
         measured += f"; the token pass's {how}"
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
                     tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), generations,
-                    unestimated, tally.pass_word_pieces, pass_rate, _reranks(todo, dataset, store))
+                    unestimated, tally.pass_word_pieces, pass_rate, _reranks(todo, dataset, store),
+                    tally.chunk_seconds)
 
 
 def _reranks(variants: Sequence[Variant], dataset: Dataset, store: IndexStore) -> tuple[RerankEstimate, ...]:

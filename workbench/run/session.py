@@ -19,6 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from tqdm.auto import tqdm
+
 from workbench.core.chunk import Chunk
 from workbench.core.io import CACHE_DIR
 from workbench.dataset import Dataset, Hit
@@ -26,14 +29,15 @@ from workbench.evaluation import stats
 from workbench.evaluation.metrics import MetricAt
 from workbench.evaluation.settings import Settings
 from workbench.models.base import Engine
-from workbench.models.choose import ModelSpec, embedders_of, variant_key
+from workbench.models.choose import ModelSpec, embedders_of, result_key, variant_key
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate
+from workbench.results import audit as chunk_audit
 from workbench.results.combine import combine
 from workbench.results.provenance import Computed
 from workbench.results.result import SweepResult
 from workbench.results.routing import propose_route
-from workbench.retrieval.index import IndexStore
+from workbench.retrieval.index import IndexStore, embed_texts, written_chunks
 from workbench.retrieval.search import search
 from workbench.run import estimate as estimates
 from workbench.run.defaults import default_grid
@@ -173,6 +177,33 @@ class Session:
         unestimated), without the embedding estimate: what the widgets show before a Run."""
         return estimates.generation_estimates(self.context(model), variants, stop)
 
+    def audit(self, variants: Sequence[Variant], model: Embedder | None = None) -> pd.DataFrame:
+        """The chunk audit (workbench.results.audit): one row per variant, in order, a column per check,
+        from the variant's chunks alone (chunked here, no index built, or read back from the cache);
+        truncation by the window of `model` (default: the first), whose tokenizer sizes tokenizer=model
+        chunks and whose vectors place semantic cuts. What an LLM writes into a variant's chunks (an LLM
+        strategy's, +context's contexts, whose length counts for truncation) is generated as a sweep would
+        (and cached for it). workbench.results.audit.warnings(table) says which checks are past their
+        threshold."""
+        check_grid(variants)
+        e = model or self.embedder
+        structures: dict[str, chunk_audit.Structure] = {}  # each document read once for every variant
+        rows = []
+        for v in tqdm(variants, desc="audit", unit="variant", disable=not self.progress):
+            path = chunk_audit.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
+            found = chunk_audit.load(path)
+            if found is None:
+                try:
+                    chunks, _ = written_chunks(v.chunking, self.dataset, e, self.store.llm(v), self.store.root,
+                                               self.engine)
+                except Exception as err:
+                    err.add_note(f"while auditing variant {v.label}")
+                    raise
+                found = chunk_audit.audit_chunks(self.dataset, chunks, e.truncated(embed_texts(chunks)), structures)
+                chunk_audit.save(path, found)
+            rows.append(chunk_audit.row(v, found, result_key(v.key, e)))
+        return chunk_audit.table(rows)
+
     def chunks(self, variant: Variant, model: Embedder | None = None) -> list[Chunk]:
         """The variant's chunks, from its index (loaded, or built and cached)."""
         return self.store.get(variant, self.dataset, model or self.embedder).chunks
@@ -233,6 +264,19 @@ def sweep_steps(dataset: Dataset, variants: Sequence[Variant], settings: Setting
     """`Session(dataset, ...).steps(variants)` in one call (see Session.steps)."""
     session = Session(dataset, settings, cache=store, models=models, embedder=embedder, progress=progress, **changes)
     return session.steps(variants, stop=stop)
+
+
+def audit(dataset: Dataset, variants: Sequence[Variant], *, embedder: Embedder | None = None,
+                   models: Sequence[ModelSpec] | None = None, store: IndexStore | str | Path = CACHE_DIR,
+                   progress: bool = True, engine: str | Engine | None = None) -> pd.DataFrame:
+    """`Session(dataset, ...).audit(variants)` in one call (`wb.audit`): the chunk health of every
+    variant, one row each, before any is scored.
+
+        table = wb.audit(wb.load_dataset("data/chroma_small"), wb.grid("fixed", size=[128, 256]))
+        print(*workbench.results.audit.warnings(table), sep="\n")
+    """
+    with Session(dataset, cache=store, models=models, embedder=embedder, engine=engine, progress=progress) as session:
+        return session.audit(variants)
 
 
 def rankings(dataset: Dataset, variant: Variant, k: int = 10, embedder: Embedder | None = None,

@@ -28,6 +28,7 @@ from workbench.dataset import Dataset
 from workbench.evaluation.metrics import default_k
 from workbench.figures.draw import figure_to_png_bytes
 from workbench.figures.plots import overview
+from workbench.models.choose import result_key
 from workbench.models.embed import Embedder
 from workbench.models.estimate import generation_line
 from workbench.results.combine import combine
@@ -159,13 +160,14 @@ class Panel(PanelBase):
         schema = STRATEGIES[v.strategy].params
         for name, widget in self.params.items():  # sizes follow the `unit` control
             widget.description = schema[name].title(name, v.kwargs)
-        if (self.result is None or v.key not in self.result.keys) and not self._measure(v):
+        key = result_key(v.key, self.session.embedder)  # the row of the variant with the panel's model
+        if (self.result is None or key not in self.result.keys) and not self._measure(v):
             return
-        self.selected = v.key
-        row = self.result.variants.set_index("key").loc[v.key]
-        self.message.value = (f"selected: <b>{html.escape(self.result.label_of(v.key))}</b>: {row['chunks']:,} chunks, "
+        self.selected = key
+        row = self.result.variants.set_index("key").loc[key]
+        self.message.value = (f"selected: <b>{html.escape(self.result.label_of(key))}</b>: {row['chunks']:,} chunks, "
                               f"{row['truncated_chunks']:,} longer than the model's window")
-        self.warning.value = self.warnings_html(self.result, [v.key])
+        self.warning.value = self.warnings_html(self.result, [key])
         self._draw()
 
     def _measure(self, v: Variant) -> bool:

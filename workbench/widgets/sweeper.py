@@ -36,12 +36,13 @@ from workbench.figures.plots import budget_curves, by_model, by_parameter, heatm
 from workbench.figures.viewer import around, chunk_html, span_chunks
 from workbench.models.choose import ModelSpec, result_key, variant_key
 from workbench.models.embed import Embedder
+from workbench.results import audit as chunk_audit
 from workbench.results.drilldown import drilldown
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.session import Session
 from workbench.variant import Variant
-from workbench.widgets.base import FULL_WIDTH, PanelBase, row, whole_label
+from workbench.widgets.base import FULL_WIDTH, WARNING, PanelBase, row, whole_label
 from workbench.widgets.render import Picture
 from workbench.widgets.state import (
     Comparison,
@@ -129,6 +130,8 @@ class Sweeper(PanelBase):
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
         self.warning = w.HTML()  # about the measured variants (verdict.sweep_warnings)
+        self.health = w.HTML()  # their chunk health (workbench.results.audit), the table folded
+        self.audit: pd.DataFrame | None = None  # that audit, which Export puts in the report
         self.verdict = w.HTML()  # what the measured variants say, worded as the CLI and the report word it
         self.images = {name: w.Image(format="png", layout=w.Layout(width="100%", display="none")) for name in FIGURES}
         self.notes = {name: w.HTML() for name in FIGURES}
@@ -187,7 +190,7 @@ class Sweeper(PanelBase):
                         self.contextual_header, self.late], layout=w.Layout(max_width="100%")),
                 self.range_box),
             row(self.k, self.run_button, self.stop_button, self.bar, self.progress),
-            self.message, self.warning, self.verdict,
+            self.message, self.warning, self.health, self.verdict,
             row(self.slider, self.choice),
             self.tabs,
             self.question, self.viewer,
@@ -338,7 +341,21 @@ class Sweeper(PanelBase):
                 self.pictures = {name: Picture(fig) for name, fig in self._figures().items()}
                 self._set_options()
                 self._show()
+                self.health.value = self._health()
             self.last_redraw = redraw
+
+    def _health(self) -> str:
+        """The chunk health of the measured variants: a summary line over the folded table, then each
+        warning (workbench.results.audit; each variant chunked once, then read back from the cache)."""
+        measured = [Variant.from_spec(spec) for spec in self.result.provenance.grid]
+        self.audit = self.session.with_settings(progress=False).audit(measured)
+        shown = self.audit.drop(columns=["key", "findings"]).rename(columns={"label": "variant"})
+        for name in (n for n, check in chunk_audit.CHECKS.items() if check.share):
+            shown[name] = shown[name].map("{:.1%}".format)
+        said = chunk_audit.warnings(self.audit)
+        summary = f"{len(said)} warning{'s' * (len(said) != 1)}" if said else "no check past its threshold"
+        return (f"<details><summary>chunk health: {summary}</summary>{scrolling(shown)}</details>"
+                + "<br>".join(WARNING.format(html.escape(s)) for s in said))
 
     def _figures(self) -> dict[str, Figure]:
         """The figures at the panel's k and axes, by tab; a figure that does not apply says why
@@ -495,7 +512,7 @@ class Sweeper(PanelBase):
         shown = {names[n]: fig for n, fig in self._figures().items()}
         folder = (project_dir() / Path(self.folder.value.strip()).expanduser()).resolve()  # an absolute one stays
         paths = report.export(self.result, folder, report.default_figures(self.result) | shown,
-                              dataset=self.dataset, store=self.store)
+                              dataset=self.dataset, store=self.store, audit=self.audit)
         self.message.value = (f"wrote <b>{html.escape(str(paths['report'].resolve()))}</b> and "
                               f"{len(paths) - 1} tables and figures to {html.escape(str(folder))}")
         return paths
