@@ -24,6 +24,7 @@ from pathlib import Path
 
 from workbench.chunkers import ChunkEnv
 from workbench.core.chunk import Chunk
+from workbench.core.tokens import MODEL_TOKENIZER
 from workbench.dataset import Dataset
 from workbench.export import chonkie, langchain, llamaindex
 from workbench.export.library import Attempt, Library, Model
@@ -67,6 +68,11 @@ class _Corpus:
     def check(self, code: str) -> Parity:
         return compare(self.dataset.documents, self.chunks, run_export(code, self.dataset.documents))
 
+    def said(self, parity: Parity, who: str) -> tuple[str, ...]:
+        """The check's lines, the first naming the corpus."""
+        first, *rest = parity.lines(who)
+        return (f"Checked on {self.dataset.name}: {first}", *rest)
+
 
 def export_code(variant: Variant | str, to: str, dataset: Dataset | str | Path | None = None,
                 embedder: Embedder | None = None) -> Export:
@@ -83,7 +89,10 @@ def export_code(variant: Variant | str, to: str, dataset: Dataset | str | Path |
     model = Model(embedder.path, embedder.path == default_model_path())
     plain = _plain_snippet(variant, model)  # refuses what has no export before any chunking
     dataset = _dataset(dataset)
-    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer)
+    # the model's tokenizer only where sizes count its word pieces: an embedder on torch loads it through transformers
+    counts_model = variant.kwargs.get("tokenizer") == MODEL_TOKENIZER
+    env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"),
+                   model_tokenizer=embedder.tokenizer if counts_model else None)
     corpus = _Corpus(dataset, variant.chunk(dataset, env))
     notes = _notes(variant, embedder)
     if library is None:
@@ -93,20 +102,20 @@ def export_code(variant: Variant | str, to: str, dataset: Dataset | str | Path |
              Attempt(None, (f"strategy {variant.strategy!r}: {library.name} has no counterpart",)))
     if tried.snippet is None:
         return _plain(variant, to, plain, corpus, notes, tried,
-                      f"{library.name} has no construction close to it, so nothing of it was run.")
+                      (f"{library.name} has no construction close to it, so nothing of it was run.",))
     made = f"built with {library.name}"
     code = tried.snippet.render(_header(variant, made, ()))
     try:
         parity = corpus.check(code)
     except ExportRunError as e:
-        failed = f"{library.name}'s closest construction failed to run: {e}"
+        failed = (f"{library.name}'s closest construction failed to run: {e}",)
         return _plain(variant, to, plain, corpus, notes, tried, failed)
-    checked = f"Checked on {dataset.name}: {parity.sentence(library.name)}."
+    checked = corpus.said(parity, library.name)
     if not parity.exact:
         return _plain(variant, to, plain, corpus, notes, tried, checked, parity)
-    verdict = (f"{library.name} builds {variant.label} as the workbench cuts it.", checked, *notes)
+    verdict = (f"{library.name} builds {variant.label} as the workbench cuts it.", *checked, *notes)
     if tried.gaps:
-        verdict += ("On other texts it may cut otherwise: " + "; ".join(tried.gaps) + ".",)
+        verdict += ("On other texts it may cut otherwise:", *(f"- {gap}" for gap in tried.gaps))
     code = tried.snippet.render(_header(variant, made, verdict, needs(code, tried.packages)))
     return Export(variant, to, code, True, True, verdict, tried.gaps, None, parity)
 
@@ -122,7 +131,7 @@ def _plain_snippet(variant: Variant, model: Model) -> tuple[Snippet, str]:
 
 
 def _plain(variant: Variant, to: str, plain: tuple[Snippet, str], corpus: _Corpus, notes: tuple[str, ...],
-           tried: Attempt | None = None, checked: str = "", parity: Parity | None = None) -> Export:
+           tried: Attempt | None = None, checked: tuple[str, ...] = (), parity: Parity | None = None) -> Export:
     """The plain-Python export, checked; when a library was asked for, what it cannot express and
     what `checked` found said in the header, and its closest construction kept at the end."""
     snippet, made = plain
@@ -132,9 +141,9 @@ def _plain(variant: Variant, to: str, plain: tuple[Snippet, str], corpus: _Corpu
     if tried is not None:
         name = LIBRARIES[to].name
         said = [f"- {gap}" for gap in tried.gaps] or ["- (every parameter: it expresses them all, yet cuts otherwise)"]
-        verdict = (f"{name} cannot build {variant.label} as the workbench cuts it:", *said, checked,
+        verdict = (f"{name} cannot build {variant.label} as the workbench cuts it:", *said, *checked,
                    f"So this file is {made}.")
-    verdict += (f"Checked on {corpus.dataset.name}: {own.sentence('this file')}.", *notes)
+    verdict += (*corpus.said(own, "this file"), *notes)
     code = snippet.render(_header(variant, made, verdict, needs(draft)))
     attempt = tried.snippet if tried is not None else None
     if attempt is not None:

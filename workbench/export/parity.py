@@ -90,26 +90,29 @@ class Parity:
     def exact(self) -> bool:
         return not self.differing
 
-    def sentence(self, who: str) -> str:
-        """What differs, in one sentence: "LangChain's chunks: 812 (the workbench's: 790), 640 identical (81%); ..."."""
+    def lines(self, who: str) -> tuple[str, ...]:
+        """What the check found, one fact a line: that the chunks are the workbench's, or how many
+        documents differ, then ("- ") the share of chunks identical, the boundaries kept and how far
+        the others moved, the chunks not in the source, the parents that differ."""
         if self.exact:
             return (f"{who}'s chunks are the workbench's on all {self.documents} documents ({self.chunks} chunks, "
-                    "the same texts in the same order)")
+                    "the same texts in the same order).",)
         share = self.identical / self.chunks if self.chunks else 0.0
-        parts = [f"{who}'s chunks differ in {len(self.differing)} of {self.documents} documents: {self.produced} "
-                 f"chunks against the workbench's {self.chunks}, {self.identical} identical ({share:.0%})"]
+        out = [f"{who}'s chunks differ in {len(self.differing)} of {self.documents} documents: {self.produced} "
+               f"chunks against the workbench's {self.chunks}.",
+               f"- identical chunks: {self.identical} of the workbench's {self.chunks} ({share:.0%})"]
         if self.boundaries:
             kept = self.boundaries - len(self.moved)
             moved = (f"; the others are {statistics.median(self.moved):g} characters from its nearest (median), "
                      f"at most {max(self.moved)}") if self.moved else ""
-            parts.append(f"{kept} of the workbench's {self.boundaries} chunk boundaries are {who}'s too "
-                         f"({kept / self.boundaries:.0%}){moved}")
+            out.append(f"- boundaries: {kept} of the workbench's {self.boundaries} are {who}'s too "
+                       f"({kept / self.boundaries:.0%}){moved}")
         if self.unplaced:
-            parts.append(f"{self.unplaced} of its chunks are not in the source text as written" +
-                         (" (so no boundary compares)" if not self.boundaries else ""))
+            out.append(f"- not in the source text as written: {self.unplaced} of its chunks" +
+                       (" (so no boundary compares)" if not self.boundaries else ""))
         if self.parents_differ:
-            parts.append(f"{self.parents_differ} parents differ")
-        return "; ".join(parts)
+            out.append(f"- parents: {self.parents_differ} of the workbench's chunks hand back another")
+        return tuple(out)
 
 
 def compare(documents: Sequence[Document], chunks: Sequence[Chunk], produced: Sequence[dict[str, list[str]]]
