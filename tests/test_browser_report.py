@@ -217,7 +217,7 @@ def test_at_400_the_headline_is_starred_in_view_in_every_table_of_a_real_sweep(t
     tables = tab.page.evaluate(HEADLINE_MARKS)
     assert all(t["said"] for t in tables), [t for t in tables if not t["said"]]
     assert {t["section"] for t in tables if t["headline"]} == {"verdict", "figures", "scores", "by-group",
-                                                               "chunk-health", "variants"}
+                                                              "chunk-health", "variants"}
     for t in tables:
         if t["headline"]:
             assert t["starred"] and t["before"] and t["after"] and t["weight"] >= 600, t

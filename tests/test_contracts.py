@@ -27,7 +27,7 @@ import fakemodel
 import numpy as np
 import pytest
 from chunkcheck import GENERATES, MIXED
-from conftest import REPO
+from conftest import REPO, shared_folder
 
 from workbench.chunkers import STRATEGIES, ChunkEnv
 from workbench.core.params import IncompatibleParams, Param
@@ -184,8 +184,16 @@ def test_every_strategy_keeps_the_chunk_contract(variant: Variant, env: ChunkEnv
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> IndexStore:
-    return IndexStore(tmp_path_factory.mktemp("contract-index"))
+def store() -> Iterator[IndexStore]:
+    """The stages' index entries, in a folder the pgvector stage's bundled PostgreSQL may run in under root
+    (started by its first search), stopped and removed after the module."""
+    folder = shared_folder()
+    store = IndexStore(folder)
+    try:
+        yield store
+    finally:
+        store.pgvector.close()
+        shutil.rmtree(folder)
 
 
 CHUNKINGS = {"fixed": {"size": 32}, "parent_child": {"child_size": 16, "parent_size": 64}}  # parents: spans collapse

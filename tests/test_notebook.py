@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shlex
 import shutil
@@ -104,6 +105,8 @@ def test_your_documents_notebook_is_a_template_any_folder_runs_through(folder: s
     says so in a line), and it ends in the sweeper and a report: on the bundled mixed folder (code, docs,
     a PDF) and on a project's docs and code (no PDF), copied where no relative path of the repo holds."""
     data = shutil.copytree(REPO / folder, tmp_path / "folder")
+    if folder == "tests/data/itsdangerous":  # questions as people write them, one quote matching nothing
+        shutil.copy(REPO / "tests/data/itsdangerous_as_written.jsonl", data / "questions.jsonl")
     grid = ["fixed:size=119,tokenizer=model", "recursive:size=238,tokenizer=model+bm25"]
     outputs = execute("03_your_documents.ipynb", f"DATA = {str(data)!r}\nCACHE = {str(tmp_path / 'cache')!r}\n"
                       f"GRID = {grid!r}\nK = 3\nKS = (1, 3)\nOUT = {str(tmp_path / 'out')!r}")
@@ -118,6 +121,9 @@ def test_your_documents_notebook_is_a_template_any_folder_runs_through(folder: s
     else:
         assert "No PDF with questions in this folder: nothing to compare here." in text
         assert "markdown(size=238, overlap=0, tokenizer=model)" in " ".join(tables)
+        left_out = "left out 1 label(s) whose evidence is not located (missing='skip'): line 9 line-9 evidence"
+        assert left_out in text and left_out in html.unescape(report)
+        assert "8 questions" in text
 
 
 def test_model_stack_notebook_measures_every_llm_row_and_the_answers(model_stack_files: tuple[Path, Path],

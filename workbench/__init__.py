@@ -5,6 +5,7 @@
     result = wb.sweep(ds, wb.grid("fixed", size=[128, 256, 512]))
     wb.plots.overview(result)
     wb.report.export(result, "results/mine")
+    wb.track(result, "sqlite:///mlflow.db")  # every variant as an MLflow run
 """
 
 import importlib
@@ -36,6 +37,7 @@ from workbench.models.embed import Embedder
 from workbench.models.llm import LLM
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
+from workbench.results.track import track
 from workbench.retrieval.index import IndexStore, build_index
 from workbench.run.session import Session, audit, rankings, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
@@ -60,5 +62,5 @@ __all__ = [
     "LLM", "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
     "Question", "Session", "Span", "SweepResult", "Variant", "audit", "build_index", "combine", "grid",
     "import_dataset", "load_dataset", "parse_variant", "rankings", "register_factory", "register_function",
-    "register_node_parser", "sweep", "sweep_steps", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
+    "register_node_parser", "sweep", "sweep_steps", "track", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
 ]

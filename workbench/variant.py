@@ -68,6 +68,7 @@ def _stage_kwargs(stages: tuple[StageSpec, ...], given: dict[str, Any], strategy
     used = {name for name, _, _ in stages}
     out = list(stages)
     own = get_strategy(strategy).params
+    values: dict[int, dict[str, Any]] = {}  # by stage: all its keywords at once, so its `check` sees them together
     for key in [k for k in given if k not in own and any(k in s.params for s in STAGES.values())]:
         value = given.pop(key)
         owners = [i for i, (name, _, _) in enumerate(out) if key in get_stage(name).params]
@@ -77,9 +78,10 @@ def _stage_kwargs(stages: tuple[StageSpec, ...], given: dict[str, Any], strategy
                 continue
             raise IncompatibleParams(f"{strategy}: parameter {key!r} applies to retriever={owner!r} only, "
                                      f"got retriever={'+'.join(sorted(used))!r}")
-        i = owners[0]
+        values.setdefault(owners[0], {})[key] = value
+    for i, changes in values.items():
         name, params, version = out[i]
-        out[i] = (name, tuple(sorted(get_stage(name).resolve(dict(params) | {key: value}).items())), version)
+        out[i] = (name, tuple(sorted(get_stage(name).resolve(dict(params) | changes).items())), version)
     return tuple(out)
 
 

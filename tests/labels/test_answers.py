@@ -64,8 +64,20 @@ def test_loose_matches_load_with_one_warning_counting_them(tmp_path: Path) -> No
     assert ds.docs["sotu.txt"].text[ds.questions[3].answers[0].start : ds.questions[3].answers[0].end] == dash
 
 
+def test_a_question_without_an_id_is_named_by_its_line(tmp_path: Path) -> None:
+    """People write questions without ids: each is `line-<n>`, n its line in the file (blank lines count)."""
+    data = folder(tmp_path)
+    lines = [{"question": "What is HTTPX?", "evidence": INTRO}, {"qid": "mine", "question": "?", "evidence": INTRO}]
+    (data / "questions.jsonl").write_text(json.dumps(lines[0]) + "\n\n" + json.dumps(lines[1]) + "\n", encoding="utf-8")
+    assert [q.qid for q in load_dataset(data).questions] == ["line-1", "mine"]
+    (data / "questions.jsonl").write_text("\n" + json.dumps(lines[0]) + "\n" + json.dumps({**lines[1], "qid": "line-2"})
+                                          + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match="duplicate id 'line-2' \\(first on line 2\\)"):
+        load_dataset(data)
+
+
 @pytest.mark.parametrize(("line", "field", "says"), [
-    ({"question": "?", "answers": [{"quote": INTRO}]}, "qid", 'is missing\n  a valid line: {"qid": "q1"'),
+    ({"qid": "q", "answers": [{"quote": INTRO}]}, "question", 'is missing\n  a valid line: {"qid": "q1"'),
     ({"qid": "q", "question": "?", "answers": [{"doc_id": "httpx.md", "start": 3}]}, "answers[0].end",
      'is missing (offsets are a start and an end; or give a quote alone)\n  a valid line: {"qid"'),
     ({"qid": "q", "question": "?", "answers": [{"doc_id": "httpx.md"}]}, "answers[0]",

@@ -17,6 +17,7 @@ from workbench.ingest.folder import load_documents
 from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
 from workbench.results import audit as chunk_audit
+from workbench.results.label_free import MEASURES, TRUST
 from workbench.run.session import Session
 
 PAST = "!"  # marks a value past its check's threshold
@@ -49,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="how the model runs when a strategy embeds as it chunks (semantic; default: %(default)s)")
     a.add_argument("--cache", type=Path, default=CACHE_DIR,
                    help="cache folder, shared with `sweep` (default: %(default)s)")
+    a.add_argument("--label-free", action="store_true",
+                   help="add quality measures that need no questions (cut_contrast, cohesion: docs/metrics.md), from "
+                   "the model's vectors of every sentence; how far they follow recall is measured in "
+                   "bench/label_free.md")
     a.add_argument("--quiet", action="store_true", help="print only the table and the warnings")
 
 
@@ -66,12 +71,15 @@ def documents_of(folder: Path, strict: bool) -> Dataset:
 def health_lines(audit: pd.DataFrame) -> list[str]:
     """The chunk health table as lines: one row per variant, numbered, its label last; a value past its
     check's threshold marked PAST."""
-    head = ["#", "chunks", *chunk_audit.CHECKS, "variant"]
+    measures = [m for m in MEASURES if m in audit.columns]
+    head = ["#", "chunks", *chunk_audit.CHECKS, *measures, "variant"]
     rows = []
-    for i, r in enumerate(audit.itertuples(index=False), 1):
-        values = [f"{f.share:.1%}" if chunk_audit.CHECKS[name].share else f"{f.n:,}" for name, f in r.findings.items()]
-        marks = [PAST if chunk_audit.past(name, f) else "" for name, f in r.findings.items()]
-        rows.append([str(i), f"{r.chunks:,}", *(v + m for v, m in zip(values, marks, strict=True)), r.label])
+    for i, r in enumerate(audit.to_dict("records"), 1):
+        findings = r["findings"].items()
+        values = [f"{f.share:.1%}" if chunk_audit.CHECKS[name].share else f"{f.n:,}" for name, f in findings]
+        marks = [PAST if chunk_audit.past(name, f) else "" for name, f in findings]
+        rows.append([str(i), f"{r['chunks']:,}", *(v + m for v, m in zip(values, marks, strict=True)),
+                     *(f"{r[m]:+.3f}" for m in measures), r["label"]])
     widths = [max(len(row[c]) for row in [head, *rows]) for c in range(len(head) - 1)]
     return ["  ".join([*(cell.rjust(w) for cell, w in zip(row[:-1], widths, strict=True)), row[-1]])
             for row in [head, *rows]]
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> None:
     session = Session(dataset, cache=args.cache, models=models, progress=not args.quiet)
     variants = grid_of(session, given)
     try:
-        table = session.audit(variants)
+        table = session.audit(variants, label_free=args.label_free)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
         raise SystemExit(f"error: {describe(e)}") from e
     model = session.embedder
@@ -98,3 +106,11 @@ def run(args: argparse.Namespace) -> None:
     print("\n".join(health_lines(table)))
     found = chunk_audit.warnings(table)
     print("\n".join(["", *found]) if found else "no check is past its threshold")
+    if args.label_free:
+        print(f"\nLabel-free, higher is better: cut_contrast ranks first {_first(table, 'cut_contrast')}, "
+              f"cohesion {_first(table, 'cohesion')}; {TRUST}.")
+
+
+def _first(table: pd.DataFrame, measure: str) -> str:
+    """The label of the variant `measure` ranks first, or why none."""
+    return table.loc[table[measure].idxmax(), "label"] if table[measure].notna().any() else "none (no sentence pairs)"

@@ -18,6 +18,7 @@ from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
 from workbench.retrieval.ann import Ann
+from workbench.retrieval.pgvector import check_url
 from workbench.run.engine import ENGINES, get_engine
 from workbench.run.session import Session
 from workbench.variant import Variant, parse_variant
@@ -113,6 +114,10 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
                    "optional name=value,... of above (default 100000), nlist, nprobe, seed (ivf), m, "
                    "ef_construction, ef_search (hnsw), e.g. hnsw:m=16,ef_search=128; the variants table gains "
                    "index and ann_recall (against exact search). Default: exact search")
+    s.add_argument("--pg", metavar="URL",
+                   help="the PostgreSQL with pgvector that variants with the +pgvector retrieval stage search, as "
+                   "postgresql://user:password@host:port/database (default: the bundled server, started in --cache "
+                   "on first use and stopped at the end)")
     s.add_argument("--mmap", action="store_true",
                    help="read indexes memory-mapped: vectors stay on disk, in the page cache, not in the heap")
     s.add_argument("--threads", type=int,
@@ -135,6 +140,9 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
                    "confirm the best with the command it prints (the same options, --out <out>-confirm)")
     if out != CHECK_OUT:  # a check writes tables only
         s.add_argument("--no-report", action="store_true", help="write tables only (no plots, no report.html)")
+        s.add_argument("--label-free", action="store_true",
+                       help="add the quality measures that need no questions (cut_contrast, cohesion) to the report's "
+                       "chunk health, beside the scores (`audit --label-free` without questions)")
     s.add_argument("--top", type=int, default=top, metavar="N", help=top_help)
     s.add_argument("--quiet", action="store_true",
                    help="print only the verdict and the top-N table (errors still go to stderr)")
@@ -162,10 +170,15 @@ def grid_of(session: Session, variants: list[Variant]) -> list[Variant]:
 
 def session_of(args: argparse.Namespace) -> Session:
     """The session the options describe: the dataset (--data, --questions, --strict, --skip-missing,
-    --max-questions, --distractors), the settings, the engine and the models, each refused with a one-line error naming
-    its option before any model loads."""
+    --max-questions, --distractors), the settings, the engine, the models and the pgvector server (--pg), each
+    refused with a one-line error naming its option before any model loads."""
     if args.max_questions is not None and args.max_questions < 1:
         raise SystemExit(f"error: --max-questions must be >= 1, got {args.max_questions}")
+    try:
+        if args.pg:
+            check_url(args.pg)
+    except ValueError as e:
+        raise SystemExit(f"error: --pg: {e}") from e
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
             dataset = load_dataset(args.data, args.questions, strict=args.strict,
@@ -201,4 +214,4 @@ def session_of(args: argparse.Namespace) -> Session:
         option = "--device" if "device=" in str(e) else "--model"
         raise SystemExit(f"error: {option}: {e}") from e
     return Session(dataset, settings, cache=args.cache, models=models, engine=engine, progress=not args.quiet,
-                   mmap=args.mmap)
+                   mmap=args.mmap, pg=args.pg)

@@ -63,7 +63,8 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
         else:
             from workbench.report import export
 
-            audit = session.audit([Variant.from_spec(g) for g in result.provenance.grid])  # its "Chunk health"
+            audit = session.audit([Variant.from_spec(g) for g in result.provenance.grid],  # its "Chunk health"
+                                  label_free=args.label_free)
             paths = export(result, args.out, dataset=dataset, store=session.store, answers=answers, judged=judged,
                            audit=audit)
     except Exception as e:  # one line, never a traceback: what failed, where, and why
@@ -111,6 +112,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep_arguments(s)
+    s.add_argument("--mlflow", metavar="URI",
+                   help="log every variant as an MLflow run under a run for the sweep (parameters, every metric with "
+                   "its interval, costs, the verdict; report.html and the tables as artifacts) to this tracking "
+                   "store: a server (http://host:5000), sqlite:///mlflow.db, ...; a result logged before is not "
+                   "logged again (needs mlflow-skinny)")
+    s.add_argument("--experiment", metavar="NAME", help="the MLflow experiment of --mlflow (default: 'workbench "
+                   "<dataset name>')")
     s.add_argument("--metric", dest="verdict_metric", type=metric_at, default=MetricAt(), metavar="METRIC",
                    help="what the verdict and the table it ends with judge: a metric at a cut-off, recall@5, mrr@10, "
                    "ndcg@3, or at an equal context budget, recall@budget=1024 (a budget of --budgets); without a "
@@ -127,7 +135,40 @@ def metric_at(text: str) -> MetricAt:
 
 def run(args: argparse.Namespace) -> None:
     result, _, judged = measure(args)
-    print("\n".join(answer(result, args.top, judged)))
+    print("\n".join(answer(result, args.top, judged) + approximate_lines(result, judged.k if judged else None)))
+    if args.mlflow:
+        print(tracked(result, args, judged))
+
+
+def tracked(result: SweepResult, args: argparse.Namespace, judged: Verdict | None) -> str:
+    """Log the result to --mlflow (results.track), with its --out folder as artifacts; what was logged, in a line."""
+    from workbench.results.track import track
+
+    try:
+        done = track(result, args.mlflow, args.experiment, folder=args.out, verdict=judged)
+    except Exception as e:  # one line, never a traceback
+        raise SystemExit(f"error: --mlflow: {describe(e)}") from e
+    where = f"{args.mlflow}, experiment {done.experiment!r}, run {done.url(args.mlflow) or done.run_id}"
+    if not done.logged:
+        return f"mlflow: every variant was logged before ({where}): nothing logged"
+    return f"mlflow: logged {len(done.logged)} variant run{'s' * (len(done.logged) > 1)} ({where})"
+
+
+def approximate_lines(result: SweepResult, k: int | None = None) -> list[str]:
+    """One line per variant searched approximately (results.approximate): what it keeps of exact search, and
+    its recall@k against the same variant searched exactly when the sweep holds it."""
+    from workbench.results.approximate import approximation
+
+    table = approximation(result, k=k)
+    k = result.default_k if k is None else k
+    out = []
+    for r in table.itertuples(index=False):
+        line = f"{r.index}: keeps {r.ann_recall:.1%} of exact search's top {max(result.ks)}"
+        if isinstance(r.exact, str):
+            line += (f"; recall@{k} {r.mean:.3f} against {r.exact_mean:.3f} searched exactly, difference "
+                     f"{r.diff:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
+        out += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")
+    return ["", "Approximate search against exact:", *out] if out else []
 
 
 def _wrote(folder: Path, paths: dict[str, Path]) -> str:

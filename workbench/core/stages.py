@@ -35,6 +35,7 @@ class Index(Protocol):
 
     lexical: Any  # retrieval.bm25.LexicalIndex, for stages that need "bm25"
     rerankers: Any  # models.rerank.Rerankers, for stages that need "rerankers"
+    pgvector: Any  # retrieval.pgvector.PgIndex, for stages that need "pgvector"
     chunks: Sequence[Any]  # chunkers.Chunk per row, for stages that read the spans (auto_merge)
 
     def dense(self, vectors: np.ndarray, depth: int | None,
@@ -69,7 +70,7 @@ class Stage:
     params: Mapping[str, Param]
     help: str
     first: bool = True  # ranks the chunks itself (else it reorders the rankings of the stage before)
-    needs: tuple[str, ...] = ()  # index resources beside the FAISS index: "bm25", "rerankers"
+    needs: tuple[str, ...] = ()  # index resources beside the FAISS index: "bm25", "rerankers", "pgvector"
     models: tuple[str, ...] = ()  # parameters naming a model, whose fingerprint keys the scores (a reranker)
     embeds: bool = True  # ranks by the chunks' vectors (so a chunk longer than the model's window ranks by its head)
     wants: Callable[[dict[str, Any], int | None], int | None] | None = None  # candidates asked of the stage before

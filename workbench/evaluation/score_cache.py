@@ -26,11 +26,11 @@ from workbench.evaluation import evidence, metrics, scoring
 from workbench.evaluation.settings import Settings
 from workbench.models.context import context_fingerprint
 from workbench.models.rerank import reranker_fingerprint
-from workbench.retrieval import ann, bm25, index, rerank, search, stages
+from workbench.retrieval import ann, bm25, index, pgvector, rerank, search, stages
 from workbench.variant import Variant
 
 # what turns an index into rankings (the stages and the depth rule) and rankings into scores
-_CODE = (evidence, metrics, scoring, index, ann, bm25, stage_registry, stages, rerank, search)
+_CODE = (evidence, metrics, scoring, index, ann, bm25, stage_registry, stages, rerank, search, pgvector)
 
 
 @cache
@@ -40,20 +40,25 @@ def code_fingerprint() -> str:
 
 
 class ScoreCache:
-    """Scores of one dataset, model and scoring setting: `get` a variant's, or `put` them."""
+    """Scores of one dataset, model and scoring setting: `get` a variant's, or `put` them. `pg`: the URL
+    of the server the pgvector stage searches (None: the bundled one), which names its variants' scores."""
 
-    def __init__(self, root: Path, dataset: Dataset, model_fingerprint: str, settings: Settings):
+    def __init__(self, root: Path, dataset: Dataset, model_fingerprint: str, settings: Settings,
+                 pg: str | None = None):
+        self.server = hashlib.sha256(pgvector.identity(pg).encode()).hexdigest()[:12]
         setting = json.dumps(settings.scored() | {"code": code_fingerprint()}, sort_keys=True)
         self.folder = Path(root) / "scores" / (
             f"{dataset.fingerprint}-{model_fingerprint}-{hashlib.sha256(setting.encode()).hexdigest()[:12]}")
 
     def path(self, variant: Variant) -> Path:
         """The variant's entry: its key, and the fingerprints of the models its strategy, its stages and
-        +context name (an LLM's or a reranker's files are not in the key, which names them by path)."""
+        +context name (an LLM's or a reranker's files are not in the key, which names them by path), and of
+        the server its pgvector stage searches."""
         models = index.chunking_models(variant) + [
             reranker_fingerprint(value) for name, params, _ in variant.stages for param, value in params
             if param in stage_registry.get_stage(name).models and value is not None]
         models += [context_fingerprint(dict(variant.context))] if variant.context is not None else []
+        models += [f"pg{self.server}"] if "pgvector" in index.needs(variant) else []
         return self.folder / "-".join([variant.key, *models])
 
     def has(self, variant: Variant) -> bool:

@@ -183,7 +183,8 @@ NO_EVIDENCE = ("is missing: give the evidence as 'answers' (a list of answers), 
 
 
 def question_fields(obj: dict, path: Path, line: int, seen: dict[str, int]) -> QuestionLine:
-    """A question line's qid (recorded in `seen`: qid -> line), question text and raw evidence, checked:
+    """A question line's qid (recorded in `seen`: qid -> line; without one, `line-<n>`, as people write
+    questions with no id), question text and raw evidence, checked:
     `answers` (one set of answers, jointly required), `alternatives` (a list of such sets, or of single
     answers or quotes: any one answers the question), or flat, a quote or list of quotes in `evidence`
     (`quote`, `answer`). `source` (`file`, `doc`, `doc_id`) is the document of every quote that names
@@ -193,9 +194,8 @@ def question_fields(obj: dict, path: Path, line: int, seen: dict[str, int]) -> Q
     docs_given = [k for k in DOCUMENT_FIELDS if k in obj]
     misses = near_misses(obj, LINE_FIELDS)
     example = QUOTE_EXAMPLE if given and given[0] in ("answers", "alternatives") else FLAT_EXAMPLE
-    for key in ("qid", "question"):
-        if key not in obj:
-            raise DatasetError(path, line, key, "is missing" + did_you_mean(misses), example)
+    if "question" not in obj:
+        raise DatasetError(path, line, "question", "is missing" + did_you_mean(misses), example)
     if not given:
         raise DatasetError(path, line, "answers", NO_EVIDENCE + did_you_mean(misses), FLAT_EXAMPLE)
     if misses:
@@ -209,7 +209,7 @@ def question_fields(obj: dict, path: Path, line: int, seen: dict[str, int]) -> Q
     if len(docs_given) > 1:
         raise DatasetError(path, line, docs_given[1], f"and {docs_given[0]!r} both name the document: give one",
                            example)
-    qid = field(obj, "qid", str, path, line, example=example)
+    qid = field(obj, "qid", str, path, line, optional=True, example=example) or f"line-{line}"
     text = field(obj, "question", str, path, line, example=example)
     doc = (docs_given[0], field(obj, docs_given[0], str, path, line, example=example)) if docs_given else None
     if qid in seen:

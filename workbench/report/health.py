@@ -16,6 +16,7 @@ import pandas as pd
 from workbench.dataset import Dataset, Document, Span
 from workbench.report.html import STAR, _headline, _rows
 from workbench.results.audit import CHECKS, Finding, past, warning
+from workbench.results.label_free import MEASURES, TRUST
 
 QUOTED = 160  # characters of an example quoted, the rest elided
 _HEAD = '<section id="chunk-health"><h2>Chunk health</h2>\n'
@@ -30,11 +31,16 @@ def section(audit: pd.DataFrame | None, dataset: Dataset | None, best: str | Non
         return (f'{_HEAD}<p class="note">Left out: no chunk audit was given. The CLI\'s sweep audits its '
                 "variants; in Python pass <code>audit=session.audit(variants)</code> to report.export, or run "
                 "<code>python -m workbench audit DATA</code>.</p></section>\n")
-    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in ["variant", "chunks", *CHECKS])
-    rows = "".join(f"<tr{_HEADLINE * (r.key == best)}><td class=\"label\">{STAR * (r.key == best)}{n}.&nbsp;"
-                   f"{html.escape(r.label)}</td><td>{r.chunks:,}</td>"
-                   + "".join(_cell(name, f) for name, f in r.findings.items()) + "</tr>\n"
-                   for n, r in enumerate(audit.itertuples(index=False), 1))
+    measures = [m for m in MEASURES if m in audit.columns]
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>"
+                   for c in ["variant", "chunks", *CHECKS, *measures])
+    rows = "".join(f"<tr{_HEADLINE * (r['key'] == best)}><td class=\"label\">{STAR * (r['key'] == best)}{n}.&nbsp;"
+                   f"{html.escape(r['label'])}</td><td>{r['chunks']:,}</td>"
+                   + "".join(_cell(name, f) for name, f in r["findings"].items())
+                   + "".join(f"<td>{r[m]:+.3f}</td>" for m in measures) + "</tr>\n"
+                   for n, r in enumerate(audit.to_dict("records"), 1))
+    trust = (f"<p>The last columns need no questions (<code>--label-free</code>; docs/metrics.md): higher is "
+             f"better. {html.escape(TRUST[0].upper() + TRUST[1:])}.</p>\n" if measures else "")
     starred = _headline(best) if best in set(audit["key"]) else ""
     docs = dataset.docs if dataset is not None else {}
     said = "".join(_warning(r.label, name, f, docs) for r in audit.itertuples(index=False)
@@ -48,7 +54,7 @@ def section(audit: pd.DataFrame | None, dataset: Dataset | None, best: str | Non
             'best two variants cut the evidence of a few questions is drawn in <a href="#cuts">Where the cuts '
             f'fall</a>.</p>\n{_rows(f"Every variant audited ({len(audit)}), in sweep order{starred}.")}'
             f'<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}'
-            f"</tbody></table></div>\n{said}</section>\n")
+            f"</tbody></table></div>\n{trust}{said}</section>\n")
 
 
 def _cell(name: str, finding: Finding) -> str:

@@ -26,6 +26,7 @@ from workbench.models.base import model_fingerprint
 from workbench.models.embed import default_model_path
 from workbench.report.figures import NARROW_WIDTH, by_group_png, describe_figure
 from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
+from workbench.results.approximate import approximation
 from workbench.results.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
         out.write("</section>\n")
     k = v.k or result.default_k if v is not None else result.default_k
     out.write(_scores(result, k, best))
+    out.write(_approximate(result, k, best))
     if v is not None:
         out.write(_against_best(v))
     if answers is not None:
@@ -361,6 +363,35 @@ def _standing(v: Verdict, row: Any) -> str:
     if row.key == v.best:
         return "best (highest mean)"
     return "tied, a trade-off" if row.trade_off else "tied" if row.tied else "worse"
+
+
+def _approximate(result: SweepResult, k: int, best: str | None) -> str:
+    """Each variant searched by an approximate index (pgvector's, FAISS's) beside the same variant searched
+    exactly (results.approximate); nothing when no variant was."""
+    table = approximation(result, k=k)
+    if table.empty:
+        return ""
+    deepest = max(result.ks)
+    level = f"{result.confidence:.0%}"
+    shown = pd.DataFrame({
+        "index": table["index"],
+        f"neighbours kept@{deepest}": [f"{x:.3f}" for x in table["ann_recall"]],
+        f"recall@{k}": [f"{x:.3f}" for x in table["mean"]],
+        "exact search": [DASH if pd.isna(x) else x for x in table["exact"]],
+        f"exact recall@{k}": [DASH if pd.isna(x) else f"{x:.3f}" for x in table["exact_mean"]],
+        f"difference [{level}]": [DASH if pd.isna(d) else cell(d, lo, hi, 3) for d, lo, hi in
+                                  zip(table["diff"], table["ci_low"], table["ci_high"], strict=True)],
+        "p": [DASH if pd.isna(p) else f"{p:.3f}" for p in table["p_value"]],
+    }).set_axis(table["variant"].tolist())
+    headline = result.label_of(best) if best is not None and best in set(table["key"]) else None
+    return ('<section id="approximate"><h2>Approximate search against exact</h2>\n<p>Each variant searched by '
+            "an approximate index (index: pgvector's HNSW or IVFFlat, or FAISS's) on the same vectors as exact "
+            f"search. Neighbours kept: the share of exact search's top {deepest} chunks that its top {deepest} "
+            f"holds, over the questions. Beside it, recall@{k} of the same variant searched exactly (FAISS flat) "
+            f"when the sweep holds it, and the difference, approximate minus exact, paired over the same questions "
+            f"(BCa bootstrap interval at {level}, sign-flip permutation p): what the approximation costs."
+            f"</p>\n{_rows(f'Every variant searched approximately ({len(shown)}), in sweep order.')}"
+            f"{_table(shown, headline)}</section>\n")
 
 
 def _against_best(v: Verdict) -> str:

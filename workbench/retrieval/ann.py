@@ -14,6 +14,7 @@ is the share of the exact top-k the approximate top-k keeps, which a sweep shows
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -139,5 +140,12 @@ def recall(approximate: faiss.Index, exact: faiss.Index, vectors: np.ndarray, k:
     k = min(k, exact.ntotal)
     _, found = approximate.search(vectors, k)
     _, truth = exact.search(vectors, k)
+    return overlap(list(found), truth)
+
+
+def overlap(found: Sequence[np.ndarray], truth: np.ndarray) -> float:
+    """Mean over the queries of |found top-k & exact top-k| / k, k the width of `truth`: how much of exact
+    search an approximate search keeps (FAISS pads what it did not find with -1)."""
+    k = truth.shape[1]
     return float(np.mean([len(set(f[f >= 0].tolist()) & set(t.tolist())) / k
                           for f, t in zip(found, truth, strict=True)]))

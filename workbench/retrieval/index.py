@@ -5,10 +5,12 @@ changed chunker, corpus or model can never be served from a stale entry. The chu
 the retriever out: a dense, a BM25 and a hybrid variant of one chunking share the entry, and the
 BM25 index (workbench.retrieval.bm25), built the first time a variant needs it, sits in its `bm25/`
 subfolder, and an approximate index (workbench.retrieval.ann), when one is asked for and the entry is
-big enough, in an `ann-...` subfolder named by its parameters. With `mmap=True` FAISS files are read
-memory-mapped: the vectors stay on disk and the page cache holds what searches touch. Entries and
-subfolders are built in a temporary folder and renamed into place: an interrupted build leaves nothing
-half-written. Files are FAISS's own format, Parquet, numpy arrays and JSON (no pickle).
+big enough, in an `ann-...` subfolder named by its parameters; the `pgvector` stage's tables
+(workbench.retrieval.pgvector) hold the entry's vectors in PostgreSQL, named by the entry. With
+`mmap=True` FAISS files are read memory-mapped: the vectors stay on disk and the page cache holds what
+searches touch. Entries and subfolders are built in a temporary folder and renamed into place: an
+interrupted build leaves nothing half-written. Files are FAISS's own format, Parquet, numpy arrays and
+JSON (no pickle).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from workbench.models.llm import LLM, llm_fingerprint, llm_of
 from workbench.models.rerank import Rerankers
 from workbench.retrieval.ann import Ann, recall
 from workbench.retrieval.bm25 import LexicalIndex
+from workbench.retrieval.pgvector import PgIndex, PgVector
 from workbench.variant import Variant
 
 if TYPE_CHECKING:
@@ -89,6 +92,7 @@ class ChunkIndex:
 
     lexical: LexicalIndex | None = None  # attached by IndexStore.get for the stages that need "bm25"
     rerankers: Rerankers | None = None  # attached by IndexStore.get for the stages that need "rerankers"
+    pgvector: PgIndex | None = None  # attached by IndexStore.get for the stages that need "pgvector"
     ann: Ann | None = None  # set by `approximate`: `index` is then that approximate index, `exact` the flat one
 
     def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
@@ -193,14 +197,17 @@ class ChunkIndex:
 
 class IndexStore:
     """A folder of per-variant index entries: `get` loads one, or builds and saves it; `mmap`: read
-    FAISS files memory-mapped (see the module docstring)."""
+    FAISS files memory-mapped (see the module docstring); `pg`: the URL of the PostgreSQL the `pgvector`
+    stage searches (None: the bundled server, run in `<root>/postgres`)."""
 
-    def __init__(self, root: str | Path = CACHE_DIR, mmap: bool = False, engine: Engine | None = None):
+    def __init__(self, root: str | Path = CACHE_DIR, mmap: bool = False, engine: Engine | None = None,
+                 pg: str | None = None):
         if not isinstance(mmap, bool):
             raise TypeError(f"mmap must be True or False, got {mmap!r}")
         self.root = Path(root)
         self.mmap = mmap
         self.engine = engine  # where its rerankers and LLMs compute what their caches lack (None: this process)
+        self.pgvector = PgVector(pg, self.root / "postgres")  # connects (or starts) on the first search
         # loaded on first use, their scores cached under root
         self.rerankers = Rerankers(self.root, engine)
         self._llms: dict[str, LLM] = {}  # +context's LLMs by model spec, their generations cached under root
@@ -274,6 +281,8 @@ class IndexStore:
                 index.cost["built"] = True
         if "rerankers" in needs(variant):
             index.rerankers = self.rerankers
+        if "pgvector" in needs(variant):
+            index.pgvector = PgIndex(self.pgvector, path.name, index.exact)
         return index
 
     def _approximate(self, index: ChunkIndex, path: Path, ann: Ann) -> None:

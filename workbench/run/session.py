@@ -33,6 +33,7 @@ from workbench.models.choose import ModelSpec, embedders_of, result_key, variant
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate
 from workbench.results import audit as chunk_audit
+from workbench.results import label_free as no_labels
 from workbench.results.combine import combine
 from workbench.results.provenance import Computed
 from workbench.results.result import SweepResult
@@ -58,12 +59,13 @@ class Session:
     models, the rerankers and the LLMs compute what is not cached: "local", "ray" (a local Ray
     instance the session starts and `close` stops) or an engine (workbench.run.engine); an Embedder
     you pass takes its own engine=. progress=False draws no progress bar at all. mmap: indexes read
-    memory-mapped."""
+    memory-mapped. pg: the URL of the PostgreSQL that variants with the pgvector stage search (None: the
+    bundled server, started in the cache folder on first use; an IndexStore you pass keeps its own)."""
 
     def __init__(self, dataset: Dataset, settings: Settings | None = None, *,
                  cache: IndexStore | str | Path = CACHE_DIR, models: Sequence[ModelSpec] | None = None,
                  embedder: Embedder | None = None, engine: str | Engine | None = None, progress: bool = True,
-                 mmap: bool = False, **changes: Any) -> None:
+                 mmap: bool = False, pg: str | None = None, **changes: Any) -> None:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a Dataset (wb.load_dataset), got {type(dataset).__name__}")
         if embedder is not None and models is not None:
@@ -77,9 +79,10 @@ class Session:
         self._owns_engine = isinstance(engine, str)  # made here, so stopped here
         self.engine = get_engine(engine) if isinstance(engine, str) else engine
         if isinstance(cache, IndexStore):
-            self.store = IndexStore(cache.root, cache.mmap, self.engine) if self.engine is not None else cache
+            self.store = (IndexStore(cache.root, cache.mmap, self.engine, cache.pgvector.url)
+                          if self.engine is not None else cache)
         else:
-            self.store = IndexStore(cache, mmap, self.engine)
+            self.store = IndexStore(cache, mmap, self.engine, pg)
         if models is not None:  # specs compute on the engine; an Embedder given keeps its own
             self.models = embedders_of(models, self.store.root, **({"engine": self.engine} if self.engine else {}))
         else:
@@ -177,14 +180,15 @@ class Session:
         unestimated), without the embedding estimate: what the widgets show before a Run."""
         return estimates.generation_estimates(self.context(model), variants, stop)
 
-    def audit(self, variants: Sequence[Variant], model: Embedder | None = None) -> pd.DataFrame:
+    def audit(self, variants: Sequence[Variant], model: Embedder | None = None,
+              label_free: bool = False) -> pd.DataFrame:
         """The chunk audit (workbench.results.audit): one row per variant, in order, a column per check,
         from the variant's chunks alone (chunked here, no index built, or read back from the cache);
         truncation by the window of `model` (default: the first), whose tokenizer sizes tokenizer=model
         chunks and whose vectors place semantic cuts. What an LLM writes into a variant's chunks (an LLM
         strategy's, +context's contexts, whose length counts for truncation) is generated as a sweep would
         (and cached for it). workbench.results.audit.warnings(table) says which checks are past their
-        threshold."""
+        threshold. With `label_free`, the measures of `Session.label_free` are two more columns."""
         check_grid(variants)
         e = model or self.embedder
         structures: dict[str, chunk_audit.Structure] = {}  # each document read once for every variant
@@ -193,16 +197,47 @@ class Session:
             path = chunk_audit.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
             found = chunk_audit.load(path)
             if found is None:
-                try:
-                    chunks, _ = written_chunks(v.chunking, self.dataset, e, self.store.llm(v), self.store.root,
-                                               self.engine)
-                except Exception as err:
-                    err.add_note(f"while auditing variant {v.label}")
-                    raise
+                chunks = self._written(v, e, "auditing")
                 found = chunk_audit.audit_chunks(self.dataset, chunks, e.truncated(embed_texts(chunks)), structures)
                 chunk_audit.save(path, found)
             rows.append(chunk_audit.row(v, found, result_key(v.key, e)))
-        return chunk_audit.table(rows)
+        table = chunk_audit.table(rows)
+        if label_free:
+            measured = self.label_free(variants, e)
+            for name in no_labels.MEASURES:
+                table[name] = measured[name].to_numpy()
+        return table
+
+    def label_free(self, variants: Sequence[Variant], model: Embedder | None = None) -> pd.DataFrame:
+        """Quality without labels (workbench.results.label_free): one row per variant, in order, with
+        cut_contrast and cohesion from the sentence vectors of `model` (default: the first), embedded
+        once for every variant and cached, and each variant's chunks (chunked here, no index built);
+        the measures are cached per chunking. Needs no questions. workbench.results.label_free.TRUST says
+        how far they follow recall where labels exist."""
+        check_grid(variants)
+        e = model or self.embedder
+        found: dict[str, no_labels.Sentences] | None = None  # embedded when a variant is not cached
+        rows = []
+        for v in tqdm(variants, desc="label-free", unit="variant", disable=not self.progress):
+            path = no_labels.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
+            cached = no_labels.load(path)
+            if cached is None:
+                chunks = self._written(v, e, "measuring")
+                found = found or no_labels.sentences(self.dataset, lambda t: e.encode(t, desc="sentences"))
+                cached = no_labels.measure(self.dataset, found, chunks), len(chunks)
+                no_labels.save(path, *cached)
+            rows.append(no_labels.row(v, cached[0], cached[1], result_key(v.key, e)))
+        return no_labels.table(rows)
+
+    def _written(self, variant: Variant, model: Embedder, doing: str) -> list[Chunk]:
+        """The chunks a build of `variant` would embed, without building its index; an error says which
+        variant it was `doing`."""
+        try:
+            return written_chunks(variant.chunking, self.dataset, model, self.store.llm(variant), self.store.root,
+                                  self.engine)[0]
+        except Exception as err:
+            err.add_note(f"while {doing} variant {variant.label}")
+            raise
 
     def chunks(self, variant: Variant, model: Embedder | None = None) -> list[Chunk]:
         """The variant's chunks, from its index (loaded, or built and cached)."""
@@ -216,10 +251,12 @@ class Session:
                       self.settings.mode)
 
     def close(self) -> None:
-        """Stop the engine the session started (one named by a string); nothing else to release."""
+        """Stop the engine the session started (one named by a string), close the pgvector connection and stop
+        the bundled PostgreSQL if a search started it (the next search starts it again)."""
         if self._owns_engine and self.engine is not None:
             self.engine.close()
             self._owns_engine = False
+        self.store.pgvector.close()
 
     def __enter__(self) -> Session:
         return self

@@ -78,7 +78,8 @@ class Context:
         """Where measured scores are kept (none for a preview: its rows are estimates)."""
         if self.settings.preview:
             return None
-        return ScoreCache(self.store.root, self.dataset, self.embedder.fingerprint, self.settings)
+        return ScoreCache(self.store.root, self.dataset, self.embedder.fingerprint, self.settings,
+                          self.store.pgvector.url)
 
     @cached_property
     def inputs(self) -> tuple[np.ndarray, evidence.TokenBounds, TokenCache | None]:
@@ -154,6 +155,8 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
                          if rerankers else {})
     if s.ann:  # what the approximate search loses against exact search, on these questions
         cost["ann_recall"] = index.ann_recall(qvecs, max(s.ks))
+    if index.pgvector is not None:  # and what pgvector's index loses (workbench.retrieval.pgvector)
+        cost |= index.pgvector.cost(variant, qvecs, max(s.ks))
     measured = Measured(score(dataset.questions, ranked, index.spans, s, bounds), cost,
                         hits_table(dataset.questions, ranked, max(s.ks)))
     if context.scores:
