@@ -8,16 +8,28 @@ from typing import Any
 from workbench.chunkers.code import AUTO
 from workbench.chunkers.recursive import PRESETS
 from workbench.core.tokens import MODEL_TOKENIZER
-from workbench.export.library import MODEL_TOKENS, Attempt, Library, Model, Part, attempt, model_part
+from workbench.export.library import (
+    HEADER,
+    MODEL_TOKENS,
+    Attempt,
+    Library,
+    Model,
+    Part,
+    attempt,
+    blank_window,
+    decoded_word_pieces,
+    model_part,
+    source_as_markdown,
+    split_character,
+)
 
+NAME = "Chonkie"
 IMPORT = "from chonkie import {}"
 STRIPPED = ["def chunk(text: str) -> list[str]:",
             '    """The chunk texts of `text`, in order, without their edge whitespace (as the workbench\'s)."""',
             "    return [t for c in CHUNKER.chunk(text) if (t := c.text.strip())]"]
 MERGE = ("how pieces merge: Chonkie merges the pieces of one level by their summed token counts and never across "
          "a piece it split again; the workbench merges neighbours by a chunk's own tokens")
-CUT_CHARACTER = ("a token window that cuts a character in two (an emoji, CJK): Chonkie decodes its bytes as U+FFFD, "
-                 "the workbench moves the character whole")
 
 
 def _tokenizer(p: Mapping[str, Any], model: Model) -> Part:
@@ -33,10 +45,9 @@ def _tokenizer(p: Mapping[str, Any], model: Model) -> Part:
 
 
 def fixed(p: Mapping[str, Any], model: Model) -> Attempt:
-    gaps = ["a window of whitespace alone: Chonkie keeps it, the workbench drops it"]
+    gaps = [blank_window(NAME)]
     if p["unit"] == "tokens":
-        gaps.append("tokenizer=model: Chonkie decodes the model's word pieces back into text (lower-cased, spaces "
-                    "normalised), not the source's characters" if p["tokenizer"] == MODEL_TOKENIZER else CUT_CHARACTER)
+        gaps.append(decoded_word_pieces(NAME) if p["tokenizer"] == MODEL_TOKENIZER else split_character(NAME))
     part = _tokenizer(p, model) + Part(imports=(IMPORT.format("TokenChunker"),), gaps=tuple(gaps), setup=(
         f"CHUNKER = TokenChunker(tokenizer=TOKENIZER, chunk_size={p['size']}, chunk_overlap={p['overlap']})",))
     body = ["def chunk(text: str) -> list[str]:", '    """The chunk texts of `text`, in order."""',
@@ -73,7 +84,7 @@ def markdown(p: Mapping[str, Any], model: Model) -> Attempt:
         f"sections: no workbench chunk crosses a heading of level {p['max_heading_level']} or less; Chonkie cuts at "
         "headings first but merges across them",
         "tables and code blocks: the workbench keeps each whole while it fits",
-        "language: the workbench cuts source code at blank lines and lines (no headings read), Chonkie as Markdown"))
+        source_as_markdown(NAME)))
 
 
 def sentence(p: Mapping[str, Any], model: Model) -> Attempt:
@@ -98,7 +109,7 @@ def code(p: Mapping[str, Any], model: Model) -> Attempt:
     gaps = ["the syntax tree: the workbench keeps comments with the node below them and splits an over-size node "
             "by its children down to lines; Chonkie groups a node's children by their summed token counts"]
     if p["header"]:
-        gaps.append("header=True: the workbench counts the header it embeds above a chunk inside size")
+        gaps.append(HEADER)
     part = _tokenizer(p, model) + Part(
         imports=(IMPORT.format("CodeChunker, RecursiveChunker"),), packages=("tree-sitter-language-pack",),
         setup=(f"SIZE = {p['size']}", "TEXT = RecursiveChunker(tokenizer=TOKENIZER, chunk_size=SIZE)  # text in no "
@@ -117,7 +128,7 @@ def parent_child(p: Mapping[str, Any], model: Model) -> Attempt:
                           "back in a chunk's place",))
 
 
-LIBRARY = Library("Chonkie", "chonkie", "chonkie", {
+LIBRARY = Library(NAME, "chonkie", "chonkie", {
     "fixed": fixed, "recursive": recursive, "sentence": sentence, "markdown": markdown, "semantic": semantic,
     "code": code, "parent_child": parent_child,
 })

@@ -9,12 +9,25 @@ from typing import Any
 from workbench.chunkers.code import AUTO
 from workbench.chunkers.recursive import PRESETS, _separator
 from workbench.core.tokens import MODEL_TOKENIZER
-from workbench.export.library import Attempt, Library, Model, Part, attempt, tokens_part
+from workbench.export.library import (
+    HEADER,
+    Attempt,
+    Library,
+    Model,
+    Part,
+    attempt,
+    blank_window,
+    decoded_word_pieces,
+    source_as_markdown,
+    split_character,
+    tokens_part,
+)
 
 IMPORT = "from langchain_text_splitters import {}"
 CHUNK = ["def chunk(text: str) -> list[str]:", '    """The chunk texts of `text`, in order."""',
          "    return SPLITTER.split_text(text)"]
-BLANK = "a window of whitespace alone: LangChain keeps it, the workbench drops it"
+NAME = "LangChain"
+BLANK = blank_window(NAME)
 MERGE = ("how pieces merge: LangChain merges the pieces of a piece it splits again only with each other, the "
          "workbench with the pieces around it too")
 SUMMED = ("unit=tokens: LangChain adds up its pieces' token counts, the workbench counts a chunk's own tokens (a "
@@ -46,13 +59,10 @@ def _fixed(p: Mapping[str, Any], model: Model, name: str = "SPLITTER") -> Part:
         return tokens_part("tokens", MODEL_TOKENIZER, model) + Part(
             imports=(IMPORT.format("Tokenizer as TokenWindows, split_text_on_tokens"),),
             definitions=(WINDOWS.format(size=size, overlap=overlap),), setup=(f"{name} = _Windows()",),
-            gaps=("tokenizer=model: LangChain decodes the model's word pieces back into text (lower-cased, spaces "
-                  "normalised), not the source's characters", BLANK))
+            gaps=(decoded_word_pieces(NAME), BLANK))
     return Part(imports=(IMPORT.format("TokenTextSplitter"),), packages=("tiktoken",), setup=(
         f'{name} = TokenTextSplitter(encoding_name="{p["tokenizer"]}", chunk_size={size}, chunk_overlap={overlap}, '
-        "disallowed_special=())",), gaps=(
-        "a token window that cuts a character in two (an emoji, CJK): LangChain decodes its bytes as U+FFFD, the "
-        "workbench moves the character whole", BLANK))
+        "disallowed_special=())",), gaps=(split_character(NAME), BLANK))
 
 
 def fixed(p: Mapping[str, Any], model: Model) -> Attempt:
@@ -101,8 +111,7 @@ def markdown(p: Mapping[str, Any], model: Model) -> Attempt:
             f"sections: no workbench chunk crosses a heading of level {p['max_heading_level']} or less; LangChain "
             "prefers to cut at headings but merges across them",
             "tables and code blocks: the workbench keeps each whole while it fits, LangChain cuts them at blank lines",
-            "language: the workbench cuts source code at blank lines and lines (no headings read), LangChain as "
-            "Markdown", MERGE, *_sized(p))), CHUNK)
+            source_as_markdown(NAME), MERGE, *_sized(p))), CHUNK)
 
 
 def semantic(p: Mapping[str, Any], model: Model) -> Attempt:
@@ -116,7 +125,7 @@ def code(p: Mapping[str, Any], model: Model) -> Attempt:
     gaps = ["the syntax tree: the workbench keeps a function, class or method whole while it fits and splits a bigger "
             "one by its children (tree-sitter); LangChain cuts at separators ('\\nclass ', '\\ndef ', ...)"]
     if p["header"]:
-        gaps.append("header=True: the workbench counts the header it embeds above a chunk inside size")
+        gaps.append(HEADER)
     part = tokens_part(p["unit"], p["tokenizer"], model) + Part(
         imports=(IMPORT.format("Language, RecursiveCharacterTextSplitter"),), definitions=(
             f"LANGUAGES = {{{languages}}}",), setup=(f"SIZE = {p['size']}",), gaps=(*gaps, MERGE, *_sized(p)))
@@ -162,7 +171,7 @@ def langchain_recursive(p: Mapping[str, Any], model: Model) -> Attempt:
             f"chunk_overlap={p['chunk_overlap']}, length_function=length)",)), CHUNK)
 
 
-LIBRARY = Library("LangChain", "langchain_text_splitters", "langchain-text-splitters", {
+LIBRARY = Library(NAME, "langchain_text_splitters", "langchain-text-splitters", {
     "fixed": fixed, "recursive": recursive, "sentence": sentence, "markdown": markdown, "semantic": semantic,
     "code": code, "parent_child": parent_child, "langchain_recursive": langchain_recursive,
 })

@@ -54,6 +54,29 @@ def attempt(part: Part, body: list[str]) -> Attempt:
     return Attempt(Snippet(definitions, list(part.setup), body), part.gaps, part.packages)
 
 
+# What the workbench does that more than one library does otherwise, worded once (`name`: the library's)
+HEADER = "header=True: the workbench counts the header it embeds above a chunk inside size"
+
+
+def blank_window(name: str) -> str:
+    return f"a window of whitespace alone: {name} keeps it, the workbench drops it"
+
+
+def split_character(name: str) -> str:
+    return (f"a token window that cuts a character in two (an emoji, CJK): {name} decodes its bytes as U+FFFD, the "
+            "workbench moves the character whole")
+
+
+def decoded_word_pieces(name: str) -> str:
+    return (f"tokenizer=model: {name} decodes the model's word pieces back into text (lower-cased, spaces "
+            "normalised), not the source's characters")
+
+
+def source_as_markdown(name: str) -> str:
+    return (f"language: the workbench cuts source code at blank lines and lines (no headings read), {name} as "
+            "Markdown")
+
+
 MODEL_TOKENS = (  # TOKENIZER: the embedding model's tokenizer, counting whole texts as the workbench does
     'TOKENIZER = Tokenizer.from_file(str(MODEL / "tokenizer.json"))  # the embedding model\'s word pieces\n'
     "TOKENIZER.no_truncation()  # its tokenizer.json may truncate or pad: count whole texts, as they are\n"

@@ -6,8 +6,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.chunkers.code import AUTO
-from workbench.export.library import Attempt, Library, Model, Part, attempt, model_part, tokens_part
+from workbench.export.library import (
+    HEADER,
+    Attempt,
+    Library,
+    Model,
+    Part,
+    attempt,
+    model_part,
+    source_as_markdown,
+    tokens_part,
+)
 
+NAME = "LlamaIndex"
 IMPORT = "from llama_index.core.node_parser import {}"
 DOCUMENT = "from llama_index.core import Document"
 SPLIT = ["def chunk(text: str) -> list[str]:", '    """The chunk texts of `text`, in order."""',
@@ -93,8 +104,7 @@ def markdown(p: Mapping[str, Any], model: Model) -> Attempt:
         gaps=(f"max_heading_level={p['max_heading_level']}: MarkdownNodeParser starts a section at every heading",
               "long sections: LlamaIndex packs their sentences, the workbench splits them like recursive with the "
               "Markdown separators, keeping tables and code blocks whole while they fit",
-              "language: the workbench cuts source code at blank lines and lines (no headings read), LlamaIndex as "
-              "Markdown"))
+              source_as_markdown(NAME)))
     body = ["def chunk(text: str) -> list[str]:", '    """The chunk texts of `text`: each section packed in turn."""',
             "    sections = SECTIONS.get_nodes_from_documents([Document(text=text)])",
             "    return [t for n in SPLITTER.get_nodes_from_documents(sections) if (t := n.get_content().strip())]"]
@@ -118,7 +128,7 @@ def code(p: Mapping[str, Any], model: Model) -> Attempt:
     gaps = ("the syntax tree: the workbench merges small siblings up to the size and splits a bigger node by its "
             "children, then lines; CodeSplitter adds children until the next would overflow",)
     if p["header"]:
-        gaps += ("header=True: the workbench counts the header it embeds above a chunk inside size",)
+        gaps += (HEADER,)
     size = "max_chars=SIZE" if p["unit"] == "chars" else f'count_mode="token", max_tokens=SIZE, {tokenizer}'
     language = "language" if p["language"] == AUTO else repr(p["language"])
     part += Part(imports=(IMPORT.format("CodeSplitter, SentenceSplitter"),), packages=("tree-sitter-language-pack",),
@@ -192,7 +202,7 @@ def llamaindex_sentence(p: Mapping[str, Any], model: Model) -> Attempt:
         f"SPLITTER = SentenceSplitter(chunk_size={p['chunk_size']}, chunk_overlap={p['chunk_overlap']})",)), SPLIT)
 
 
-LIBRARY = Library("LlamaIndex", "llama_index.core", "llama-index-core", {
+LIBRARY = Library(NAME, "llama_index.core", "llama-index-core", {
     "fixed": fixed, "recursive": recursive, "sentence": sentence, "markdown": markdown, "semantic": semantic,
     "code": code, "parent_child": parent_child, "sentence_window": sentence_window,
     "llamaindex_sentence": llamaindex_sentence,
