@@ -234,7 +234,8 @@ class Question:
     it is no part of the label's identity (equality, `Dataset.fingerprint`): a quote resolved to offsets is
     the same label. `references`: the answer texts a generated answer is graded against
     (workbench.results.answers), where the dataset has them; not part of the identity either, since no
-    retrieval score reads them."""
+    retrieval score reads them. `probe`: the line is marked as a question that probes the cuts (the
+    report ranks the variants on those apart from the others)."""
 
     qid: str
     question: str
@@ -242,6 +243,7 @@ class Question:
     located: tuple[Located | None, ...] = field(default=(), compare=False)
     references: tuple[str, ...] = field(default=(), compare=False)
     alternatives: tuple[tuple[Span, ...], ...] = ()  # the other alternatives to `answers`, each non-empty
+    probe: bool = field(default=False, compare=False)  # written to probe the cuts (labels generate --probe-cuts)
 
     def __post_init__(self) -> None:
         if not all(self.alternatives):

@@ -8,13 +8,14 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench.cli.options import print_warnings
 from workbench.core.io import CACHE_DIR
-from workbench.dataset import DatasetWarning
+from workbench.dataset import Dataset, DatasetWarning, Document
 from workbench.labels.generate import MAX_TOKENS, SEED
+from workbench.variant import Variant, parse_variant
 
 if TYPE_CHECKING:
-    pass
-from workbench.cli.options import print_warnings
+    from workbench.labels.generate import Probe
 
 
 def _add_labels(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,8 @@ def _add_labels(sub: argparse._SubParsersAction) -> None:
     helped = ("write questions for documents that have none: a language model reads passages and writes a "
               "question and the excerpt that answers it (excerpts located as quotes; unlocated, unparsable and "
               "near-duplicate ones dropped and counted), or, with --no-llm, drafts from headings and definitions "
-              "to review in wb.Labeler")
+              "to review in wb.Labeler; with --probe-cuts, questions whose evidence straddles the chunk boundaries "
+              "of the variants compared")
     g = actions.add_parser("generate", help=helped, description=helped)
     g.add_argument("data", type=Path, help="dataset folder (corpus.jsonl, or documents); questions not needed")
     g.add_argument("--n", type=int, required=True, help="questions to ask for (passages read)")
@@ -47,6 +49,12 @@ def _add_labels(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="per generation (default: %(default)s)")
     g.add_argument("--seed", type=int, default=SEED, help="picks the passages (default: %(default)s)")
     g.add_argument("--cache", type=Path, default=CACHE_DIR, help="generation cache folder (default: %(default)s)")
+    g.add_argument("--probe-cuts", action="store_true",
+                   help="ask about evidence that straddles the cuts of the variants compared (--variant; default: "
+                   "the default grid): the sentence a cut falls in, or the sentences on either side of it, those some "
+                   "variants cut and others keep whole first; each line marked 'probe' with the variants it straddles")
+    g.add_argument("--variant", "-v", action="append", default=[], metavar="SPEC",
+                   help="with --probe-cuts: a variant whose cuts to probe (repeatable)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -88,18 +96,43 @@ def _generate(args: argparse.Namespace) -> None:
     from workbench.models.estimate import estimate_generation
     from workbench.models.llm import LLM, LLMError
 
+    if args.variant and not args.probe_cuts:
+        raise SystemExit("error: --variant names the variants whose cuts --probe-cuts probes: add --probe-cuts")
+    try:
+        given = [parse_variant(v) for v in args.variant]
+    except ValueError as e:
+        raise SystemExit(f"error: --variant: {e}") from e
     try:
         with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
             docs = documents(args.data)
         print_warnings(caught)
+        found = _probes(docs, given, args) if args.probe_cuts else None
         llm = False if args.no_llm else LLM(args.model, cache_dir=args.cache)
         if llm:
-            items = prompt_items(docs, passages(docs, args.n, seed=args.seed))
-            print(estimate_generation(llm, prompt(), items, args.max_tokens).line(), flush=True)
-        made = generate(docs, args.n, llm, out=args.out, seed=args.seed, max_tokens=args.max_tokens)
+            items = (prompt_items(docs, [p.evidence for p in found[:args.n]]) if found is not None
+                     else prompt_items(docs, passages(docs, args.n, seed=args.seed)))
+            print(estimate_generation(llm, prompt(found is not None), items, args.max_tokens).line(), flush=True)
+        made = generate(docs, args.n, llm, out=args.out, seed=args.seed, max_tokens=args.max_tokens, probes=found)
     except (ValueError, LLMError) as e:  # DatasetError too: the file, line and field; LLMError: one line
         raise SystemExit(f"error: {e}") from e
     print(f"{made.summary()}; wrote {args.out}")
+
+
+def _probes(docs: list[Document], given: list[Variant], args: argparse.Namespace) -> list[Probe]:
+    """The probes of --probe-cuts: the variants' chunks (each chunking once, no index built), then
+    evidence around their cuts; how many variants and cut positions it read, printed."""
+    from workbench.labels.probe import probes
+    from workbench.run.session import Session
+
+    session = Session(Dataset(args.data.name, tuple(docs), ()), cache=args.cache, progress=False)
+    variants = given or session.default_grid()
+    chunkings = {}
+    for v in variants:
+        chunkings.setdefault(v.chunking.key, (v.chunking.label, session.chunked(v)))
+    found = probes(docs, dict(chunkings.values()), args.n, args.seed)
+    print(f"probing the cuts of {len(chunkings)} chunkings: {len(found)} pieces of evidence straddle them, "
+          f"{sum(len(p.straddles) < len(chunkings) for p in found)} cut by some and kept whole by others", flush=True)
+    return found
 
 
 def _add_import(sub: argparse._SubParsersAction) -> None:

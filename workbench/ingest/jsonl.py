@@ -46,7 +46,7 @@ FLAT_EVIDENCE = EVIDENCE_FIELDS[2:]  # a quote, or a list of quotes, jointly req
 DOCUMENT_FIELDS = ("source", "file", "doc", "doc_id")  # the document of the line's quotes that name none
 REFERENCE_FIELDS = ("reference_answer", "reference_summary")  # a reference text, or a list of them
 LINE_FIELDS = ("qid", "question", *EVIDENCE_FIELDS, *DOCUMENT_FIELDS, *REFERENCE_FIELDS, "alt_answers",
-               "document_level")  # every field a question line has a meaning for
+               "document_level", "probe")  # every field a question line has a meaning for
 Missing = Literal["error", "skip"]  # what read_questions does with a label whose evidence is not located
 MISSING = ("error", "skip")
 UNLOCATED = {QuoteNotFound: "missing", AmbiguousQuote: "ambiguous", QuoteDrift: "drift"}  # labels missing="skip" drops
@@ -349,7 +349,8 @@ def read_questions(path: Path, docs: Mapping[str, Document], skipped: Mapping[st
             continue
         spans = [tuple(s for s, _ in alternative) for alternative in any_of]
         questions.append(Question(q.qid, q.question, spans[0], tuple(h for alt in any_of for _, h in alt),
-                                  read_references(obj, spans[0], docs, skipped, path, n), tuple(spans[1:])))
+                                  read_references(obj, spans[0], docs, skipped, path, n), tuple(spans[1:]),
+                                  probe=bool(obj.get("probe"))))
     if left_out:
         warnings.warn(f"{path}: left out {len(left_out)} label(s) whose evidence is not located (missing='skip'): "
                       f"{named(left_out)}" + (f"; and {len(gone)} question(s) left with no answer: {named(gone)}"

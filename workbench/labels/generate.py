@@ -44,11 +44,18 @@ MAX_TOKENS = 160  # a question and a sentence-long excerpt, as JSON
 DUPLICATE_SCORE = 90.0  # rapidfuzz token_set_ratio from which two questions count as one
 SEED = 0
 PROMPT_NAME, PROMPT_VERSION = "question-excerpt", 1
+PROBE_PROMPT_NAME, PROBE_PROMPT_VERSION = "probe-question", 1
+COPIED_SHARE = 0.8  # a probe question with this share of its words from its evidence copies it (dropped)
 _TEMPLATE = (
     "Read the passage, then write one question that the passage answers, and copy word for word the "
     "sentence of the passage that answers it.\n"
     'Reply with JSON only: {{"question": "...", "excerpt": "..."}}\n\nPassage:\n{passage}')
 _SYSTEM = "You write questions about a text, and quote the text exactly."
+_PROBE_TEMPLATE = (
+    "Read the excerpt, then write one question that the excerpt answers. Use your own words: do not copy "
+    'its phrases.\nReply with JSON only: {{"question": "..."}}\n\nExcerpt:\n{passage}')
+_PROBE_SYSTEM = "You write questions about a text in your own words."
+_WORDS = re.compile(r"\w{4,}")  # the words a copy check compares: short ones are shared by any two sentences
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)|\n[ \t]*\n")  # where a passage may end: a sentence, a paragraph
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FIRST_SENTENCE = re.compile(  # up to a sentence end, a blank line or a heading; a list marker before it left out
@@ -59,11 +66,23 @@ _DEFINITION = re.compile(  # "A chunk is a span ...": a short subject, "is/are" 
 T = TypeVar("T")
 
 
-def prompt() -> Prompt:
-    """The prompt generated questions come from (its name and version enter every cache key)."""
+def prompt(probe: bool = False) -> Prompt:
+    """The prompt generated questions come from (its name and version enter every cache key): a question
+    and its excerpt from a passage, or, for a probe, a question in other words about evidence given."""
     from workbench.models.llm import Prompt
 
+    if probe:
+        return Prompt(PROBE_PROMPT_NAME, PROBE_PROMPT_VERSION, _PROBE_TEMPLATE, _PROBE_SYSTEM)
     return Prompt(PROMPT_NAME, PROMPT_VERSION, _TEMPLATE, _SYSTEM)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Evidence to ask about around a cut (workbench.labels.probe.probes), and the labels of the variants
+    with a cut strictly inside it."""
+
+    evidence: Span
+    straddles: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -77,10 +96,12 @@ class Generated:
     unparsable: int  # output that is not JSON with a question and an excerpt
     duplicates: int  # near-duplicates of a question already kept
     questions: tuple[dict[str, Any], ...]  # the lines written
+    copied: int = 0  # probe questions that copy their evidence's words
 
     def summary(self) -> str:
         return (f"{self.asked} asked, {self.written} written, {self.not_located} not located, "
-                f"{self.unparsable} unparsable, {self.duplicates} duplicates")
+                f"{self.unparsable} unparsable, {self.duplicates} duplicates"
+                + (f", {self.copied} copying their evidence" if self.copied else ""))
 
 
 def documents(source: Dataset | Sequence[Document] | str | Path) -> list[Document]:
@@ -159,8 +180,8 @@ def _in_order(docs: Sequence[Document], spans: Sequence[Span]) -> list[Span]:
     return sorted(spans, key=lambda s: (rank[s.doc_id], s.start, s.end))
 
 
-def _parsed(text: str) -> tuple[str, str] | None:
-    """(question, excerpt) from a model's output, or None when it is not JSON holding both as text."""
+def _parsed(text: str, fields: tuple[str, ...] = ("question", "excerpt")) -> tuple[str, ...] | None:
+    """The `fields` of a model's output, or None when it is not JSON holding each as non-blank text."""
     from workbench.models.llm import OutputError, parse_output
 
     try:
@@ -169,10 +190,17 @@ def _parsed(text: str) -> tuple[str, str] | None:
         return None
     if not isinstance(value, dict):
         return None
-    question, excerpt = value.get("question"), value.get("excerpt")
-    if not (isinstance(question, str) and question.strip() and isinstance(excerpt, str) and excerpt.strip()):
+    found = tuple(value.get(f) for f in fields)
+    if not all(isinstance(v, str) and v.strip() for v in found):
         return None
-    return question.strip(), excerpt
+    return (found[0].strip(), *found[1:])
+
+
+def _copies(question: str, evidence: str) -> bool:
+    """Whether the question is mostly the evidence's own words (COPIED_SHARE of its longer words)."""
+    words = [w.lower() for w in _WORDS.findall(question)]
+    said = {w.lower() for w in _WORDS.findall(evidence)}
+    return bool(words) and sum(w in said for w in words) >= COPIED_SHARE * len(words)
 
 
 def _duplicate(question: str, kept: list[str], score: float) -> bool:
@@ -260,6 +288,7 @@ def generate(
     max_tokens: int = MAX_TOKENS,
     threshold: float = THRESHOLD,
     duplicate_score: float = DUPLICATE_SCORE,
+    probes: Sequence[Probe] | None = None,
 ) -> Generated:
     """Write up to `n` questions about the documents of `source` to `out` (a questions.jsonl, atomically).
 
@@ -267,10 +296,18 @@ def generate(
     headings and definitions instead, for review. `chars` sizes a passage, `seed` picks them,
     `max_tokens` bounds each generation, `threshold` is the least fuzzy score an excerpt may locate
     with, `duplicate_score` the token_set_ratio from which a question repeats an earlier one.
+    `probes` (workbench.labels.probe.probes): ask about their evidence instead of passages, each line
+    marked `"probe"` with the variants whose cuts it straddles (at most `n` of them).
     Raises ValueError when nothing is left to write (the counts say why)."""
     _check_n(n)
     docs = documents(source)
-    if llm is False:
+    if probes is not None:
+        if llm is None:
+            from workbench.models.llm import LLM
+
+            llm = LLM()
+        lines, counts = _probe_questions(docs, probes[:n], llm, max_tokens, duplicate_score)
+    elif llm is False:
         lines, counts = _draft(docs, n, seed, duplicate_score)
     else:
         if llm is None:
@@ -283,3 +320,43 @@ def generate(
         raise ValueError(f"generate: no question to write to {out} ({result.summary()})")
     write_text(out, "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in lines))
     return result
+
+
+def _probe_questions(docs: list[Document], probes: Sequence[Probe], llm: LLM | Literal[False], max_tokens: int,
+                     duplicate_score: float) -> tuple[list[dict], dict[str, int]]:
+    """A question for each probe's evidence: the model's in its own words (output that does not parse,
+    copies the evidence's words or repeats a question is dropped and counted), or a draft naming where
+    the evidence begins and ends, for a person to word."""
+    by_id = {d.doc_id: d for d in docs}
+    texts = [by_id[p.evidence.doc_id].text[p.evidence.start:p.evidence.end] for p in probes]
+    counts = dict.fromkeys(("not_located", "unparsable", "duplicates", "copied"), 0)
+    if llm is False:
+        asked: list[str | None] = [_draft_probe(t) for t in texts]
+        marks: dict[str, Any] = {"draft": True, "drafted_from": "cut"}
+    else:
+        p = prompt(probe=True)
+        out = llm.generate(p, [{"passage": t} for t in texts], max_tokens=max_tokens, desc="writing probe questions")
+        asked = [(_parsed(g.text, ("question",)) or (None,))[0] for g in out]
+        marks = {"generated": True, "model": llm.name, "model_fingerprint": llm.fingerprint, "prompt": p.name,
+                 "prompt_version": p.version}
+    lines: list[dict] = []
+    for probe, text, question in zip(probes, texts, asked, strict=True):
+        if question is None:
+            counts["unparsable"] += 1
+        elif llm is not False and _copies(question, text):
+            counts["copied"] += 1
+        elif _duplicate(question, [q["question"] for q in lines], duplicate_score):
+            counts["duplicates"] += 1
+        else:
+            e = probe.evidence
+            lines.append(_line(f"probe-{len(lines) + 1}", question, by_id[e.doc_id], e.start, e.end, "exact",
+                               {**marks, "probe": {"straddles": list(probe.straddles)}}))
+    return lines, counts | {"asked": len(probes)}
+
+
+def _draft_probe(evidence: str) -> str:
+    """A draft probe question: where its evidence begins and ends, for a person to reword."""
+    words = evidence.split()
+    if len(words) <= 12:
+        return f"What does the text say in '{' '.join(words)}'?"
+    return f"What does the text say from '{' '.join(words[:5])}' to '{' '.join(words[-5:])}'?"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from workbench.core.io import atomic_write
 from workbench.dataset import Dataset
 from workbench.figures import plotdata
-from workbench.report import cuts, health
+from workbench.report import cuts, health, probes
 from workbench.report.cuts import CUT_QUESTIONS
 from workbench.report.figures import FIGURE_WIDTH, NARROW_WIDTH, default_figures, default_pngs, describe_figure
 from workbench.report.html import reproduce_code, write_page
@@ -62,7 +62,8 @@ def write_report(
     `judged`: this result's verdict when the caller has it already (the CLI prints it too), else
     computed here. `figure_cache`: the folder of figures drawn before (see `default_pngs`), for the
     by-group figure. `audit`: the chunk audit of the variants (Session.audit), shown as "Chunk health";
-    without it that section says how to get one. Nothing is chunked, embedded or searched."""
+    without it that section says how to get one. With the dataset, questions marked `probe` beside
+    others are ranked apart ("Probe questions against yours"). Nothing is chunked, embedded or searched."""
     if figures is None:
         swept = plotdata.swept_parameters(result)  # once for both widths
         figures = default_figures(result, swept=swept)
@@ -70,11 +71,12 @@ def write_report(
     v = judged if judged is not None else verdict(result) if "recall" in set(result.summary["metric"]) else None
     why = cuts.missing(result, v, dataset)
     cut = cuts.left_out(why) if why else cuts.section(result, v, dataset)
+    best, k = (v.best, v.k or result.default_k) if v is not None else (None, result.default_k)
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
             write_page(out, result, figures, narrow or {}, title, dpi, v, cut, dataset, answers, figure_cache,
-                       health.section(audit, dataset, v.best if v is not None else None))
+                       health.section(audit, dataset, best), probes.section(result, dataset, k, best))
 
     return atomic_write(path, write)
 

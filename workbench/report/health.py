@@ -14,13 +14,12 @@ import html
 import pandas as pd
 
 from workbench.dataset import Dataset, Document, Span
-from workbench.report.html import STAR, _headline, _rows
+from workbench.report.html import STAR, _headline, _marked, _rows
 from workbench.results.audit import CHECKS, Finding, past, warning
 from workbench.results.label_free import MEASURES, TRUST
 
 QUOTED = 160  # characters of an example quoted, the rest elided
 _HEAD = '<section id="chunk-health"><h2>Chunk health</h2>\n'
-_HEADLINE = ' class="headline"'
 
 
 def section(audit: pd.DataFrame | None, dataset: Dataset | None, best: str | None = None) -> str:
@@ -34,7 +33,7 @@ def section(audit: pd.DataFrame | None, dataset: Dataset | None, best: str | Non
     measures = [m for m in MEASURES if m in audit.columns]
     head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>"
                    for c in ["variant", "chunks", *CHECKS, *measures])
-    rows = "".join(f"<tr{_HEADLINE * (r['key'] == best)}><td class=\"label\">{STAR * (r['key'] == best)}{n}.&nbsp;"
+    rows = "".join(f"<tr{_marked(0, r['key'] == best)}><td class=\"label\">{STAR * (r['key'] == best)}{n}.&nbsp;"
                    f"{html.escape(r['label'])}</td><td>{r['chunks']:,}</td>"
                    + "".join(_cell(name, f) for name, f in r["findings"].items())
                    + "".join(f"<td>{r[m]:+.3f}</td>" for m in measures) + "</tr>\n"

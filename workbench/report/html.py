@@ -101,12 +101,13 @@ details {{ margin: 0.5em 0; }} summary {{ cursor: pointer; color: #1d4ed8; }}
 def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure | bytes],
                narrow: Mapping[str, Figure | bytes], title: str, dpi: int, v: Verdict | None, cuts: str,
                dataset: Dataset | None, answers: Answers | None = None, figure_cache: Path | None = None,
-               health: str = "") -> None:
+               health: str = "", probes: str = "") -> None:
     """The whole page into `out`: `narrow` the figures drawn again for a phone's width (by name,
     any of `figures`), `v` the verdict (None without recall), `cuts` the rendered "Where the cuts
     fall" section, `dataset` (optional) for "By group" (`_grouped_by`), `answers` (optional) for
     "Answer quality", `figure_cache` (optional) the folder the by-group figure is read back from
-    when drawn before (figures.by_group_png), `health` the rendered "Chunk health" section."""
+    when drawn before (figures.by_group_png), `health` the rendered "Chunk health" section, `probes` the
+    rendered "Probe questions against yours" (empty without probes)."""
     p = result.provenance
     models = ", ".join(m.name for m in p.models) or "?"
     head = (f"dataset <b>{_value(p.dataset.name)}</b> ({_value(p.dataset.questions or '?')} questions), "
@@ -142,6 +143,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
     if answers is not None:
         out.write(_answers(answers, best))
     out.write(_by_group(result, dataset, k, dpi, figure_cache, best))
+    out.write(probes)
     out.write(cuts)
     out.write(health)
     out.write(_variants(result, k, best))

@@ -197,7 +197,7 @@ class Session:
             path = chunk_audit.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
             found = chunk_audit.load(path)
             if found is None:
-                chunks = self._written(v, e, "auditing")
+                chunks = self.chunked(v, e, "auditing")
                 found = chunk_audit.audit_chunks(self.dataset, chunks, e.truncated(embed_texts(chunks)), structures)
                 chunk_audit.save(path, found)
             rows.append(chunk_audit.row(v, found, result_key(v.key, e)))
@@ -222,19 +222,20 @@ class Session:
             path = no_labels.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
             cached = no_labels.load(path)
             if cached is None:
-                chunks = self._written(v, e, "measuring")
+                chunks = self.chunked(v, e, "measuring")
                 found = found or no_labels.sentences(self.dataset, lambda t: e.encode(t, desc="sentences"))
                 cached = no_labels.measure(self.dataset, found, chunks), len(chunks)
                 no_labels.save(path, *cached)
             rows.append(no_labels.row(v, cached[0], cached[1], result_key(v.key, e)))
         return no_labels.table(rows)
 
-    def _written(self, variant: Variant, model: Embedder, doing: str) -> list[Chunk]:
-        """The chunks a build of `variant` would embed, without building its index; an error says which
+    def chunked(self, variant: Variant, model: Embedder | None = None, doing: str = "chunking") -> list[Chunk]:
+        """The chunks a build of `variant` would embed, chunked here without building its index (nothing
+        embedded but what the chunker itself embeds, e.g. semantic's sentences); an error says which
         variant it was `doing`."""
         try:
-            return written_chunks(variant.chunking, self.dataset, model, self.store.llm(variant), self.store.root,
-                                  self.engine)[0]
+            return written_chunks(variant.chunking, self.dataset, model or self.embedder, self.store.llm(variant),
+                                  self.store.root, self.engine)[0]
         except Exception as err:
             err.add_note(f"while {doing} variant {variant.label}")
             raise
