@@ -46,7 +46,8 @@ from workbench.variant import Variant, grid, parse_variant
 _LAZY = {"answers": "results.answers", "drilldown": "results.drilldown", "metrics": "evaluation.metrics",
          "plots": "figures.plots", "report": "report", "stats": "evaluation.stats", "viewer": "figures.viewer",
          "widgets": "widgets"}
-_LAZY_NAMES = {"Labeler": "widgets.labeler"}  # a class under `wb.` -> its module, loaded on use like _LAZY
+# a class or function under `wb.` -> its module, loaded on use like _LAZY
+_LAZY_NAMES = {"Labeler": "widgets.labeler", "export_code": "export"}
 
 
 def __getattr__(name: str) -> Any:

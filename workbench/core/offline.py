@@ -35,10 +35,15 @@ def bundled_tiktoken_file(url: str) -> Path:
     return file
 
 
+def bundled_nltk_data() -> Path:
+    """The bundled NLTK data folder (punkt_tab, stopwords), laid out as NLTK_DATA folders are."""
+    return _llama_static() / "nltk_cache"
+
+
 def use_bundled_nltk_data() -> None:
     """Put the bundled NLTK folder on nltk.data.path (last: a user's own data comes first), once."""
     import nltk.data
 
-    folder = str(_llama_static() / "nltk_cache")
+    folder = str(bundled_nltk_data())
     if folder not in nltk.data.path:
         nltk.data.path.append(folder)
