@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -265,6 +266,27 @@ def test_cli_writes_a_file_that_runs_as_printed(tmp_path: Path, capsys: pytest.C
     assert chunks[-1] in printed
 
 
+def test_a_plain_python_export_runs_offline_and_reads_no_questions(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """As a user runs it on a laptop with no network: no NLTK_DATA, no TIKTOKEN_CACHE_DIR, an empty home
+    and temporary folder (no cache of either), the file finds punkt's tables and tiktoken's encoding in
+    llama-index-core's copies. The folder's questions are not read: one quote matching nothing stops
+    nothing, since the chunks need none."""
+    data = shutil.copytree(ITSDANGEROUS / "docs", tmp_path / "docs")
+    (data / "questions.jsonl").write_text('{"question": "?", "evidence": "a quote found nowhere at all"}\n',
+                                          encoding="utf-8")
+    out = tmp_path / "chunker.py"
+    main(["export", "sentence:size=64", "--to", "python", "--data", str(data), "--out", str(out)])
+    assert "this file's chunks are the workbench's on all 9 documents" in capsys.readouterr().out
+    (tmp_path / "home").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NLTK_DATA", "TIKTOKEN_CACHE_DIR")}
+    env |= {"HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "home")}
+    printed = subprocess.run([sys.executable, str(out), str(data / "concepts.rst")], capture_output=True, text=True,
+                             env=env, cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr[-2000:]
+    assert printed.stdout.startswith("--- chunk 1 of ") and "Error" not in printed.stderr
+
+
 def test_cli_prints_the_file_and_says_the_verdict_apart(capsys: pytest.CaptureFixture[str]) -> None:
     main(["export", "fixed:size=128", "--to", "langchain", "--data", str(ITSDANGEROUS)])
     printed = capsys.readouterr()
@@ -274,8 +296,7 @@ def test_cli_prints_the_file_and_says_the_verdict_apart(capsys: pytest.CaptureFi
 
 @pytest.mark.parametrize(("args", "message"), [
     (["fixed:size=0", "--to", "python"], "error: fixed: parameter 'size' must be in [1, inf], got 0"),
-    (["fixed", "--to", "python", "--data", "no/such/folder"], "error: export: parameter 'dataset': no/such/folder "
-                                                              "does not exist"),
+    (["fixed", "--to", "python", "--data", "no/such/folder"], "error: export: --data: no/such/folder does not exist"),
 ])
 def test_cli_errors_are_one_line(args: list[str], message: str) -> None:
     done = subprocess.run([sys.executable, "-m", "workbench", "export", *args], capture_output=True, text=True,

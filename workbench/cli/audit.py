@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from workbench.cli.options import EPILOG, grid_of, print_warnings, variants_of
+from workbench.cli.options import EPILOG, documents_of, grid_of, variants_of
 from workbench.core.errors import describe
 from workbench.core.io import CACHE_DIR
-from workbench.dataset import Dataset, DatasetError, DatasetWarning
-from workbench.ingest.folder import load_documents
 from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
 from workbench.results import audit as chunk_audit
@@ -55,17 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "the model's vectors of every sentence; how far they follow recall is measured in "
                    "bench/label_free.md")
     a.add_argument("--quiet", action="store_true", help="print only the table and the warnings")
-
-
-def documents_of(folder: Path, strict: bool) -> Dataset:
-    """The documents of `folder`, its questions (if any) left out: the audit reads chunks only."""
-    try:
-        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
-            docs = load_documents(folder, strict=strict, require_questions=False)[0]
-    except DatasetError as e:
-        raise SystemExit(f"error: {e}") from e
-    print_warnings(caught)
-    return Dataset(folder.name, tuple(docs), ())
 
 
 def health_lines(audit: pd.DataFrame) -> list[str]:

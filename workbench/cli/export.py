@@ -34,13 +34,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Print the check's verdict (to stderr when the file goes to stdout) and write the file."""
+    from workbench.cli.options import documents_of
     from workbench.export import export_code
     from workbench.export.parity import ExportRunError
     from workbench.models.embed import Embedder
 
     try:
+        if not args.data.exists():
+            raise ValueError(f"export: --data: {args.data} does not exist")
         embedder = Embedder(args.model, progress=False) if args.model else None
-        export = export_code(args.variant, to=args.to, dataset=args.data, embedder=embedder)
+        export = export_code(args.variant, to=args.to, dataset=documents_of(args.data, strict=False),
+                             embedder=embedder)
     except (ValueError, ExportRunError) as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -10,10 +10,11 @@ import warnings
 from pathlib import Path
 
 from workbench.core.io import CACHE_DIR
-from workbench.dataset import DatasetError, DatasetWarning
+from workbench.dataset import Dataset, DatasetError, DatasetWarning
 from workbench.evaluation.metrics import BUDGET_ENCODINGS, DEFAULT_BUDGETS, DEFAULT_KS
 from workbench.evaluation.settings import MODES, Settings
 from workbench.ingest import load_dataset
+from workbench.ingest.folder import load_documents
 from workbench.models.base import DEVICES, resolve_device
 from workbench.models.choose import embedders_of
 from workbench.models.embed import AUTO, BACKENDS, DEFAULT_BACKEND
@@ -215,3 +216,15 @@ def session_of(args: argparse.Namespace) -> Session:
         raise SystemExit(f"error: {option}: {e}") from e
     return Session(dataset, settings, cache=args.cache, models=models, engine=engine, progress=not args.quiet,
                    mmap=args.mmap, pg=args.pg)
+
+
+def documents_of(folder: Path, strict: bool) -> Dataset:
+    """The documents of `folder` as a dataset, its questions (if any) left out: what reads chunks only
+    (audit, export) needs none, and a quote that no longer locates must not stop it."""
+    try:
+        with warnings.catch_warnings(record=True, action="always", category=DatasetWarning) as caught:
+            docs = load_documents(folder, strict=strict, require_questions=False)[0]
+    except DatasetError as e:
+        raise SystemExit(f"error: {e}") from e
+    print_warnings(caught)
+    return Dataset(folder.name, tuple(docs), ())

@@ -155,12 +155,13 @@ def _plain(variant: Variant, to: str, plain: tuple[Snippet, str], corpus: _Corpu
 def _dataset(dataset: Dataset | str | Path | None) -> Dataset:
     if isinstance(dataset, Dataset):
         return dataset
-    from workbench.ingest import load_dataset
+    from workbench.ingest.folder import load_documents
 
     folder = Path(dataset or DEFAULT_DATA)
     if not folder.exists():
         raise ValueError(f"export: parameter 'dataset': {folder} does not exist")
-    return load_dataset(folder)
+    docs = load_documents(folder, require_questions=False)[0]  # the chunks need no questions
+    return Dataset(folder.name, tuple(docs), ())
 
 
 def _notes(variant: Variant, embedder: Embedder) -> tuple[str, ...]:

@@ -48,20 +48,42 @@ class Document:
     language: str | None = None
 
 
+def llama_static(name: str) -> str | None:
+    """llama-index-core's bundled copy of tiktoken's or NLTK's data (`_static/<name>`) when it is
+    installed: read instead of downloading, so the file runs offline wherever it is."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("llama_index.core")
+    folder = Path(next(iter(spec.submodule_search_locations)), "_static", name) if spec and \
+        spec.submodule_search_locations else None
+    return str(folder) if folder is not None and folder.is_dir() else None
+
+
 @cache
 def tiktoken_encoding(name: str) -> Any:
-    """The tiktoken encoding `name`: downloaded by tiktoken once, then read from its cache
-    (TIKTOKEN_CACHE_DIR when set; llama-index-core ships a copy in _static/tiktoken_cache)."""
+    """The tiktoken encoding `name`, read from TIKTOKEN_CACHE_DIR when set, else from llama-index-core's
+    copy when installed, else downloaded by tiktoken once and read from its cache."""
+    import os
+
     import tiktoken
 
+    if "TIKTOKEN_CACHE_DIR" not in os.environ and llama_static("tiktoken_cache"):
+        os.environ["TIKTOKEN_CACHE_DIR"] = llama_static("tiktoken_cache")
     return tiktoken.get_encoding(name)
 
 
 def use_bundled_nltk_data() -> None:
-    """NLTK's punkt_tab tables, which punkt's English model reads: downloaded once when NLTK finds
-    none (NLTK_DATA may name a folder holding them; llama-index-core ships a copy in _static/nltk_cache)."""
+    """NLTK's punkt_tab tables, which punkt's English model reads: NLTK's own (NLTK_DATA), else
+    llama-index-core's copy when installed, else downloaded once."""
     import nltk
 
+    try:
+        nltk.data.find("tokenizers/punkt_tab/english/")
+        return
+    except LookupError:
+        if llama_static("nltk_cache"):
+            nltk.data.path.append(llama_static("nltk_cache"))
     try:
         nltk.data.find("tokenizers/punkt_tab/english/")
     except LookupError:
