@@ -130,6 +130,10 @@ def test_each_failure_is_one_line(swept, tmp_path, monkeypatch) -> None:
     with pytest.raises(ValueError, match="mlflow: file:.*: The filesystem tracking backend") as caught:
         track(result, (tmp_path / "mlruns").as_uri())
     assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match=f"mlflow: {tmp_path / 'runs'} is a folder, MLflow's file store, which MLflow "
+                       f"refuses unless MLFLOW_ALLOW_FILE_STORE=true; a local store it keeps: "
+                       f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}"):
+        track(result, str(tmp_path / "runs"))  # a folder, as people give one
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as where it is not installed
     with pytest.raises(ImportError, match=r"mlflow: the mlflow package is not installed: pip install mlflow-skinny=="):
         track(result, "sqlite:///unused.db")

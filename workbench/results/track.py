@@ -75,6 +75,10 @@ def track(result: SweepResult, uri: str, experiment: str | None = None, folder: 
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(name)
     except MlflowException as e:  # a store MLflow refuses (its file store, unless allowed), an unknown scheme
+        if "://" not in uri and "MLFLOW_ALLOW_FILE_STORE" in str(e):
+            raise ValueError(f"mlflow: {uri} is a folder, MLflow's file store, which MLflow refuses unless "
+                             "MLFLOW_ALLOW_FILE_STORE=true; a local store it keeps: "
+                             f"sqlite:///{(Path(uri).resolve() / 'mlflow.db').as_posix()}") from None
         raise ValueError(f"mlflow: {uri}: {(str(e).strip().splitlines() or ['refused'])[0]}") from None
     experiment_id = found.experiment_id if found is not None else client.create_experiment(name)
     if verdict is None:
