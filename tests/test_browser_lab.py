@@ -121,6 +121,10 @@ def test_sweeper_sweeps_a_typed_range_and_scrubs_from_the_keyboard(quickstart: T
     after_run = overview.get_attribute("src")
     handle.focus()
     page.keyboard.press("ArrowLeft")
+    # the selection first (a redraw of the run still on its way may change the figure before the key is read)
+    page.wait_for_function("([s, want]) => s.selectedOptions.length && "
+                           "s.selectedOptions[0].textContent.replace(/\\u00a0/g, ' ') === want",
+                           arg=[choices.element_handle(), options[-2]], timeout=30_000)
     page.wait_for_function("([img, before]) => img.src && img.src !== before",
                            arg=[overview.element_handle(), after_run], timeout=30_000)
     assert labels(choices.locator("option:checked")) == [options[-2]], "the slider did not select the variant before"
