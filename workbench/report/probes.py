@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 
 import pandas as pd
-from scipy.stats import spearmanr
 
 from workbench.dataset import Dataset
 from workbench.report.html import STAR, _headline, _label, _marked, _rows
@@ -34,6 +33,8 @@ def section(result: SweepResult, dataset: Dataset | None, k: int, best: str | No
     wide = {kind: by[by["group"] == kind].set_index("key") for kind in (OWN, PROBES)}
     keys = list(wide[OWN].sort_values("mean", ascending=False, kind="stable").index)
     ranks = {kind: frame["mean"].rank(ascending=False, method="min") for kind, frame in wide.items()}
+    from scipy.stats import spearmanr  # a second's import, paid only by a report with probes
+
     own, probed = wide[OWN].loc[keys, "mean"], wide[PROBES].loc[keys, "mean"]
     rho = spearmanr(own, probed).statistic if own.nunique() > 1 and probed.nunique() > 1 else float("nan")
     n = {kind: sum(v == kind for v in kinds.values()) for kind in (OWN, PROBES)}
