@@ -55,7 +55,7 @@ body {{ font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200p
 h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }}
 p.preview {{ background: #fff4e0; border-left: 4px solid #e08a00; padding: .5em .8em; }}
 .warning {{ background: #fef3f2; border: 1px solid #f04438; border-left: 6px solid #d92d20; padding: .6em .9em;
-            margin: 1em 0; }}
+            margin: 1em 0; overflow-wrap: anywhere; }}
 .warning b {{ color: #b42318; }}
 h3 {{ font-size: 1.05em; margin: 1.2em 0 0.3em; }}
 figure {{ margin: 1em 0 2em; }} figure img {{ width: 100%; max-width: 100%; height: auto; display: block; }}
