@@ -117,7 +117,8 @@ def test_cli_probe_cuts_drafts_around_the_cuts_of_the_variants_named(tmp_path: P
     main(["labels", "generate", str(data), "--probe-cuts", "--no-llm", "--n", "4", "--out", str(out),
           "-v", "fixed:size=60,unit=chars", "-v", "sentence:size=40+bm25", "-v", "sentence:size=40"])
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("probing the cuts of 2 chunkings: ")  # two retrievers of one chunking: one
+    assert printed[0] == "chunking 1 documents with 3 variants to find their cuts..."
+    assert printed[1].startswith("probing the cuts of 2 chunkings: ")  # two retrievers of one chunking: one
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert lines and all("fixed(size=60, overlap=0, unit=chars)" in q["probe"]["straddles"] for q in lines)
     assert lines[0]["probe"]["straddles"] == ["fixed(size=60, overlap=0, unit=chars)"]  # cut by one, kept by the other

@@ -126,6 +126,7 @@ def _probes(docs: list[Document], given: list[Variant], args: argparse.Namespace
 
     session = Session(Dataset(args.data.name, tuple(docs), ()), cache=args.cache, progress=False)
     variants = given or session.default_grid()
+    print(f"chunking {len(docs):,} documents with {len(variants)} variants to find their cuts...", flush=True)
     chunkings = {}
     for v in variants:
         chunkings.setdefault(v.chunking.key, (v.chunking.label, session.chunked(v)))
