@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SHARED
+from conftest import REPO
 
 import workbench as wb
 from workbench.cli import main
@@ -122,7 +122,7 @@ def test_references_are_read_from_the_questions_file(notes: Dataset, tmp_path: P
     assert refs == {"q-code": ("Bluefinch",), "q-server": ("Marrowgate", "called Marrowgate"), "q-restart": ()}
     with pytest.raises(DatasetError, match=r"questions\.jsonl, line 1.*reference_answer.*string"):
         load_dataset(write_notes(tmp_path / "bad", {"reference_answer": 3}))
-    squad = load_dataset(SHARED / "squad_v11_dev")
+    squad = load_dataset(REPO / "tests" / "data" / "squad_v11_dev")  # the shipped copy: a clone has no ../shared
     assert squad.questions[0].references == ("Denver Broncos",)
     assert squad.questions[2].references == ("Santa Clara, California", "Levi's Stadium",
                                              "Levi's Stadium in the San Francisco Bay Area at Santa Clara, California.")
