@@ -114,3 +114,19 @@ def test_audit_label_free_ranks_a_folder_without_questions(tmp_path: Path, capsy
     assert contrast[0] < contrast[1]  # 7 tokens cut inside sentences, `sentence` never does
     assert out[-1].startswith("Label-free: cut_contrast ranks first sentence(size=40")
     assert out[-1].endswith(TRUST + ".")
+
+
+def test_an_audit_with_the_label_free_measures_chunks_each_variant_once(fake_embedder: Embedder, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = session_module.written_chunks
+
+    def counted(variant: Variant, *args: object) -> object:
+        calls.append(variant.label)
+        return real(variant, *args)
+
+    monkeypatch.setattr(session_module, "written_chunks", counted)
+    data = wb.load_dataset(REPO / "tests" / "data" / "itsdangerous")
+    variants = [Variant.make("fixed", size=48), Variant.make("sentence", size=96)]
+    wb.Session(data, cache=tmp_path, models=[fake_embedder], progress=False).audit(variants, label_free=True)
+    assert sorted(calls) == sorted(v.label for v in variants)

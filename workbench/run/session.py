@@ -192,18 +192,20 @@ class Session:
         check_grid(variants)
         e = model or self.embedder
         structures: dict[str, chunk_audit.Structure] = {}  # each document read once for every variant
+        made: dict[str, list[Chunk]] = {}  # chunks made here, by entry: the label-free measures read them too
         rows = []
         for v in tqdm(variants, desc="audit", unit="variant", disable=not self.progress):
-            path = chunk_audit.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
+            entry = self.store.path(v, self.dataset, e).name
+            path = chunk_audit.cache_file(self.store.root, entry)
             found = chunk_audit.load(path)
             if found is None:
-                chunks = self.chunked(v, e, "auditing")
+                chunks = made[entry] = self.chunked(v, e, "auditing")
                 found = chunk_audit.audit_chunks(self.dataset, chunks, e.truncated(embed_texts(chunks)), structures)
                 chunk_audit.save(path, found)
             rows.append(chunk_audit.row(v, found, result_key(v.key, e)))
         table = chunk_audit.table(rows)
         if label_free:
-            measured = self.label_free(variants, e)
+            measured = self._label_free(variants, e, made)
             for name in no_labels.MEASURES:
                 table[name] = measured[name].to_numpy()
         return table
@@ -215,14 +217,18 @@ class Session:
         the measures are cached per chunking. Needs no questions. workbench.results.label_free.TRUST says
         how far they follow recall where labels exist."""
         check_grid(variants)
-        e = model or self.embedder
+        return self._label_free(variants, model or self.embedder, {})
+
+    def _label_free(self, variants: Sequence[Variant], e: Embedder, made: dict[str, list[Chunk]]) -> pd.DataFrame:
+        """`label_free`, reading the chunks of an index entry from `made` when they were made already."""
         found: dict[str, no_labels.Sentences] | None = None  # embedded when a variant is not cached
         rows = []
         for v in tqdm(variants, desc="label-free", unit="variant", disable=not self.progress):
-            path = no_labels.cache_file(self.store.root, self.store.path(v, self.dataset, e).name)
+            entry = self.store.path(v, self.dataset, e).name
+            path = no_labels.cache_file(self.store.root, entry)
             cached = no_labels.load(path)
             if cached is None:
-                chunks = self.chunked(v, e, "measuring")
+                chunks = made.get(entry) or self.chunked(v, e, "measuring")
                 found = found or no_labels.sentences(self.dataset, lambda t: e.encode(t, desc="sentences"))
                 cached = no_labels.measure(self.dataset, found, chunks), len(chunks)
                 no_labels.save(path, *cached)
