@@ -15,6 +15,7 @@ the question (a language model, asked to put it in its own words) or a draft for
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 
 from workbench.chunkers.sentence import sentence_spans
@@ -32,15 +33,13 @@ def cuts(chunks: Sequence[Chunk], length: int) -> set[int]:
     return {c.end for c in chunks if 0 < c.end < length} | {c.start for c in chunks if 0 < c.start < length}
 
 
-def around(sentences: Sequence[tuple[int, int]], p: int) -> tuple[int, int] | None:
+def around(sentences: Sequence[tuple[int, int]], starts: Sequence[int], p: int) -> tuple[int, int] | None:
     """The evidence a cut at `p` falls in: the sentence it cuts, or the sentence before it and the one
-    after; None at the document's edges."""
-    for i, (a, b) in enumerate(sentences):
-        if a < p < b:
-            return a, b
-        if p <= a:
-            return (sentences[i - 1][0], b) if i > 0 else None
-    return None
+    after; None at the document's edges. `starts`: the sentences' starts, searched by bisection."""
+    j = bisect_left(starts, p)  # the first sentence starting at or after p
+    if j > 0 and sentences[j - 1][0] < p < sentences[j - 1][1]:
+        return sentences[j - 1]
+    return (sentences[j - 1][0], sentences[j][1]) if 0 < j < len(sentences) else None
 
 
 def probes(docs: Sequence[Document], chunkings: Mapping[str, Sequence[Chunk]], n: int, seed: int) -> list[Probe]:
@@ -56,18 +55,14 @@ def probes(docs: Sequence[Document], chunkings: Mapping[str, Sequence[Chunk]], n
     shared: dict[str, list[Probe]] = {}
     for d in docs:
         sentences = sentence_spans(d.text)
-        found: dict[tuple[int, int], set[str]] = {}
-        for label, chunks in by_doc[d.doc_id].items():
-            for p in cuts(chunks, len(d.text)):
-                span = around(sentences, p)
-                if (span is not None and MIN_CHARS <= span[1] - span[0] <= MAX_CHARS
-                        and len(_WORD.findall(d.text, *span)) >= MIN_WORDS):
-                    found.setdefault(span, set())
-        for (a, b), labels in found.items():
-            labels.update(label for label, chunks in by_doc[d.doc_id].items()
-                          if any(a < p < b for p in cuts(chunks, len(d.text))))
+        starts = [a for a, _ in sentences]
+        positions = {label: sorted(cuts(chunks, len(d.text))) for label, chunks in by_doc[d.doc_id].items()}
+        found = {span for ps in positions.values() for p in ps if (span := around(sentences, starts, p)) is not None
+                 and MIN_CHARS <= span[1] - span[0] <= MAX_CHARS and len(_WORD.findall(d.text, *span)) >= MIN_WORDS}
+        for a, b in sorted(found):
+            labels = tuple(label for label, ps in sorted(positions.items()) if bisect_right(ps, a) < bisect_left(ps, b))
             pool = telling if len(labels) < len(chunkings) else shared
-            pool.setdefault(d.doc_id, []).append(Probe(Span(d.doc_id, a, b), tuple(sorted(labels))))
+            pool.setdefault(d.doc_id, []).append(Probe(Span(d.doc_id, a, b), labels))
     picked = spread(telling, n, seed)
     picked += spread(shared, n - len(picked), seed) if len(picked) < n else []
     rank = {d.doc_id: i for i, d in enumerate(docs)}
