@@ -17,22 +17,10 @@ from workbench.evaluation.settings import Settings
 from workbench.models.embed import Embedder
 from workbench.results.provenance import Provenance
 from workbench.results.result import SweepResult
+from workbench.run.grid import MAX_VALUES, GridSpec, hint, parameters, parse_values
 from workbench.run.session import Session, sweep
 from workbench.variant import Variant
-from workbench.widgets.state import (
-    MAX_VALUES,
-    Comparison,
-    DrawBudget,
-    GridSpec,
-    Redraw,
-    Restored,
-    ScrubState,
-    SweeperMemory,
-    SweepRun,
-    hint,
-    parameters,
-    parse_values,
-)
+from workbench.widgets.state import Comparison, DrawBudget, Redraw, Restored, ScrubState, SweeperMemory, SweepRun
 
 KS = (1, 3)
 SIZE = STRATEGIES["fixed"].params["size"]

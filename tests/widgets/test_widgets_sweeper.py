@@ -27,10 +27,11 @@ from workbench.models.embed import Embedder
 from workbench.results.provenance import ModelInfo
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
+from workbench.run.grid import GridSpec
 from workbench.run.session import sweep
 from workbench.variant import Variant
 from workbench.widgets import Sweeper, sweeper
-from workbench.widgets.state import GridSpec, Redraw
+from workbench.widgets.state import Redraw
 
 KS = (1, 3)
 PNG = b"\x89PNG\r\n\x1a\n"

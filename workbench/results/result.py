@@ -48,6 +48,10 @@ class SweepResult:
     provenance:   the dataset and models it was measured on, the Settings (ks, budgets, budget
                   encoding, mode, confidence, preview, ann), the grid, versions, date and what the run
                   computed (workbench.results.provenance); saved as config.json
+    race:         for a search's result (workbench.run.search), one row per candidate per round it was
+                  scored in: [key, variant, model, round, stage, documents, mean, ci_low, ci_high,
+                  corrected, status, reason] (status "kept", "dropped" or "final"; reason says why it
+                  left); None for a sweep
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
     (context tokens, counted in the settings' budget_encoding) for a metric at an equal context
@@ -68,6 +72,7 @@ class SweepResult:
     # the cache folder of the sweep that made it, where `ties` and `by_group` keep their intervals
     # (stats._cached: a re-run computes none); None for a loaded result
     cache: Path | None = field(default=None, repr=False, compare=False)
+    race: pd.DataFrame | None = field(default=None, compare=False)
 
     @property
     def keys(self) -> list[str]:
@@ -211,6 +216,9 @@ class SweepResult:
         atomic_write(paths["per_question"], lambda p: self.per_question.to_parquet(p, index=False))
         atomic_write(paths["hits"], lambda p: self.hits.to_parquet(p, index=False))
         write_text(paths["config"], json.dumps(self.provenance.config(), indent=2, default=str))
+        if self.race is not None:
+            paths["race"] = out / "race.csv"
+            atomic_write(paths["race"], lambda p: self.race.to_csv(p, index=False))
         return paths
 
     @classmethod
@@ -228,6 +236,7 @@ class SweepResult:
                 tables[name] = read(out / name)
             except (OSError, ValueError) as e:
                 raise ValueError(f"{out / name}: cannot read the saved table ({e})") from e
+        race = pd.read_csv(out / "race.csv") if (out / "race.csv").is_file() else None
         return cls(tables["per_question.parquet"], tables["summary.csv"], tables["variants.csv"],
                    Provenance.from_config(json.loads((out / "config.json").read_text(encoding="utf-8"))),
-                   tables["hits.parquet"])
+                   tables["hits.parquet"], race=race)

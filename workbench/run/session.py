@@ -131,11 +131,11 @@ class Session:
         contexts = self._contexts(variants, models, stop, changes)
         return (step for c in contexts for step in steps_of(variants, c, several=len(contexts) > 1))
 
-    def sweep(self, variants: Sequence[Variant], *, stop: Callable[[], bool] | None = None,
-              **changes: Any) -> SweepResult:
-        """Score every variant with every model on every question, at every k and context budget;
-        `changes`: settings for this sweep only (e.g. preview=True)."""
-        contexts = self._contexts(variants, None, stop, changes)
+    def sweep(self, variants: Sequence[Variant], *, models: Sequence[Embedder] | None = None,
+              stop: Callable[[], bool] | None = None, **changes: Any) -> SweepResult:
+        """Score every variant with every model (`models`: some of the session's; default all) on every
+        question, at every k and context budget; `changes`: settings for this sweep only (e.g. preview=True)."""
+        contexts = self._contexts(variants, models, stop, changes)
         before = [(c.embedder.stats.embedded, c.embedder.stats.cached) for c in contexts]
         # the steps unsummarised, then the whole table in one call (the same numbers as per step, faster)
         result = combine([step for c in contexts

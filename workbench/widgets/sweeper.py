@@ -40,21 +40,12 @@ from workbench.results import audit as chunk_audit
 from workbench.results.drilldown import drilldown
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
+from workbench.run.grid import GridSpec, hint, parameters
 from workbench.run.session import Session
 from workbench.variant import Variant
 from workbench.widgets.base import FULL_WIDTH, WARNING, PanelBase, row, whole_label
 from workbench.widgets.render import Picture
-from workbench.widgets.state import (
-    Comparison,
-    DrawBudget,
-    GridSpec,
-    Redraw,
-    ScrubState,
-    SweeperMemory,
-    SweepRun,
-    hint,
-    parameters,
-)
+from workbench.widgets.state import Comparison, DrawBudget, Redraw, ScrubState, SweeperMemory, SweepRun
 
 FIGURES = ("overview", "parameter", "heatmap", "budgets", "by_model")  # one tab each, then "compare"
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
