@@ -39,7 +39,7 @@ from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.results.track import track
 from workbench.retrieval.index import IndexStore, build_index
-from workbench.run.session import Session, audit, rankings, sweep, sweep_steps
+from workbench.run.session import Session, audit, rankings, search, sweep, sweep_steps
 from workbench.variant import Variant, grid, parse_variant
 
 # matplotlib/ipywidgets load on use; the name under `wb.` -> its module
@@ -62,5 +62,6 @@ __all__ = [
     "LLM", "STRATEGIES", "Dataset", "DatasetError", "DatasetWarning", "Document", "Embedder", "Hit", "IndexStore",
     "Question", "Session", "Span", "SweepResult", "Variant", "audit", "build_index", "combine", "grid",
     "import_dataset", "load_dataset", "parse_variant", "rankings", "register_factory", "register_function",
-    "register_node_parser", "sweep", "sweep_steps", "track", "unregister", *sorted(_LAZY), *sorted(_LAZY_NAMES),
+    "register_node_parser", "search", "sweep", "sweep_steps", "track", "unregister", *sorted(_LAZY),
+    *sorted(_LAZY_NAMES),
 ]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.cli import answers, audit, check, export, labels, strategies, sweep
+from workbench.cli import answers, audit, check, export, labels, search, strategies, sweep
 from workbench.cli.sweep import answer
 
 __all__ = ["answer", "main"]
 
-COMMANDS = {"sweep": sweep, "audit": audit, "check": check, "answers": answers, "strategies": strategies,
-            "labels": labels, "import": labels, "export": export}
+COMMANDS = {"sweep": sweep, "search": search, "audit": audit, "check": check, "answers": answers,
+            "strategies": strategies, "labels": labels, "import": labels, "export": export}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -17,6 +17,7 @@ from workbench.cli.options import EPILOG, grid_of, session_of, sweep_arguments, 
 from workbench.core.errors import describe
 from workbench.dataset import Dataset
 from workbench.evaluation.metrics import MetricAt
+from workbench.run.search import Space
 from workbench.run.session import Session
 from workbench.variant import Variant
 
@@ -30,11 +31,11 @@ CONFIRM_SETS = ("variant", "grid", "out", "preview")  # what a preview's confirm
 
 
 def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Answers] | None = None,
-             ) -> tuple[SweepResult, Answers | None, Verdict | None]:
-    """The sweep the options describe, what `then` makes of it (answer quality) and its verdict
-    (None when it has none), saved to --out (with plots and the report unless --no-report), with
-    its progress and the paths it wrote printed unless --quiet."""
-    given = variants_of(args)
+            space: Space | None = None) -> tuple[SweepResult, Answers | None, Verdict | None]:
+    """The sweep the options describe (or with `space`, the search of it: `search`), what `then` makes
+    of it (answer quality) and its verdict (None when it has none), saved to --out (with plots and the
+    report unless --no-report), with its progress and the paths it wrote printed unless --quiet."""
+    given = space.variants().variants if space else variants_of(args)
     if args.top < 1:
         raise SystemExit(f"error: --top must be >= 1, got {args.top}")
     t0 = time.perf_counter()
@@ -44,17 +45,9 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
     if not args.quiet:
         print(f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
               f"{len(variants)} variants, model{'s' * (len(models) > 1)} {', '.join(e.name for e in models)}")
+    metric = getattr(args, "verdict_metric", MetricAt())
     try:
-        if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
-            print("estimating: the grid is chunked and a sample of what is not cached is embedded (or generated) "
-                  "to measure the rates...", flush=True)
-            for name, estimate in session.estimate(variants).items():
-                print(textwrap.fill(f"{name}: " * (len(models) > 1) + estimate.line(), WIDTH, subsequent_indent="  "))
-        metric = getattr(args, "verdict_metric", MetricAt())
-        swept = session.sweep(variants)
-        result = session.with_route(swept, metric)
-        if len(result.keys) > len(swept.keys) and not args.quiet:
-            print(textwrap.fill(f"the folders disagree: measured {result.labels[-1]}", WIDTH, subsequent_indent="  "))
+        result = (searched if space is not None else swept)(args, session, variants, metric)
         result.provenance = result.provenance.with_(command=shlex.join(["python", "-m", "workbench", *args.argv]))
         answers = then(result, dataset) if then else None
         judged = judge(result, metric)
@@ -79,6 +72,34 @@ def measure(args: argparse.Namespace, then: Callable[[SweepResult, Dataset], Ans
             print("\n".join(_preview_lines(args, result)))
         print()
     return result, answers, judged
+
+
+def swept(args: argparse.Namespace, session: Session, variants: list[Variant], metric: MetricAt) -> SweepResult:
+    """The sweep of `variants`, its estimate said first unless --quiet, with the route when the folders
+    disagree (Session.with_route)."""
+    if not args.quiet:  # before a cold grid starts: how much it will embed, and for how long
+        print("estimating: the grid is chunked and a sample of what is not cached is embedded (or generated) "
+              "to measure the rates...", flush=True)
+        for name, estimate in session.estimate(variants).items():
+            print(textwrap.fill(f"{name}: " * (len(session.models) > 1) + estimate.line(), WIDTH,
+                                subsequent_indent="  "))
+    result = session.with_route(session.sweep(variants), metric)
+    if len(result.keys) > len(variants) * len(session.models) and not args.quiet:
+        print(textwrap.fill(f"the folders disagree: measured {result.labels[-1]}", WIDTH, subsequent_indent="  "))
+    return result
+
+
+def searched(args: argparse.Namespace, session: Session, variants: list[Variant], metric: MetricAt) -> SweepResult:
+    """The search of `variants` (cli.search's options), what it will spend said first unless --quiet."""
+    if metric.budget or metric.name == "precision_omega":
+        raise ValueError(f"--metric {metric.label}: a search races on a metric at k (recall@5, mrr@10)")
+    if not args.quiet:
+        embedding = len({v.chunking_key for v in variants if v.embeds}) * len(session.models)
+        print(textwrap.fill(f"searching: a preview of all {len(variants) * len(session.models)} candidates, then at "
+                            f"most {args.spend:.0%} of what sweeping their {embedding} chunkings that embed would "
+                            "embed", WIDTH, subsequent_indent="  "), flush=True)
+    return session.search(variants, metric=metric.name, k=metric.k, budget=args.spend, seed=args.seed,
+                          finalists=args.finalists, refine=not args.no_refine)
 
 
 def interrupted(session: Session, variants: list[Variant]) -> str:

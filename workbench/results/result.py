@@ -50,8 +50,9 @@ class SweepResult:
                   computed (workbench.results.provenance); saved as config.json
     race:         for a search's result (workbench.run.search), one row per candidate per round it was
                   scored in: [key, variant, model, round, stage, documents, mean, ci_low, ci_high,
-                  corrected, status, reason] (status "kept", "dropped" or "final"; reason says why it
-                  left); None for a sweep
+                  corrected, texts, status, reason] (texts: the chunks its round embedded for its chunking
+                  first, so the column sums to what the search embedded; status "kept", "dropped" or
+                  "final"; reason says why it left); None for a sweep
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
     (context tokens, counted in the settings' budget_encoding) for a metric at an equal context
@@ -236,7 +237,8 @@ class SweepResult:
                 tables[name] = read(out / name)
             except (OSError, ValueError) as e:
                 raise ValueError(f"{out / name}: cannot read the saved table ({e})") from e
-        race = pd.read_csv(out / "race.csv") if (out / "race.csv").is_file() else None
+        race = (pd.read_csv(out / "race.csv", dtype={"reason": str}).fillna({"reason": ""})
+                if (out / "race.csv").is_file() else None)
         return cls(tables["per_question.parquet"], tables["summary.csv"], tables["variants.csv"],
                    Provenance.from_config(json.loads((out / "config.json").read_text(encoding="utf-8"))),
                    tables["hits.parquet"], race=race)

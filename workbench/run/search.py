@@ -46,7 +46,7 @@ import pandas as pd
 
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
-from workbench.evaluation import stats
+from workbench.evaluation import metrics, stats
 from workbench.models.choose import result_key
 from workbench.models.embed import Embedder
 from workbench.results.combine import combine
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from workbench.run.session import Session
 
 RACE_COLUMNS = ["key", "variant", "model", "round", "stage", "documents", "mean", "ci_low", "ci_high", "corrected",
-                "status", "reason"]
+                "texts", "status", "reason"]
 SPACE_KEYS = ("strategies", "retrievers", "contextual_header", "late", "models")
 ANCHORS = 5  # real measurements that calibrate the preview: its best and the best of each size band
 FINALISTS = 5  # candidates measured on the whole corpus at the end (or kept past the preview at least)
@@ -114,7 +114,8 @@ class Space:
                 raise ValueError(f"{where}: strategies: unknown {name!r}; known: {sorted(STRATEGIES)}")
             if not isinstance(ranges, Mapping):
                 raise ValueError(f"{where}: strategies.{name} must map parameters to values, got {ranges!r}")
-            grids.append(GridSpec((name,), dict(ranges), tuple(dims["retrievers"]), tuple(dims["contextual_header"]),
+            ranges = {p: v if isinstance(v, str | list | tuple) else [v] for p, v in ranges.items()}  # 238: [238]
+            grids.append(GridSpec((name,), ranges, tuple(dims["retrievers"]), tuple(dims["contextual_header"]),
                                   tuple(dims["late"])))
         models = tuple(str(m) for m in _listed(where, "models", spec["models"])) if "models" in spec else ()
         space = cls(tuple(grids), models)
@@ -172,15 +173,16 @@ class _Race:
     """The race so far: its rows, and the candidates still in it."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    texts: int = 0  # texts embedded for real (chunks, by chunking and fidelity), the cold cost
 
     def add(self, summary: pd.DataFrame, round_: int, stage: str, documents: int, status: Mapping[str, str],
-            reason: Mapping[str, str], corrected: Mapping[str, float] | None = None) -> None:
+            reason: Mapping[str, str], corrected: Mapping[str, float] | None = None,
+            texts: Mapping[str, int] | None = None) -> None:
         for row in summary.itertuples(index=False):
             self.rows.append({"key": row.key, "variant": row.variant, "model": row.model, "round": round_,
                               "stage": stage, "documents": documents, "mean": row.mean, "ci_low": row.ci_low,
                               "ci_high": row.ci_high, "corrected": (corrected or {}).get(row.key, np.nan),
-                              "status": status.get(row.key, "kept"), "reason": reason.get(row.key, "")})
+                              "texts": (texts or {}).get(row.key, 0), "status": status.get(row.key, "kept"),
+                              "reason": reason.get(row.key, "")})
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=RACE_COLUMNS)
@@ -210,7 +212,7 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
         Space.of(space).variants().variants
     if not variants:
         raise ValueError("the space is empty: no variant to search")
-    k = session.settings.ks[0] if k is None else k
+    k = metrics.default_k(session.settings.ks) if k is None else k
     if k not in session.settings.ks:
         raise ValueError(f"k={k}: the session scores at ks {list(session.settings.ks)}")
     if not 0 < budget <= 1:
@@ -226,7 +228,7 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
     share = sample.n_chars / session.dataset.n_chars
     whole = sample is session.dataset
     units = budget * max(len(chunkings), 1)  # in whole-corpus passes of one chunking
-    anchors = min(ANCHORS, len(chunkings))
+    anchors = min(ANCHORS, len(chunkings), max(2, int(units / 3)))  # a third of the budget at most, when it allows
     least = share * (1 + anchors) + (0 if whole else 1)
     if units < least:
         raise ValueError(f"budget {budget} buys {units:.1f} whole-corpus passes of the space's {len(chunkings)} "
@@ -246,8 +248,9 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
     embedding = [key for key in means.index if pairs[key][0].embeds]
     picked = _anchors(means, tokens, embedding, anchors)
     measured: dict[str, float] = {}  # texts per chunking measured on the sample
+    texts: dict[str, int] = {}  # by the key that measured a chunking first on the sample
     real = _measure(on_sample, [pairs[key] for key in picked], stop)
-    spent += _cost(real, pairs, measured, share)
+    spent += share * _cost(real, pairs, measured, texts)
     real_means = _means(real, metric, k)
     shift = _calibration(means, real_means, tokens, picked)
     corrected = means + pd.Series({key: shift(tokens[key]) if key in embedding else 0.0 for key in means.index})
@@ -267,7 +270,7 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
     todo = [pairs[key] for key in chosen if key not in real_means.index]
     if todo:
         real = combine(real, _measure(on_sample, todo, stop))
-        spent += _cost(real, pairs, measured, share)
+        spent += share * _cost(real, pairs, measured, texts)
     if refine:
         leader = _means(real, metric, k).idxmax()
         new = [p for p in _refined(variants, *pairs[leader]) if result_key(p[0].key, p[1]) not in pairs]
@@ -276,27 +279,27 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
             pairs[result_key(v.key, e)] = (v, e)
         if new:
             real = combine(real, _measure(on_sample, new, stop))
-            spent += _cost(real, pairs, measured, share)
+            spent += share * _cost(real, pairs, measured, texts)
     dropped = _race(real, metric, k, alpha / 2)
     race.add(_summary_at(real, metric, k), 2, "real" if not whole else "real, whole corpus", len(sample.documents),
              {key: "dropped" for key in dropped} | ({} if not whole else {key: "final" for key in real.keys
                                                                          if key not in dropped}),
-             dropped)
-    race.texts = sum(measured.values())
+             dropped, texts=texts)
     if whole:
         result = real
     else:  # 4. the finalists on the whole corpus
         alive = [key for key in _means(real, metric, k).index if key not in dropped][:finalists]
         result = _measure(session, [pairs[key] for key in alive], stop)
-        race.texts += int(result.variants.loc[result.variants["key"].map(lambda key: pairs[key][0].embeds),
-                                              "chunks"].sum())
+        whole_texts: dict[str, int] = {}
+        _cost(result, pairs, {}, whole_texts)
         last = _race(result, metric, k, alpha / 2)
         race.add(_summary_at(result, metric, k), 3, "whole corpus", len(session.dataset.documents),
-                 {key: "dropped" for key in last} | {key: "final" for key in result.keys if key not in last}, last)
+                 {key: "dropped" for key in last} | {key: "final" for key in result.keys if key not in last}, last,
+                 texts=whole_texts)
     result.race = race.table()
     note = (f"searched {len(pairs)} candidates of a space of {len(variants)} variants x {len(models)} model(s) "
             f"(seed {seed}, budget {budget}): {len(chosen)} past the preview, {len(result.keys)} in the last round; "
-            f"{race.texts} texts embedded for real")
+            f"{int(result.race['texts'].sum())} texts embedded for real")
     result.provenance = result.provenance.with_(notes=(*result.provenance.notes, note))
     return result
 
@@ -411,15 +414,16 @@ def _measure(session: Session, pairs: Sequence[tuple[Variant, Embedder]],
 
 
 def _cost(result: SweepResult, pairs: Mapping[str, tuple[Variant, Embedder]], measured: dict[tuple[str, str], int],
-          share: float) -> float:
-    """Record the texts of each chunking `result` measured for the first time; the passes they cost."""
+          texts: dict[str, int]) -> int:
+    """Record the texts (chunks) of each chunking `result` measured for the first time, in `measured` and
+    by the key that measured it in `texts`; how many chunkings were new."""
     added = 0
     for key, chunks in zip(result.variants["key"], result.variants["chunks"], strict=True):
         v, e = pairs[key]
         if v.embeds and _chunking(v, e) not in measured:
-            measured[_chunking(v, e)] = int(chunks)
+            measured[_chunking(v, e)] = texts[key] = int(chunks)
             added += 1
-    return share * added
+    return added
 
 
 def _race(result: SweepResult, metric: str, k: int, alpha: float) -> dict[str, str]:

@@ -15,7 +15,7 @@ engine the models compute on. What it does: `estimate` what a grid will cost, `s
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,9 @@ from workbench.results.provenance import Computed
 from workbench.results.result import SweepResult
 from workbench.results.routing import propose_route
 from workbench.retrieval.index import IndexStore, embed_texts, written_chunks
-from workbench.retrieval.search import search
+from workbench.retrieval.search import search as retrieve
 from workbench.run import estimate as estimates
+from workbench.run import search as searching
 from workbench.run.defaults import default_grid
 from workbench.run.engine import get_engine
 from workbench.run.sweep import Context, check_grid, steps_of
@@ -166,6 +167,19 @@ class Session:
         confirm the variants tied with its best with `sweep`."""
         return self.sweep(variants, preview=True, **changes)
 
+    def search(self, space: searching.Space | Mapping[str, Any] | str | Path | Sequence[Variant], *,
+               metric: str = "recall", k: int | None = None, budget: float = searching.BUDGET, seed: int = 0,
+               finalists: int = searching.FINALISTS, refine: bool = True,
+               stop: Callable[[], bool] | None = None) -> SweepResult:
+        """The best variants of a space of hundreds for a share of sweeping them all (workbench.run.search):
+        a preview calibrated on a few real anchors, then real rounds on a sample of the corpus and on the
+        whole that drop what the paired evidence puts behind the best; a SweepResult of the last round,
+        with its `race`. `space`: {"strategies": {"fixed": {"size": "64:512:64"}}, "retrievers": [...]},
+        a JSON or YAML file of that, or a list of variants. budget: the share of the full sweep's embedding
+        it may spend. How often its best is in the full sweep's tied set: bench/search.md."""
+        return searching.search(self, space, metric=metric, k=k, budget=budget, seed=seed, finalists=finalists,
+                                refine=refine, stop=stop)
+
     def estimate(self, variants: Sequence[Variant], **changes: Any) -> dict[str, estimates.Estimate]:
         """What `sweep(variants)` will embed and generate, and how long it will take, per model that
         runs a transformer (by model name; workbench.run.estimate). A warm grid costs file checks."""
@@ -254,7 +268,7 @@ class Session:
         """The variant's top-k hits for every question (its index loaded or built), e.g. to drill down."""
         e = model or self.embedder
         qvecs = e.encode([q.question for q in self.dataset.questions], desc="questions")
-        return search(self.store.get(variant, self.dataset, e), self.dataset.questions, qvecs, k, variant.stages,
+        return retrieve(self.store.get(variant, self.dataset, e), self.dataset.questions, qvecs, k, variant.stages,
                       self.settings.mode)
 
     def close(self) -> None:
@@ -308,6 +322,24 @@ def sweep_steps(dataset: Dataset, variants: Sequence[Variant], settings: Setting
     """`Session(dataset, ...).steps(variants)` in one call (see Session.steps)."""
     session = Session(dataset, settings, cache=store, models=models, embedder=embedder, progress=progress, **changes)
     return session.steps(variants, stop=stop)
+
+
+def search(dataset: Dataset, space: searching.Space | Mapping[str, Any] | str | Path | Sequence[Variant], *,
+           models: Sequence[ModelSpec] | None = None, store: IndexStore | str | Path = CACHE_DIR,
+           progress: bool = True, engine: str | Engine | None = None, **how: Any) -> SweepResult:
+    """`Session(dataset, ...).search(space, **how)` in one call (`wb.search`), with the models the
+    space names (else `models`, else the bundled one):
+
+        result = wb.search(wb.load_dataset("data/chroma_small"),
+                           {"strategies": {"fixed": {"size": "64:512:64", "overlap": [0, 32]},
+                                           "recursive": {"size": "64:512:64"}}, "retrievers": ["dense", "hybrid"]})
+        result.verdict().headline(), result.race
+    """
+    if not isinstance(space, Sequence) or isinstance(space, str):
+        space = searching.Space.of(space)
+        models = list(space.models) or models
+    with Session(dataset, cache=store, models=models, engine=engine, progress=progress) as session:
+        return session.search(space, **how)
 
 
 def audit(dataset: Dataset, variants: Sequence[Variant], *, embedder: Embedder | None = None,

@@ -1,0 +1,192 @@
+"""How often the search (workbench.run.search) finds what sweeping the whole space finds, and at what cost.
+
+On each dataset a space of SPACE's 216 variants (36 chunkings x 3 retrievers x contextual header or not)
+is swept whole, cold, in its own cache: the exhaustive answer is its tied set at recall@5 (every variant
+whose paired bootstrap interval to the top holds 0, workbench.evaluation.stats.ranking_ties). Then the
+search runs, cold in a cache of its own for seed 0 (its wall time and texts embedded against the
+exhaustive sweep's), and with seeds 1.. on a random SUBSPACE share of the space each (warm: the
+exhaustive sweep's cache), scored against the exhaustive tied set of the same subspace. A search's
+cost in texts is what it embedded for real, counted per chunking and corpus as the search counts it
+(the race's texts column: a chunking measured on the sample and again on the whole corpus counts twice); the
+exhaustive sweep's is every embedding chunking's chunks. Beside it, a random search given the same
+texts: random variants measured on the whole corpus until their chunkings' texts reach the search's,
+its best by mean taken.
+
+Run from the repo root: python -m bench.search [--seeds N] [--only NAME ...] (the shared datasets when
+../shared is there). Writes bench/search.md after each dataset; results/bench_search/ holds the caches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import time
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+import workbench as wb
+from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, table
+from workbench.dataset import Dataset
+from workbench.evaluation import stats
+from workbench.run.search import Space
+
+SPACE = {"strategies": {"fixed": {"size": "32:256:32", "overlap": [0, 16], "tokenizer": "model"},
+                        "recursive": {"size": "32:256:32", "tokenizer": "model"},
+                        "sentence": {"size": "32:256:32", "tokenizer": "model"},
+                        "semantic": {"breakpoint_percentile": "80:95:5", "max_size": 238, "tokenizer": "model"}},
+         "retrievers": ["dense", "hybrid", "bm25"], "contextual_header": [False, True]}
+K = 5
+SUBSPACE = 0.85  # each seeded run searches this share of the space, drawn by its seed
+ROOT = REPO / "results" / "bench_search"
+
+
+def datasets(only: list[str]) -> dict[str, Dataset]:
+    """The bundled corpora, then the shared ones when ../shared is there: SQuAD and QMSum subsets and
+    PubMed's long paper text with its short answers (chroma_general)."""
+    out = {"chroma_small": lambda: wb.load_dataset(SMALL), "mixed (docs and code)": lambda: wb.load_dataset(
+        REPO / "data" / "mixed")}
+    if SHARED.is_dir():
+        def squad() -> Dataset:
+            d = wb.load_dataset(SHARED / "squad_v11_dev")
+            return d.select(doc_ids=[x.doc_id for x in d.documents[:6]])
+
+        def qmsum() -> Dataset:
+            d = wb.load_dataset(SHARED / "qmsum_val")
+            return d.select(doc_ids=[x.doc_id for x in d.documents[:5]])
+
+        out |= {"squad_v11_dev[6]": squad, "qmsum_val[5]": qmsum,
+                "pubmed (chroma_general)": lambda: wb.load_dataset(SHARED / "chroma_general").select(
+                    doc_ids=["pubmed"])}
+    return {name: make() for name, make in out.items() if not only or name.split()[0] in only}
+
+
+def texts_of(result: wb.SweepResult, keys: list[str]) -> int:
+    """Texts a cold sweep of `keys` embeds: the chunks of each distinct chunking that embeds."""
+    v = result.variants.set_index("key").loc[keys]
+    specs = {k: result.variant(k) for k in keys}
+    seen: dict[str, int] = {}
+    for k in keys:
+        if specs[k].embeds:
+            seen.setdefault(specs[k].chunking_key, int(v.loc[k, "chunks"]))
+    return sum(seen.values())
+
+
+def tied(per_question: pd.DataFrame) -> set[str]:
+    ties = stats.ranking_ties(per_question, "recall", K)
+    return set(ties.loc[ties["tied_with_top"], "key"])
+
+
+def random_search(full: wb.SweepResult, keys: list[str], texts: int, rng: random.Random) -> str:
+    """The best by mean of random variants measured until their texts reach `texts` (one at least)."""
+    means = full.ranking("recall", K).set_index("key")["mean"]
+    order = keys[:]
+    rng.shuffle(order)
+    picked: list[str] = []
+    for key in order:
+        if picked and texts_of(full, [*picked, key]) > texts:
+            continue
+        picked.append(key)
+    return max(picked, key=lambda k: means[k])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=8, help="searches per dataset (the first cold)")
+    p.add_argument("--only", nargs="*", default=[], help="datasets by first word (chroma_small, mixed, ...)")
+    args = p.parse_args()
+    start = Start()
+    variants = Space.of(SPACE).variants().variants
+    rows, runs, previews = [], [], []
+    for name, ds in datasets(args.only).items():
+        folder = ROOT / name.split()[0]
+        timing = folder / "exhaustive_seconds.json"  # the cold sweep's time, kept so a re-run of the study reuses it
+        if not timing.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+        t0 = time.perf_counter()
+        with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
+            full = s.sweep(variants)
+        if not timing.is_file():
+            timing.write_text(json.dumps(time.perf_counter() - t0))
+        full_s = json.loads(timing.read_text())
+        shutil.rmtree(folder / "search0", ignore_errors=True)
+        print(name, f"exhaustive {full_s:.0f} s", flush=True)
+        every = list(full.keys)
+        full_texts = texts_of(full, every)
+        with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
+            preview = s.preview(variants)  # the preview alone, as `sweep --preview` ranks: its own tied set
+        real_best = full.ranking("recall", K)["key"].iloc[0]
+        for seed in range(args.seeds):
+            rng = random.Random(seed)
+            keys = every if seed == 0 else sorted(rng.sample(every, round(SUBSPACE * len(every))), key=every.index)
+            cache = folder / "search0" if seed == 0 else folder / "full"
+            t0 = time.perf_counter()
+            with wb.Session(ds, cache=cache, ks=(K,), budgets=(), progress=False) as s:
+                found = s.search([full.variant(k) for k in keys], k=K, seed=seed)
+            took = time.perf_counter() - t0
+            best = found.ranking("recall", K)["key"].iloc[0]
+            pq = full.per_question[full.per_question["key"].isin(keys)]
+            if best not in keys:  # a refined variant: judged against the exhaustive rows
+                pq = pd.concat([pq, found.per_question[found.per_question["key"] == best]], ignore_index=True)
+            truth = tied(pq)
+            texts = int(found.race["texts"].sum())
+            sub_texts = texts_of(full, keys)
+            rand = random_search(full, keys, texts, rng)
+            if seed == 0:  # the preview's error on the whole space, before and after the search calibrates it
+                first = found.race[found.race["round"] == 1].set_index("key")
+                real = full.ranking("recall", K).set_index("key")["mean"]
+                own = preview.ties("recall", K)
+                tied_own = set(own.loc[own["tied_with_top"], "key"])
+                previews.append([name, f"{spearmanr(first['mean'], real[first.index]).statistic:.2f}",
+                                 f"{spearmanr(first['corrected'], real[first.index]).statistic:.2f}",
+                                 len(tied_own), real_best in tied_own,
+                                 int((first["status"] == "kept").sum()), first.loc[real_best, "status"] == "kept",
+                                 f"{int(own.set_index('key').loc[real_best, 'rank'])} of {len(own)}"])
+            runs.append({"dataset": name, "seed": seed, "candidates": len(keys), "best": found.label_of(best),
+                         "in_tied_set": best in truth, "tied_set": len(truth), "texts": texts,
+                         "texts_share": texts / sub_texts, "random_in_tied_set": rand in truth,
+                         "wall_s": took, "last_round": len(found.keys)})
+            print(runs[-1], flush=True)
+        r = pd.DataFrame([x for x in runs if x["dataset"] == name])
+        cold = r.iloc[0]
+        rows.append([name, len(ds.documents), len(ds.questions), f"{ds.n_chars:,}", len(every),
+                     f"{r['in_tied_set'].mean():.2f} ({r['in_tied_set'].sum()}/{len(r)})",
+                     f"{r['random_in_tied_set'].mean():.2f}", f"{r['tied_set'].mean():.1f}",
+                     f"{r['texts_share'].mean():.3f}", f"{cold['wall_s']:.0f} / {full_s:.0f} = "
+                     f"{cold['wall_s'] / full_s:.3f}", f"{full_texts:,}"])
+        write(start, rows, runs, previews)
+
+
+def write(start: Start, rows: list[list[object]], runs: list[dict[str, object]], previews: list[list[object]]) -> None:
+    n = len(Space.of(SPACE).variants().variants)
+    text = (header("Search against the exhaustive sweep", start)
+            + f"\nThe space: {n} variants ({SPACE}); recall@{K}; the search's defaults (budget 0.2, 5 anchors, "
+            f"5 finalists, alpha 0.05, refining on). Seed 0 searches the whole space cold in its own cache; "
+            f"seeds 1.. search a random {SUBSPACE:.0%} of it each, warm. 'in tied set': how often the search's best "
+            "is in the exhaustive sweep's tied set of the same candidates (the variants the questions cannot tell "
+            "from its top); 'random': a random search given the same texts; 'texts': what the search embedded "
+            "against the exhaustive sweep of the same candidates; wall: seed 0 cold, search / exhaustive.\n\n"
+            + table(["dataset", "documents", "questions", "characters", "variants", "in tied set", "random",
+                     "tied set size", "texts (share)", "wall s (cold)", "exhaustive texts"], rows)
+            + "\n\n## The preview's error, and the search's calibration of it\n\nSeed 0, the whole space: Spearman's "
+            f"rho of the preview's recall@{K} against the real one, raw and as the search corrects it (a line in log2 "
+            "tokens per chunk fitted on its anchors, whose own real scores stand in); the preview's own tied set "
+            "(`sweep --preview`) and whether it holds the real best; the candidates the search kept past its "
+            "preview and whether they hold it; the real best's rank in the raw preview.\n\n"
+            + table(["dataset", "rho raw", "rho corrected", "preview's tied set", "holds the real best",
+                     "kept past the preview", "holds the real best", "real best's preview rank"], previews)
+            + "\n\n## Every run\n\n"
+            + table(["dataset", "seed", "candidates", "search's best", "in tied set", "tied set", "texts",
+                     "texts share", "random in tied set", "wall s", "last round"],
+                    [[x["dataset"], x["seed"], x["candidates"], x["best"], x["in_tied_set"], x["tied_set"], x["texts"],
+                      f"{x['texts_share']:.3f}", x["random_in_tied_set"], f"{x['wall_s']:.0f}", x["last_round"]]
+                     for x in runs]) + "\n")
+    (BENCH / "search.md").write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
