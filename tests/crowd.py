@@ -102,12 +102,13 @@ def answers(result: SweepResult, n: int = 3) -> Answers:
 
 def race(result: SweepResult, candidates: int = 300, seed: int = 0) -> pd.DataFrame:
     """A search's race (workbench.run.search.RACE_COLUMNS) over `candidates`, ending with `result`'s
-    first five variants: the preview drops all but 30 (12 past the budget, the rest below the tied
+    five best by recall: the preview drops all but 30 (12 past the budget, the rest below the tied
     set), the sample's round 15 as worse and 10 as not among the five best, the whole corpus one of
-    the five as worse; four finish, the first variant best."""
+    the five as worse; four finish, the best first."""
     rng = np.random.default_rng(seed)
-    keys = [*result.keys, *(f"c{i:04d}" for i in range(candidates - len(result.keys)))]
-    labels = [*result.labels, *(f"fixed(size={16 + i}, overlap=0)" for i in range(candidates - len(result.keys)))]
+    ranked = result.ranking()
+    keys = [*ranked["key"], *(f"c{i:04d}" for i in range(candidates - len(ranked)))]
+    labels = [*ranked["variant"], *(f"fixed(size={16 + i}, overlap=0)" for i in range(candidates - len(ranked)))]
     score = np.r_[np.linspace(0.9, 0.8, 5), rng.uniform(0.3, 0.78, candidates - 5)]
     order = np.argsort(-score, kind="stable")
     rows = []
