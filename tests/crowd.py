@@ -1,8 +1,9 @@
 """A 40-variant result without a model, as the trial's grid was (four strategies, sizes, three
 retrievers): its scores drawn at random, so the figures and the report are tested at a realistic
 grid in seconds. Each retriever of one chunking shares its chunks, so its precision_omega too.
-With it, answers an LLM might have given (no LLM runs), and what a crowded figure is checked with:
-the hues a panel draws."""
+With it, answers an LLM might have given (no LLM runs), the race a search of 300 candidates might
+have run to end with some of its variants, and what a crowded figure is checked with: the hues a
+panel draws."""
 
 from __future__ import annotations
 
@@ -97,6 +98,40 @@ def answers(result: SweepResult, n: int = 3) -> Answers:
     config = {"llm": "qwen2.5-0.5b", "max_tokens": 64, "context_tokens": 1024, "encoding": "cl100k_base",
               "ranked_by": "recall@5", "confidence": 0.95}
     return Answers(table, per_question, config)
+
+
+def race(result: SweepResult, candidates: int = 300, seed: int = 0) -> pd.DataFrame:
+    """A search's race (workbench.run.search.RACE_COLUMNS) over `candidates`, ending with `result`'s
+    five best by recall: the preview drops all but 30 (12 past the budget, the rest below the tied
+    set), the sample's round 15 as worse and 10 as not among the five best, the whole corpus one of
+    the five as worse; four finish, the best first."""
+    rng = np.random.default_rng(seed)
+    ranked = result.ranking()
+    keys = [*ranked["key"], *(f"c{i:04d}" for i in range(candidates - len(ranked)))]
+    labels = [*ranked["variant"], *(f"fixed(size={16 + i}, overlap=0)" for i in range(candidates - len(ranked)))]
+    score = np.r_[np.linspace(0.9, 0.8, 5), rng.uniform(0.3, 0.78, candidates - 5)]
+    order = np.argsort(-score, kind="stable")
+    rows = []
+
+    def add(i: int, round_: int, stage: str, documents: int, mean: float, status: str, reason: str = "",
+            corrected: float = np.nan) -> None:
+        rows.append({"key": keys[i], "variant": labels[i], "model": "MiniLM", "round": round_, "stage": stage,
+                     "documents": documents, "metric": "recall", "k": 5, "mean": mean, "ci_low": mean - 0.05,
+                     "ci_high": mean + 0.05, "corrected": corrected, "status": status, "reason": reason})
+
+    for rank, i in enumerate(order):
+        reason = "" if rank < 30 else "past the budget after the preview" if rank < 42 else \
+            f"below the calibrated tied set (corrected {score[i]:.3f}, best 0.900, preview error left 0.020)"
+        add(i, 1, "preview", 20, score[i] - 0.03, "dropped" if reason else "kept", reason, score[i])
+    for rank, i in enumerate(order[:30]):
+        reason = "" if rank < 5 else "not among the 5 best left for the whole corpus" if rank < 15 else \
+            f"worse than the best on the same questions (behind {labels[0]} by 0.100, p_holm 0.001 <= 0.025)"
+        add(i, 2, "real", 20, score[i] + 0.01, "dropped" if reason else "kept", reason)
+    for rank, i in enumerate(order[:5]):
+        worse = rank == 4
+        add(i, 3, "whole corpus", 40, score[i], "dropped" if worse else "final",
+            "worse than the best on the same questions (behind it by 0.100, p_holm 0.01 <= 0.025)" * worse)
+    return pd.DataFrame(rows)
 
 
 def colours_drawn(ax: Axes) -> set[str]:

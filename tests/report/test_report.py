@@ -507,3 +507,30 @@ def test_a_forty_variant_report_says_which_rows_each_table_shows_and_stars_the_h
         assert starred and all(r.startswith('<tr class="headline">') for r in starred), t[:300]
         assert all(label in r.replace("<wbr>", "") for r in starred)
         assert sum(r.startswith('<tr class="headline">') for r in rows) == len(starred)
+
+
+def test_a_search_gets_a_search_section_with_its_race_and_a_sweep_none(tmp_path: Path) -> None:
+    """A search's result (SweepResult.race, here tests/crowd.py's race of 300 candidates ending with four
+    of forty's) gets "Search": the race figure at both widths, the exits of each round counted by why,
+    the finalists (the headline starred) and every candidate's exit; the same result without a race
+    has none of it."""
+    forty = crowd.forty()
+    searched = replace(forty, race=crowd.race(forty))
+    paths = report.export(searched, tmp_path / "search", figures={}, store=tmp_path / "cache")
+    text = paths["report"].read_text(encoding="utf-8")
+    section = text[text.index('<section id="search">'):]
+    section = section[:section.index("</section>")]
+    assert '<figure id="figure-race"><picture><source media="(max-width: 700px)"' in section
+    assert len(list((tmp_path / "cache" / "figures").glob("*.png"))) == 2  # the race, wide and narrow, cached
+    rounds = re.findall(r"<tr>\s*<th>(\d\. [^<]+)</th>\s*<td>(.*?)</td>\s*<td>(.*?)</td>.*?<td>([^<]*)</td>\s*</tr>",
+                        section, re.S)
+    assert rounds == [("1. preview", "20", "300", "258: below the calibrated tied set; 12: past the budget after "
+                       "the preview"),
+                      ("2. real", "20", "30", "15: worse than the best on the same questions; 10: not among the 5 "
+                       "best left for the whole corpus"),
+                      ("3. whole corpus", "40", "5", "1: worse than the best on the same questions")]
+    best = verdict(searched).best
+    assert f"{STAR}{forty.label_of(best)}" in html.unescape(section.replace("<wbr>", ""))
+    assert "Every candidate's exit (300)" in section
+    plain = report.export(forty, tmp_path / "sweep", figures={}).get("report").read_text(encoding="utf-8")
+    assert 'id="search"' not in plain and "figure-race" not in plain

@@ -31,7 +31,7 @@ from workbench.run.grid import GridSpec
 from workbench.run.session import sweep
 from workbench.variant import Variant
 from workbench.widgets import Sweeper, sweeper
-from workbench.widgets.state import Redraw
+from workbench.widgets.state import Redraw, SearchRun
 
 KS = (1, 3)
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -103,8 +103,8 @@ def test_scrub_only_rehighlights_and_moves_the_chunk_viewer(swept: tuple[Sweeper
     assert sw.pictures == pictures  # the same bases: nothing was rebuilt
     # every default budget (256+ tokens) holds the whole tiny corpus: the budget curves coincide, so
     # there the ring moves onto the same points; it is drawn all the same
-    # (one model: no by-model figure)
-    assert all(sw.images[n].value != images[n] for n in images if n not in ("budgets", "by_model"))
+    # (one model: no by-model figure; a sweep, not a search: no race)
+    assert all(sw.images[n].value != images[n] for n in images if n not in ("budgets", "by_model", "race"))
     assert sw.viewer.value != viewer
     assert sw.pictures["budgets"].png(first) == sw.images["budgets"].value != sw.pictures["budgets"].png(None)
     assert sw.result.label_of(first) in sw.viewer.value and EVIDENCE in sw.viewer.value
@@ -415,3 +415,52 @@ def test_a_saved_cli_run_opens_in_the_sweeper_by_its_folder(tiny: Dataset, embed
     assert sw.settings.ks == (1, 3, 5) and list(sw.k.options) == [1, 3, 5]
     with pytest.raises(ValueError, match=r"swept at ks \[1, 3, 5\], without \[10\] of the ks asked for"):
         sweeper(session, result=tmp_path / "run", ks=(1, 10))
+
+
+def test_a_search_its_budget_cannot_buy_says_why_on_the_message_line(tiny: Dataset, fake_embedder: Embedder,
+                                                                      store: Path) -> None:
+    sw = Sweeper(tiny, fake_embedder, store, ks=KS, background=False, restore=False)
+    sw.ranges["size"].value = "16, 32"
+    sw.search_button.click()
+    assert isinstance(sw.run, SearchRun) and sw.run.error and sw.run.error.startswith("ValueError: budget 0.2 buys")
+    assert 'color:#b00020' in sw.message.value and "raise it to at least" in sw.message.value
+    assert sw.result is None and not sw.search_button.disabled and not sw.run_button.disabled
+    assert sw.stop_button.disabled and sw.progress.value.startswith("0/1 searches") and "failed" in sw.progress.value
+
+
+@pytest.fixture(scope="module")
+def searched(tiny: Dataset, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Sweeper:
+    """Eight sizes searched from the Search button with the real model (the preview's token pass needs it)."""
+    sw = Sweeper(tiny, embedder, tmp_path_factory.mktemp("search"), ks=KS, background=False, restore=False)
+    sw.ranges["size"].value = "16:128:16"
+    sw.search_budget.value = 1.0
+    sw.search_button.click()
+    return sw
+
+
+def test_search_races_the_grid_shows_its_finalists_and_draws_its_race(searched: Sweeper, tmp_path: Path) -> None:
+    sw = searched
+    assert sw.run is not None and sw.run.error is None and sw.run.stopped_at is None
+    race = sw.result.race
+    assert race is not None and set(race["key"]) >= set(sw.result.keys)
+    assert set(race.loc[race["status"] == "final", "key"]) <= set(sw.result.keys) and (race["k"] == sw.k.value).all()
+    assert "searching 8 variants" in sw.message.value
+    assert "estimate: the search embeds at most 100% of what sweeping the 8 variants would: all-MiniLM" \
+        in html.unescape(sw.message.value)
+    assert sw.progress.value.startswith("1/1 searches")
+    assert sw.tabs.get_title(5) == "race" and bytes(sw.images["race"].value).startswith(PNG)
+    assert sw.notes["race"].value == "" and bytes(sw.images["overview"].value).startswith(PNG)
+    sw.folder.value = str(tmp_path / "out")
+    text = sw.export()["report"].read_text(encoding="utf-8")
+    assert 'id="search"' in text and text.count('id="figure-race"') == 1
+
+
+def test_stop_ends_a_search_between_its_rounds(tiny: Dataset, embedder: Embedder, searched: Sweeper) -> None:
+    sw = Sweeper(tiny, embedder, searched.store, ks=KS, background=False, restore=False)
+    sw.ranges["size"].value = "16:128:16"
+    sw.search_budget.value = 1.0
+    real = sw._on_step
+    sw._on_step = lambda run: (run.stop(), real(run))  # Stop pressed as soon as the estimate is said
+    sw.search_button.click()
+    assert sw.run.stopped_at and "the search was stopped after the preview" in sw.run.stopped_at
+    assert "stopped: " in sw.message.value and sw.run.error is None and sw.result is None

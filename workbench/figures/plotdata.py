@@ -284,3 +284,47 @@ def _with_param(result: SweepResult, keys: Sequence[str], params: Sequence[str])
     has = rows[list(params)].notna().all(axis=1)
     return rows[has], int((~has).sum())
 
+
+
+# --- a search's race (workbench.run.search) --------------------------------------------------------
+
+
+def exit_kind(reason: str) -> str:
+    """Why a candidate left a search's race, without its numbers: a reason up to its details in parentheses."""
+    return reason.split(" (", 1)[0]
+
+
+def race_points(race: pd.DataFrame) -> pd.DataFrame:
+    """The race's rows in round order with what the race figure draws: `score` (the preview's corrected
+    score where there is one, else the mean) and `last` (the candidate's last round: where it left or finished)."""
+    rows = race.sort_values("round", kind="stable").reset_index(drop=True)
+    last = rows.groupby("key")["round"].transform("max") == rows["round"]
+    return rows.assign(score=rows["corrected"].fillna(rows["mean"]), last=last)
+
+
+def race_rounds(race: pd.DataFrame) -> pd.DataFrame:
+    """One row per round of a race, in order: round, stage, documents, entered (candidates scored in it),
+    new (of those, scored first in it: the leader's neighbours a search adds), dropped (those that left
+    in it), final (those that finished in it)."""
+    rows = race_points(race)
+    first = rows.groupby("key")["round"].transform("min") == rows["round"]
+    return (rows.assign(new=first & (rows["round"] > rows["round"].min()))
+            .groupby("round", sort=True)
+            .agg(stage=("stage", "first"), documents=("documents", "first"), entered=("key", "size"),
+                 new=("new", "sum"), dropped=("status", lambda s: int((s == "dropped").sum())),
+                 final=("status", lambda s: int((s == "final").sum())))
+            .reset_index())
+
+
+def race_title(rounds: pd.DataFrame) -> str:
+    """ "candidates per round: 300 -> 30 (+2 new) -> 5": how the race narrowed (`race_rounds`)."""
+    counts = [f"{r.entered}" + (f" (+{r.new} new)" if r.new else "") for r in rounds.itertuples(index=False)]
+    return "candidates per round: " + " \u2192 ".join(counts)
+
+
+def race_finalists(race: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the candidates that finished, best first by their last round's mean (lowest for a cost)."""
+    final = race[race["status"] == "final"]
+    metric = str(final["metric"].iloc[0]) if len(final) else RECALL
+    sign = 1 if stats.lower_is_better(metric) else -1
+    return final.sort_values("mean", key=lambda m: sign * m, kind="stable").reset_index(drop=True)

@@ -62,10 +62,12 @@ from workbench.figures.plotdata import (
     has_budgets,
     overview_panels,
 )
+from workbench.figures.race import race
 
-# the figures of a result, as `wb.plots` offers them (those against parameters drawn in figures/params.py)
+# the figures of a result, as `wb.plots` offers them (those against parameters drawn in figures/params.py, a
+# search's race in figures/race.py)
 __all__ = ["budget_curves", "by_group", "by_model", "by_parameter", "figure_to_png_bytes", "heatmap", "mark",
-           "metric_curves", "overview", "variant_markers"]
+           "metric_curves", "overview", "race", "variant_markers"]
 
 _WRAP = 32  # characters per line of a variant label on a bar chart axis
 

@@ -155,8 +155,11 @@ def _content_key(result: SweepResult) -> str:
     # nor what it computed, when, or the command that ran it (its --out): none of it is drawn
     drawn = result.provenance.with_(computed=Computed(), date="", command=None).config()
     h.update(json.dumps(drawn, sort_keys=True, default=str).encode())
+    if result.race is not None:  # a search's race, which the race figure draws
+        h.update(result.race.to_csv(index=False).encode())
     # their files: importing them imports matplotlib
-    drawing = [Path(importlib.util.find_spec(f"workbench.figures.{m}").origin) for m in ("plots", "draw", "params")]
+    drawing = [Path(importlib.util.find_spec(f"workbench.figures.{m}").origin)
+               for m in ("plots", "draw", "params", "race")]
     h.update(source_fingerprint(*drawing, plotdata, sys.modules[__name__]).encode())
     h.update(importlib.metadata.version("matplotlib").encode())
     return h.hexdigest()
@@ -204,4 +207,13 @@ def by_group_png(result: SweepResult, groups: Mapping[str, str], table: pd.DataF
     png = _cached_png(cache, content, partial(_draw, "by_group", result, groups, metric, k, table=table,
                                              width=width, short_ids=True), dpi)
     assert png is not None  # plots.by_group always draws
+    return png
+
+
+def race_png(result: SweepResult, dpi: int, width: float = FIGURE_WIDTH, cache: str | Path | None = None) -> bytes:
+    """The race of a search's result (workbench.figures.race) `width` inches wide, as PNG; read back
+    from `cache` when drawn before from the same content (as `default_pngs`; the race is part of it)."""
+    content = "" if cache is None else f"{_content_key(result)}race{dpi}{width}"
+    png = _cached_png(cache, content, partial(_draw, "race", result.race, width=width), dpi)
+    assert png is not None  # a race always draws
     return png

@@ -24,8 +24,8 @@ from workbench.evaluation import stats
 from workbench.figures import plotdata
 from workbench.models.base import model_fingerprint
 from workbench.models.embed import default_model_path
-from workbench.report.figures import NARROW_WIDTH, by_group_png, describe_figure
-from workbench.report.tables import DASH, cell, compact_table, p_best_table, summary_table, variants_text
+from workbench.report.figures import NARROW_WIDTH, by_group_png, describe_figure, race_png
+from workbench.report.tables import DASH, cell, compact_table, p_best_table, race_exits, summary_table, variants_text
 from workbench.results.approximate import approximation
 from workbench.results.verdict import TRUNCATED_SHARE, sweep_warnings, truncated_share, truncation_warning
 
@@ -72,6 +72,7 @@ th {{ background: #f4f4f4; white-space: normal; }}
 .dataframe tbody th {{ font-weight: normal; }}
 th:first-child {{ text-align: left; }}
 td.text {{ white-space: normal; min-width: 12em; }}
+#search td {{ white-space: normal; }} #search .dataframe td:last-child {{ text-align: left; min-width: 14em; }}
 tr.headline > td, tr.headline > th {{ font-weight: 600; background: #fff8e1; }}
 tr.truncated > td {{ background: #fef3f2; }} td.flag {{ color: #b42318; font-weight: 600; }}
 p.rows {{ color: #444; margin: 0.8em 0 0.2em; }}
@@ -135,6 +136,7 @@ def write_page(out: IO[str], result: SweepResult, figures: Mapping[str, Figure |
         for name, fig in figures.items():
             out.write(_figure(result, name, fig, narrow.get(name), dpi))
         out.write("</section>\n")
+    out.write(_search(result, dpi, figure_cache, best))
     k = v.k or result.default_k if v is not None else result.default_k
     out.write(_scores(result, k, best))
     out.write(_approximate(result, k, best))
@@ -443,6 +445,45 @@ def _scores(result: SweepResult, k: int, best: str | None) -> str:
             f"{_table(summary_table(result), headline)}</details>"
             f"<details><summary>P(best) of every metric at every k (fewer context tokens is better): {every}"
             f"</summary>\n{_table(p_best_table(result, ranked), headline)}</details></section>\n")
+
+
+def _search(result: SweepResult, dpi: int, cache: Path | None, best: str | None) -> str:
+    """How a search (workbench.run.search) came to this result's variants: its race drawn, the exits of
+    each round counted by why, the finalists, and every candidate's exit, collapsed; "" for a sweep."""
+    race = result.race
+    if race is None or race.empty:
+        return ""
+    rows = plotdata.race_points(race)
+    at = html.escape(f"{rows['metric'].iloc[0]}@{rows['k'].iloc[0]}")
+    figure = _picture(race_png(result, dpi, cache=cache), race_png(result, dpi, NARROW_WIDTH, cache), dpi,
+                      "the search's race")
+    finalists = plotdata.race_finalists(race)
+    final = "".join(f'<tr{_marked(0, r.key == best)}><td class="label">{STAR * (r.key == best)}{_label(str(r.variant))}'
+                    f"</td><td>{cell(r.mean, r.ci_low, r.ci_high, 3)}</td></tr>\n"
+                    for r in finalists.itertuples(index=False))
+    exits = rows[rows["last"]].sort_values(["round", "score"], ascending=[True, False], kind="stable")
+    every = pd.DataFrame({"left in round": [f"{r.round}. {r.stage}" for r in exits.itertuples(index=False)],
+                          "status": exits["status"].tolist(),
+                          f"{at} there": [f"{x:.3f}" for x in exits["score"]],
+                          "why": [r or DASH for r in exits["reason"].fillna("")]}).set_axis(exits["variant"].tolist())
+    return ('<section id="search"><h2>Search</h2>\n<p>This result is the last round of a search '
+            "(workbench.run.search): every candidate scored first by a preview (its score corrected by anchors "
+            "measured for real), then the survivors measured for real on a sample of the corpus, then, unless "
+            "the sample was the whole corpus, the best few on all of it. A candidate left the race when the "
+            "paired evidence put it behind the best, when its corrected preview could not reach the best, when "
+            "it was not among the best few left for the whole corpus, or when the budget ran out.</p>\n"
+            f'<figure id="figure-race">{figure}<figcaption>x: the rounds, with the documents scored and the '
+            f"candidates that entered; y: mean {at} (the preview's corrected score). A faint line per candidate "
+            "through the rounds it was scored in, a grey x where it left; the finalists in colour, the best "
+            "numbered and named below, the star the best of the last round.</figcaption></figure>\n"
+            + _rows(f"One row per round ({len(plotdata.race_rounds(race))}): who entered, who left and why "
+                    "(counted by reason), who went on.")
+            + _table(race_exits(race))
+            + _rows(f"The finalists ({len(finalists)}), the best of the last round first{_headline(best)}.")
+            + f'<div class="scroll"><table>\n<tr><th>variant</th><th>{at}, last round</th></tr>\n{final}'
+            "</table></div>\n"
+            f"<details><summary>Every candidate's exit ({len(exits)}): the round it left or finished in, its score "
+            f"there and why</summary>\n{_table(every)}</details></section>\n")
 
 
 def _grouped_by(dataset: Dataset) -> tuple[str, str]:

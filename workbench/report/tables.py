@@ -11,6 +11,7 @@ import pandas as pd
 
 from workbench.core.params import short_value
 from workbench.evaluation import metrics, stats
+from workbench.figures import plotdata
 
 if TYPE_CHECKING:
     from workbench.results.result import SweepResult
@@ -141,3 +142,21 @@ def _cost_text(value: Any) -> str:
     if isinstance(value, float) and math.isnan(value):
         return DASH
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def race_exits(race: pd.DataFrame) -> pd.DataFrame:
+    """A search's race (SweepResult.race) round by round, indexed by "round. stage": the documents it
+    was scored on, the candidates that entered it (and of them new, the leader's neighbours), those
+    that went on and finished, and last those that left it counted by why (plotdata.exit_kind, the most first)."""
+    rows = plotdata.race_points(race)
+    out = []
+    for r in plotdata.race_rounds(race).itertuples(index=False):
+        left = rows[(rows["round"] == r.round) & (rows["status"] == "dropped")]
+        kinds = left["reason"].fillna("").map(plotdata.exit_kind).value_counts()
+        out.append({"round": f"{r.round}. {r.stage}", "documents": f"{r.documents:,}",
+                    "entered": f"{r.entered}" + (f" (+{r.new} new)" if r.new else ""),
+                    "went on": str(int(((rows["round"] == r.round) & ~rows["last"]).sum())),
+                    "finished": str(r.final) if r.final else DASH,
+                    "left, by why": "; ".join(f"{n}: {kind or 'no reason given'}" for kind, n in kinds.items())
+                    or DASH})
+    return pd.DataFrame(out).set_index("round").rename_axis(None)

@@ -49,10 +49,11 @@ class SweepResult:
                   encoding, mode, confidence, preview, ann), the grid, versions, date and what the run
                   computed (workbench.results.provenance); saved as config.json
     race:         for a search's result (workbench.run.search), one row per candidate per round it was
-                  scored in: [key, variant, model, round, stage, documents, mean, ci_low, ci_high,
-                  corrected, texts, status, reason] (texts: the chunks its round embedded for its chunking
-                  first, so the column sums to what the search embedded; status "kept", "dropped" or
-                  "final"; reason says why it left); None for a sweep
+                  scored in: [key, variant, model, round, stage, documents, metric, k, mean, ci_low,
+                  ci_high, corrected, texts, status, reason] (texts: the chunks its round embedded for its
+                  chunking first, so the column sums to what the search embedded; status "kept", "dropped"
+                  or "final"; reason says why it left: its kind, then its details in parentheses); None
+                  for a sweep
 
     A row has one kind of cut-off: k > 0 and budget = 0 for a metric at k; k = 0 and budget > 0
     (context tokens, counted in the settings' budget_encoding) for a metric at an equal context

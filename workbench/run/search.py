@@ -49,6 +49,7 @@ from workbench.dataset import Dataset
 from workbench.evaluation import metrics, stats
 from workbench.models.choose import result_key
 from workbench.models.embed import Embedder
+from workbench.models.llm import Stopped
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
 from workbench.run.grid import Expansion, GridSpec
@@ -57,8 +58,8 @@ from workbench.variant import Variant
 if TYPE_CHECKING:
     from workbench.run.session import Session
 
-RACE_COLUMNS = ["key", "variant", "model", "round", "stage", "documents", "mean", "ci_low", "ci_high", "corrected",
-                "texts", "status", "reason"]
+RACE_COLUMNS = ["key", "variant", "model", "round", "stage", "documents", "metric", "k", "mean", "ci_low", "ci_high",
+                "corrected", "texts", "status", "reason"]
 SPACE_KEYS = ("strategies", "retrievers", "contextual_header", "late", "models")
 ANCHORS = 5  # real measurements that calibrate the preview: its best and the best of each size band
 FINALISTS = 5  # candidates measured on the whole corpus at the end (or kept past the preview at least)
@@ -170,8 +171,10 @@ def _listed(where: str, name: str, value: Any) -> list[Any]:
 
 @dataclass
 class _Race:
-    """The race so far: its rows, and the candidates still in it."""
+    """The race so far: its rows, each a candidate's `metric`@`k` in one round."""
 
+    metric: str
+    k: int
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, summary: pd.DataFrame, round_: int, stage: str, documents: int, status: Mapping[str, str],
@@ -179,7 +182,8 @@ class _Race:
             texts: Mapping[str, int] | None = None) -> None:
         for row in summary.itertuples(index=False):
             self.rows.append({"key": row.key, "variant": row.variant, "model": row.model, "round": round_,
-                              "stage": stage, "documents": documents, "mean": row.mean, "ci_low": row.ci_low,
+                              "stage": stage, "documents": documents, "metric": self.metric, "k": self.k,
+                              "mean": row.mean, "ci_low": row.ci_low,
                               "ci_high": row.ci_high, "corrected": (corrected or {}).get(row.key, np.nan),
                               "texts": (texts or {}).get(row.key, 0), "status": status.get(row.key, "kept"),
                               "reason": reason.get(row.key, "")})
@@ -235,7 +239,7 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
                          f"chunkings, below one round ({least:.1f}: the preview, {anchors} anchors"
                          f"{'' if whole else ' and a finalist on the whole corpus'}); raise it to at least "
                          f"{least / max(len(chunkings), 1):.2f}")
-    race, spent = _Race(), share  # the preview's token pass costs about one chunking
+    race, spent = _Race(metric, k), share  # the preview's token pass costs about one chunking
     on_sample = session.on(sample)
     reserve = 0.0 if whole else min(finalists, len(chunkings)) * (1 - share)  # the final round re-embeds the rest
 
@@ -245,6 +249,7 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
     tokens = _tokens_per_chunk(preview)
 
     # 2. calibrate on anchors measured for real
+    _go_on(stop, "the preview")
     embedding = [key for key in means.index if pairs[key][0].embeds]
     picked = _anchors(means, tokens, embedding, anchors)
     measured: dict[str, float] = {}  # texts per chunking measured on the sample
@@ -267,6 +272,7 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
              corrected.to_dict())
 
     # 3. race on the sample, refining the leader's numbers between
+    _go_on(stop, "the calibration")
     todo = [pairs[key] for key in chosen if key not in real_means.index]
     if todo:
         real = combine(real, _measure(on_sample, todo, stop))
@@ -281,14 +287,17 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
             real = combine(real, _measure(on_sample, new, stop))
             spent += share * _cost(real, pairs, measured, texts)
     dropped = _race(real, metric, k, alpha / 2)
+    alive = [key for key in _means(real, metric, k).index if key not in dropped]
+    if not whole:  # only the best `finalists` go on to the whole corpus
+        dropped |= {key: f"not among the {finalists} best left for the whole corpus" for key in alive[finalists:]}
+        alive = alive[:finalists]
     race.add(_summary_at(real, metric, k), 2, "real" if not whole else "real, whole corpus", len(sample.documents),
-             {key: "dropped" for key in dropped} | ({} if not whole else {key: "final" for key in real.keys
-                                                                         if key not in dropped}),
-             dropped, texts=texts)
+             {key: "dropped" for key in dropped} | ({} if not whole else dict.fromkeys(alive, "final")), dropped,
+             texts=texts)
     if whole:
         result = real
     else:  # 4. the finalists on the whole corpus
-        alive = [key for key in _means(real, metric, k).index if key not in dropped][:finalists]
+        _go_on(stop, "the race on the sample")
         result = _measure(session, [pairs[key] for key in alive], stop)
         whole_texts: dict[str, int] = {}
         _cost(result, pairs, {}, whole_texts)
@@ -302,6 +311,13 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
             f"{int(result.race['texts'].sum())} texts embedded for real")
     result.provenance = result.provenance.with_(notes=(*result.provenance.notes, note))
     return result
+
+
+def _go_on(stop: Callable[[], bool] | None, done: str) -> None:
+    """Between rounds: Stopped when `stop()` is true (a sweep asks it only between an LLM's generations);
+    what was measured is cached, so searching again resumes from it."""
+    if stop is not None and stop():
+        raise Stopped(f"the search was stopped after {done}; what it measured is cached")
 
 
 def _chunking(v: Variant, e: Embedder) -> tuple[str, str]:
@@ -434,7 +450,8 @@ def _race(result: SweepResult, metric: str, k: int, alpha: float) -> dict[str, s
     table = stats.against_best(result.per_question, metric, k, n_resamples=2000, seed=0,
                                confidence=result.confidence, cache=result.cache)
     worse = table[(table["p_holm"] <= alpha) & (table["diff"] * (-1 if stats.lower_is_better(metric) else 1) < 0)]
-    return {row.key: f"behind {row.best} by {-row.diff:.3f} (p_holm {row.p_holm:.3g} <= {alpha:g})"
+    return {row.key: f"worse than the best on the same questions (behind {row.best} by {-row.diff:.3f}, "
+                     f"p_holm {row.p_holm:.3g} <= {alpha:g})"
             for row in worse.itertuples(index=False)}
 
 

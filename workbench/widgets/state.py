@@ -9,11 +9,11 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -26,11 +26,13 @@ from workbench.evaluation.score_cache import ScoreCache
 from workbench.evaluation.settings import Settings
 from workbench.models.choose import result_key, variant_key
 from workbench.models.embed import Embedder
-from workbench.models.estimate import GenerationEstimate, generation_line
+from workbench.models.estimate import GenerationEstimate, duration, generation_line
 from workbench.models.llm import Stopped
 from workbench.results.combine import combine
 from workbench.results.result import SweepResult
+from workbench.run.estimate import Estimate
 from workbench.run.grid import GridSpec
+from workbench.run.search import BUDGET, search
 from workbench.run.session import Session
 from workbench.variant import Variant
 
@@ -150,6 +152,7 @@ class SweepRun:
     models: Sequence[Embedder] | None = None  # every variant is measured with each; None: the session's
     result: SweepResult | None = None  # earlier measurements; grows with every finished variant
     on_step: Callable[[SweepRun], None] | None = None
+    unit: ClassVar[str] = "variants"  # what `done` and `total` count
 
     def __post_init__(self) -> None:
         self.models = self.session.models if self.models is None else self.models
@@ -195,7 +198,7 @@ class SweepRun:
 
     def progress_text(self) -> str:
         left = self.seconds_left
-        text = (f"{self.done}/{self.total} variants · {self.embedded} texts embedded, {self.reused} reused · "
+        text = (f"{self.done}/{self.total} {self.unit} · {self.embedded} texts embedded, {self.reused} reused · "
                 f"{self.elapsed:.1f} s")
         if self.error:
             return text + " · failed"
@@ -211,13 +214,11 @@ class SweepRun:
         self.running, self._started = True, time.perf_counter()
         stats0 = self._texts()
         try:
-            steps = (step for embedder, variants in self.todo if variants
-                     for step in self.session.steps(variants, models=[embedder], stop=self._stop.is_set))
             if self.total and not self.stopped:
                 self._estimate()
                 last = self._started
-                for step in steps:
-                    self.result = step if self.result is None else combine([self.result, step])
+                for step in self._steps():
+                    self.result = self._merged(step)
                     now = time.perf_counter()
                     self.step_seconds.append(now - last)
                     last, self.done = now, self.done + 1
@@ -234,6 +235,19 @@ class SweepRun:
             self._count(stats0)
         self._notify()
         return self.result
+
+    def _steps(self) -> Iterator[SweepResult]:
+        """Each variant's result as it finishes, model after model."""
+        return (step for embedder, variants in self.todo if variants
+                for step in self.session.steps(variants, models=[embedder], stop=self._stop.is_set))
+
+    def _merged(self, step: SweepResult) -> SweepResult:
+        """The panel's result with `step` added (a search's race kept: combine keeps none)."""
+        if self.result is None:
+            return step
+        merged = combine([self.result, step])
+        merged.race = step.race if step.race is not None else self.result.race
+        return merged
 
     def _estimate(self) -> None:
         """`estimate_line`, when some variant's build will generate (each variant once, with the first
@@ -262,6 +276,41 @@ class SweepRun:
     def _notify(self) -> None:
         if self.on_step is not None:
             self.on_step(self)
+
+
+@dataclass
+class SearchRun(SweepRun):
+    """One Search of the sweeper: workbench.run.search over `variants` (every one a candidate, measured
+    before or not: the search reads the caches) with `models`, as SweepRun runs a sweep: the same Stop
+    (asked between the search's rounds and an LLM's generations), progress, errors and result (with
+    the race). Its estimate says what the search may cost at most: `budget` of sweeping them all."""
+
+    k: int | None = None  # the cut-off the race compares at (default: the search's)
+    budget: float = BUDGET
+    unit: ClassVar[str] = "searches"
+
+    @property
+    def total(self) -> int:
+        return 1 if self.variants else 0
+
+    def _steps(self) -> Iterator[SweepResult]:
+        session = self.session.on(self.session.dataset)
+        session.models = list(self.models)  # the models ticked
+        yield search(session, list({v.key: v for v in self.variants}.values()), k=self.k, budget=self.budget,
+                     stop=self._stop.is_set)
+
+    def _estimate(self) -> None:
+        self.estimate_line = search_line(self.session.estimate(self.variants), self.budget, len(self.variants))
+        self._notify()
+
+
+def search_line(estimates: Mapping[str, Estimate], budget: float, variants: int) -> str:
+    """What a search of `variants` may cost at most, from the estimate of sweeping them all
+    (Session.estimate, per model): the search spends at most `budget` of that sweep's embedding."""
+    most = f"estimate: the search embeds at most {budget:.0%} of what sweeping the {variants} variants would"
+    parts = [f"{name}: {'all cached' if e.cached else f'about {duration(budget * e.seconds)} of embedding at most'}"
+             f" (the sweep: {duration(e.seconds)}, {e.texts:,} texts)" for name, e in estimates.items()]
+    return most + (": " + "; ".join(parts) if parts else "")
 
 
 @dataclass

@@ -3,8 +3,10 @@
 Drawing only. What to sweep (GridSpec), the run (SweepRun), what to redraw (ScrubState) and the
 comparison (Comparison) are decided in `state.py`, tested without widgets. Figures are drawn
 once per base (`render.Picture`); scrubbing only blits the highlight, so it never recomputes.
-The Run button sweeps in a thread so the kernel stays free; every exception in a callback is
-shown in the message area with its type and text (`PanelBase.guarded`).
+The Run button sweeps in a thread so the kernel stays free; the Search button searches the grid instead
+(workbench.run.search, state.SearchRun: the same Stop, estimate and result, its race in a tab of its
+own); every exception in a callback is shown in the message area with its type and text
+(`PanelBase.guarded`).
 
 Other panels measure through it: `Sweeper.measure(variants)` runs variants like the Run button
 and adds them to the plots (the semantic explorer's "measure this setting" calls it).
@@ -32,7 +34,7 @@ from workbench.dataset import Dataset, Hit, Question
 from workbench.evaluation import stats
 from workbench.evaluation.metrics import default_k
 from workbench.figures.plotdata import RECALL, has_budgets, swept_parameters
-from workbench.figures.plots import budget_curves, by_model, by_parameter, heatmap, overview
+from workbench.figures.plots import budget_curves, by_model, by_parameter, heatmap, overview, race
 from workbench.figures.viewer import around, chunk_html, span_chunks
 from workbench.models.choose import ModelSpec, result_key, variant_key
 from workbench.models.embed import Embedder
@@ -41,13 +43,14 @@ from workbench.results.drilldown import drilldown
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.grid import GridSpec, hint, parameters
+from workbench.run.search import BUDGET
 from workbench.run.session import Session
 from workbench.variant import Variant
 from workbench.widgets.base import FULL_WIDTH, WARNING, PanelBase, row, whole_label
 from workbench.widgets.render import Picture
-from workbench.widgets.state import Comparison, DrawBudget, Redraw, ScrubState, SweeperMemory, SweepRun
+from workbench.widgets.state import Comparison, DrawBudget, Redraw, ScrubState, SearchRun, SweeperMemory, SweepRun
 
-FIGURES = ("overview", "parameter", "heatmap", "budgets", "by_model")  # one tab each, then "compare"
+FIGURES = ("overview", "parameter", "heatmap", "budgets", "by_model", "race")  # one tab each, then "compare"
 SWITCH = [("off", (False,)), ("on", (True,)), ("both", (False, True))]  # a modifier's values in a grid
 HEAT_METRICS = ("recall", "hit", "mrr", "ndcg", "precision_omega", "context_tokens")
 TABLE_PX = 760  # the least width of a Compare table: its text column stays a few lines tall, and it fits a notebook
@@ -117,6 +120,12 @@ class Sweeper(PanelBase):
         self.k = w.Dropdown(options=list(self.ks), value=default_k(self.ks), description="k",
                             layout=w.Layout(width="130px"))
         self.run_button = w.Button(description="Run", icon="play", button_style="primary")
+        self.search_button = w.Button(description="Search", icon="search",
+                                      tooltip="race the grid's variants (workbench.run.search): the best for a "
+                                              "share of sweeping them all")
+        self.search_budget = w.BoundedFloatText(value=BUDGET, min=0.01, max=1.0, step=0.05, description="budget",
+                                                tooltip="the share of sweeping the whole grid a Search may spend",
+                                                layout=w.Layout(width="150px"))
         self.stop_button = w.Button(description="Stop", icon="stop", disabled=True)
         self.bar = w.IntProgress(value=0, min=0, max=1)
         self.progress = w.HTML()
@@ -152,6 +161,7 @@ class Sweeper(PanelBase):
 
         self.strategies.observe(self.guarded(self._on_strategies), names="value")
         self.run_button.on_click(self.guarded(self._on_run))
+        self.search_button.on_click(self.guarded(self._on_search))
         self.stop_button.on_click(self.guarded(self.stop))
         for control in (self.k, self.param, self.heat_metric):
             control.observe(self.guarded(self._refresh), names="value")
@@ -169,10 +179,11 @@ class Sweeper(PanelBase):
             w.VBox([self.heat_metric, self.notes["heatmap"], self.images["heatmap"]]),
             w.VBox([self.notes["budgets"], self.images["budgets"]]),
             w.VBox([self.notes["by_model"], self.images["by_model"]]),
+            w.VBox([self.notes["race"], self.images["race"]]),
             w.VBox([row(self.cmp_a, self.cmp_b, self.cmp_metric), self.cmp_summary, self.cmp_table,
                     self.cmp_question, self.cmp_chunks]),
         ])
-        titles = ("overview", "against a parameter", "heatmap", "at equal budgets", "by model", "compare")
+        titles = ("overview", "against a parameter", "heatmap", "at equal budgets", "by model", "race", "compare")
         for i, title in enumerate(titles):
             self.tabs.set_title(i, title)
         self.children = [
@@ -180,7 +191,8 @@ class Sweeper(PanelBase):
                         *[row(w.Label("models:"), *self.model_boxes.values())] * (len(self.models) > 1),
                         self.contextual_header, self.late], layout=w.Layout(max_width="100%")),
                 self.range_box),
-            row(self.k, self.run_button, self.stop_button, self.bar, self.progress),
+            row(self.k, self.run_button, self.search_button, self.search_budget, self.stop_button, self.bar,
+                self.progress),
             self.message, self.warning, self.health, self.verdict,
             row(self.slider, self.choice),
             self.tabs,
@@ -256,23 +268,42 @@ class Sweeper(PanelBase):
         expansion = self.grid().variants()
         self.measure(expansion.variants, expansion.summary())
 
+    def _on_search(self) -> None:
+        expansion = self.grid().variants()
+        self.search(expansion.variants, f"searching {expansion.summary()}")
+
     def measure(self, variants: Sequence[Variant], note: str = "") -> None:
         """Sweep `variants` like the Run button: in a background thread (unless the panel was made
         with background=False), each added to the plots as it finishes and then selected; those
         already measured are not re-run. RuntimeError while another sweep runs."""
+        run = SweepRun(self.session, variants, self._ticked(), self.result,
+                       on_step=lambda r: self.guarded(lambda: self._on_step(r))())
+        already = len(variants) - run.total
+        self._start(run, note + (f"; {already} already measured" if already else ""))
+
+    def search(self, variants: Sequence[Variant], note: str = "") -> None:
+        """Search `variants` like the Search button (workbench.run.search at the panel's k and budget): run as
+        `measure` runs a sweep, its finalists added to the plots and its race drawn in the race tab."""
+        self._start(SearchRun(self.session, variants, self._ticked(), self.result,
+                              on_step=lambda r: self.guarded(lambda: self._on_step(r))(), k=self.k.value,
+                              budget=self.search_budget.value), note)
+
+    def _ticked(self) -> list[Embedder]:
+        """The models ticked (all of them when the panel has one), checked before a run starts."""
         if self.run is not None and self.run.running:
             raise RuntimeError("a sweep is running: wait for it or press Stop")
         models = [e for e in self.models if self.model_boxes[e.fingerprint].value]
         if not models:
             raise ValueError("models: choose at least one model")
-        run = SweepRun(self.session, variants, models, self.result,
-                       on_step=lambda r: self.guarded(lambda: self._on_step(r))())
+        return models
+
+    def _start(self, run: SweepRun, note: str) -> None:
         self.run, self.budget = run, DrawBudget(self.draw_share)
-        already = len(variants) - run.total
-        self._note = note + (f"; {already} already measured" if already else "")
+        self._note = note
         self.message.value = html.escape(self._note)
         self.bar.max, self.bar.value = max(run.total, 1), 0
-        self.run_button.disabled, self.stop_button.disabled = True, False
+        self.run_button.disabled = self.search_button.disabled = True
+        self.stop_button.disabled = False
         if self.background:
             self.thread = threading.Thread(target=run.run, name="sweeper", daemon=True)
             self.thread.start()
@@ -306,7 +337,8 @@ class Sweeper(PanelBase):
                 self.select(self.result.keys[-1])  # the newest
             self.budget.spent += time.perf_counter() - start
         if not run.running:
-            self.run_button.disabled, self.stop_button.disabled = False, True
+            self.run_button.disabled = self.search_button.disabled = False
+            self.stop_button.disabled = True
 
     # ---- figures and scrub --------------------------------------------------------------------
 
@@ -371,7 +403,11 @@ class Sweeper(PanelBase):
         else:
             self.notes["budgets"].value = ("<i>this result has no budget rows: sweep with budgets to compare on equal "
                                            "context tokens</i>")
-        self.notes["by_model"].value = ""
+        self.notes["by_model"].value = self.notes["race"].value = ""
+        if result.race is not None:
+            figures["race"] = race(result.race)
+        else:
+            self.notes["race"].value = "<i>press Search to race the grid's variants: the search's race shows here</i>"
         try:
             figures["by_model"] = by_model(result, k=k)
         except ValueError as e:  # one model, or no size swept
@@ -500,7 +536,7 @@ class Sweeper(PanelBase):
         swept = swept_parameters(self.result)
         names = {"overview": "overview", "parameter": f"by_{self.param.value}",
                  "heatmap": "heatmap_" + "_".join(swept[:2]), "budgets": f"budgets_{RECALL}", "by_model": "by_model"}
-        shown = {names[n]: fig for n, fig in self._figures().items()}
+        shown = {names[n]: fig for n, fig in self._figures().items() if n in names}  # the report draws the race
         folder = (project_dir() / Path(self.folder.value.strip()).expanduser()).resolve()  # an absolute one stays
         paths = report.export(self.result, folder, report.default_figures(self.result) | shown,
                               dataset=self.dataset, store=self.store, audit=self.audit)
