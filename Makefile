@@ -62,6 +62,7 @@ bench: setup  ## benchmarks: ratios measured side by side (about 2 hours on 2 co
 	$(BIN)/python -m bench.chunker_costs
 	$(BIN)/python -m bench.defaults
 	$(BIN)/python -m bench.label_free
+	$(BIN)/python -m bench.search
 	$(BIN)/python -m bench.demo_times --json bench/demo_times.json
 	$(BIN)/python -m bench.widgets
 	$(BIN)/python -m bench.explorer

@@ -171,6 +171,12 @@ def label_free(text: str) -> list[str]:
     return [f"{r[0]}: {r[2]} ranks the chunkings as recall@5 does with rho {r[3]} {r[4]}" for r in t[1:]]
 
 
+def search(text: str) -> list[str]:
+    t = tables(text)[0]
+    return [f"{r[0]}: the search's best in the exhaustive tied set {r[5]} (random search, same texts: {r[6]}); "
+            f"texts {r[8]} of the exhaustive sweep's, wall (cold) {r[9]}" for r in t[1:]]
+
+
 def sweeper_overhead(text: str) -> list[str]:
     t = tables(text)[0]
     return [f"{r[0]} cache: wb.sweep {r[1]}, Sweeper Run {r[2]}, overhead {r[3]}" for r in t[1:]]
@@ -302,6 +308,11 @@ STUDIES = [
           "with no questions trust them?",
           "workbench/results/label_free.py's TRUST, said by audit --label-free and the report; docs/metrics.md, "
           "\"Quality without labels\"; README's audit paragraph", label_free),
+    Study("search", "search.md",
+          "How often is the search's best in the tied set of the exhaustive sweep of a space of 216 variants, and "
+          "at what share of its texts and time, beside a random search given the same texts?",
+          "README, the search paragraph and the preview limit; docs/cli.md, \"search\"; workbench/run/search.py",
+          search),
     Study("demo_times", "demo_times.json",
           "How long does `make demo` take, cold and warm?",
           "README, \"Measured on this machine\": the `make demo` rows", demo_times),

@@ -204,16 +204,16 @@ def test_indexes_built_while_the_model_runs_are_those_built_after_it(general, tm
     qvecs, cache, built, meanwhile = preview_inputs(general, grid, embedder, tmp_path / "a",
                                                     meanwhile=threading.current_thread)
     assert meanwhile is threading.current_thread()  # the caller's own work ran on its own thread
-    assert cache.computed and built and set(built) <= {v.key for v in grid}  # the first variants, at least
+    assert cache.computed and built and set(built) <= {v.chunking_key for v in grid}  # the first ones, at least
     assert embedder.stats.embedded == len({q.question for q in general.questions})
 
     alone = Embedder(cache_dir=tmp_path / "b", progress=False)
     assert np.array_equal(qvecs, alone.encode([q.question for q in general.questions]))
     after = token_cache(general, alone, tmp_path / "b")
     for v in grid:
-        if v.key not in built:
+        if v.chunking_key not in built:
             continue
-        got, want = built[v.key], preview_index(v, general, alone, after)
+        got, want = built[v.chunking_key], preview_index(v, general, alone, after)
         assert got.chunks == want.chunks and len(got.chunks) > 10
         n = want.index.ntotal
         assert np.array_equal(got.index.reconstruct_n(0, n), want.index.reconstruct_n(0, n))
@@ -270,3 +270,26 @@ def test_a_preview_holds_a_bounded_number_of_chunks_ahead(general, tmp_path, mon
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     _, _, built, _ = preview_inputs(general, VARIANTS, embedder, tmp_path)
     assert list(built) == [VARIANTS[0].key]
+
+
+@pytest.mark.model
+def test_the_retrievers_of_a_chunking_share_one_preview_index_and_score_as_alone(general, tmp_path, monkeypatch):
+    """A grid crossed with retrievers chunks and pools each chunking once (a header is another chunking:
+    it changes what BM25 reads), and every variant scores what its preview alone scores."""
+    grid = [*(Variant.make("fixed", size=64, retriever=r) for r in ("dense", "bm25", "hybrid")),
+            *(Variant.make("recursive", size=128, contextual_header=h, retriever="hybrid") for h in (False, True))]
+    chunked: list[str] = []
+    run = workbench.retrieval.preview.preview_chunks
+
+    def counting(variant, *args):
+        chunked.append(variant.chunking_key)
+        return run(variant, *args)
+
+    monkeypatch.setattr(workbench.retrieval.preview, "preview_chunks", counting)
+    together = sweep(general, grid, store=tmp_path, progress=False, preview=True)
+    assert sorted(chunked) == sorted({v.chunking_key for v in grid})  # 3 chunkings, each chunked once
+    alone = combine([sweep(general, [v], store=tmp_path, progress=False, preview=True) for v in grid])
+    at = ["key", "metric", "k", "budget"]
+    pd.testing.assert_series_equal(together.summary.set_index(at)["mean"].sort_index(),
+                                   alone.summary.set_index(at)["mean"].sort_index())
+    assert together.summary.query("metric == 'recall' and k == 5")["mean"].nunique() > 1  # the retrievers differ

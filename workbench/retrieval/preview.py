@@ -228,8 +228,9 @@ def _write(folder: Path, dataset: Dataset, embedder: Embedder, stop: Callable[[]
 def preview_inputs(dataset: Dataset, variants: Sequence[Variant], embedder: Embedder, root: str | Path,
                    meanwhile: Callable[[], T] = lambda: None,
                    ) -> tuple[np.ndarray, TokenCache, dict[str, ChunkIndex], T]:
-    """A preview sweep's question vectors and token cache, the indexes of the `variants` (by key)
-    that were built while the model computed those, and what `meanwhile()` returned (the caller's
+    """A preview sweep's question vectors and token cache, the indexes of the `variants` (by chunking
+    key: every retriever of a chunking shares one, see `shared_index`) that were built while the model
+    computed those, and what `meanwhile()` returned (the caller's
     own work for this thread, done after those builds, while the passes may still run).
 
     Why: the two model passes (the token pass, then the questions) run on a background thread,
@@ -253,24 +254,27 @@ def preview_inputs(dataset: Dataset, variants: Sequence[Variant], embedder: Embe
     held = 0  # chunks chunked or built ahead (PREFETCH_CHUNKS)
     failed = False  # a variant failed ahead: none after it is tried ahead, it is tried once more in its turn
     try:
-        for v in variants:  # chunk, while the token pass runs
+        firsts: dict[str, Variant] = {}  # the first variant of each chunking, in order
+        for v in variants:
+            firsts.setdefault(v.chunking_key, v)
+        for v in firsts.values():  # chunk, while the token pass runs
             if pass_ is None or pass_.done() or held >= PREFETCH_CHUNKS:
                 break
             try:
-                chunked[v.key] = preview_chunks(v, dataset, embedder, cache)
+                chunked[v.chunking_key] = preview_chunks(v, dataset, embedder, cache)
             except Exception:
                 failed = True
                 break
-            held += len(chunked[v.key].chunks)
-        for v in variants:  # pool what was chunked, and build more while the question pass runs
-            ahead = chunked.pop(v.key, None)
+            held += len(chunked[v.chunking_key].chunks)
+        for v in firsts.values():  # pool what was chunked, and build more while the question pass runs
+            ahead = chunked.pop(v.chunking_key, None)
             if ahead is None and (failed or question_pass.done() or held >= PREFETCH_CHUNKS):
                 break
             try:
-                built[v.key] = preview_index(v, dataset, embedder, cache, ahead)
+                built[v.chunking_key] = preview_index(v, dataset, embedder, cache, ahead)
             except Exception:
                 break
-            held += 0 if ahead else len(built[v.key].chunks)
+            held += 0 if ahead else len(built[v.chunking_key].chunks)
         extra = meanwhile()
         qvecs = question_pass.result()
         cache._ready()
@@ -308,6 +312,16 @@ def preview_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, cache
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     return Chunked(chunks, returned_token_counts(chunks, dataset), time.perf_counter() - t0,
                    embedder.stats.embedded - before)
+
+
+def shared_index(variant: Variant, index: ChunkIndex) -> ChunkIndex:
+    """`index`, built for another variant of the same chunking, as `variant`'s: with the BM25 index its
+    stages need, built here when the first variant's did not. Why: the retrievers of a chunking read
+    the same chunks and pooled vectors, so a preview of a grid crossed with retrievers chunks and
+    pools each chunking once (a real sweep shares them through the index store)."""
+    if "bm25" in needs(variant) and index.lexical is None:
+        index.lexical = LexicalIndex.build(embed_texts(index.chunks))
+    return index
 
 
 def preview_index(variant: Variant, dataset: Dataset, embedder: Embedder, cache: TokenCache,

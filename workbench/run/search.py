@@ -278,9 +278,12 @@ def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Seq
         real = combine(real, _measure(on_sample, todo, stop))
         spent += share * _cost(real, pairs, measured, texts)
     if refine:
-        leader = _means(real, metric, k).idxmax()
-        new = [p for p in _refined(variants, *pairs[leader]) if result_key(p[0].key, p[1]) not in pairs]
-        new = [p for p in new if _cost_of([p], measured, share) <= units - spent - reserve]
+        leader = _means(real, metric, k).index[0]
+        new: list[tuple[Variant, Embedder]] = []
+        left = units - spent - reserve
+        for p in _refined(variants, *pairs[leader]):  # as many as the budget buys, together
+            if result_key(p[0].key, p[1]) not in pairs and _cost_of([*new, p], measured, share) <= left:
+                new.append(p)
         for v, e in new:
             pairs[result_key(v.key, e)] = (v, e)
         if new:

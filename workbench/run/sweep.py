@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from workbench.results.combine import unique_labels
 from workbench.results.provenance import Computed, DatasetIdentity, ModelInfo, Provenance, now, versions
 from workbench.results.result import SUMMARY_COLUMNS, SweepResult
 from workbench.retrieval.index import ChunkIndex, IndexStore, needs
-from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, token_embedder
+from workbench.retrieval.preview import TokenCache, preview_index, preview_inputs, shared_index, token_embedder
 from workbench.retrieval.search import queries, ranked_for
 from workbench.variant import Variant
 
@@ -71,7 +72,27 @@ class Context:
     stop: Callable[[], bool] | None = None  # asked between the builds' generations (IndexStore.get)
     variants: Sequence[Variant] = ()  # the grid, whose indexes a preview builds while its model passes run
     token_pass_documents: int = 0  # documents the preview's token pass ran the model over (0: it was cached)
-    built: dict[str, ChunkIndex] = field(default_factory=dict)  # preview indexes built with the inputs, by key
+    built: dict[str, ChunkIndex] = field(default_factory=dict)  # preview indexes, by chunking key (`preview_of`)
+
+    @cached_property
+    def left(self) -> Counter[str]:
+        """Variants of the grid still to be previewed, by chunking key: a preview index is kept until
+        the last variant that shares it (`preview_of`)."""
+        return Counter(v.chunking_key for v in self.variants)
+
+    def preview_of(self, variant: Variant) -> ChunkIndex:
+        """The variant's preview index: the one its chunking's other variants read (built with the inputs
+        or for the first of them), kept while others of the grid are to come."""
+        key = variant.chunking_key
+        index = self.built.get(key)
+        if index is None:
+            index = preview_index(variant, self.dataset, self.embedder, self.inputs[2])
+        self.left[key] -= 1
+        if self.left[key] > 0:
+            self.built[key] = index
+        else:
+            self.built.pop(key, None)
+        return shared_index(variant, index)
 
     @cached_property
     def scores(self) -> ScoreCache | None:
@@ -140,13 +161,13 @@ def measure_variant(variant: Variant, context: Context) -> Measured:
     found = context.scores.get(variant) if context.scores else None
     if found:
         return Measured(*found)
-    qvecs, bounds, tokens = context.inputs
+    qvecs, bounds, _ = context.inputs
     s, dataset = context.settings, context.dataset
     with context.embedder.progress_bars(context.progress):
         if not s.preview:
             index = context.store.get(variant, dataset, context.embedder, s.ann, stop=context.stop)
-        elif (index := context.built.pop(variant.key, None)) is None:
-            index = preview_index(variant, dataset, context.embedder, tokens)
+        else:
+            index = context.preview_of(variant)
     qs = queries(index, dataset.questions, qvecs, s.mode)
     rerankers = index.rerankers = context.store.rerankers if "rerankers" in needs(variant) else None
     before = rerankers.seconds if rerankers else 0.0
