@@ -1,19 +1,19 @@
 """How often the search (workbench.run.search) finds what sweeping the whole space finds, and at what cost.
 
 On each dataset a space of SPACE's 216 variants (36 chunkings x 3 retrievers x contextual header or not)
-is swept whole, cold, in its own cache: the exhaustive answer is its tied set at recall@5 (every variant
-whose paired bootstrap interval to the top holds 0, workbench.evaluation.stats.ranking_ties). Then the
-search runs, cold in a cache of its own for seed 0 (its wall time and texts embedded against the
-exhaustive sweep's), and with seeds 1.. on a random SUBSPACE share of the space each (warm: the
-exhaustive sweep's cache), scored against the exhaustive tied set of the same subspace. A search's
-cost in texts is what it embedded for real, counted per chunking and corpus as the search counts it
-(the race's texts column: a chunking measured on the sample and again on the whole corpus counts twice); the
-exhaustive sweep's is every embedding chunking's chunks. Beside it, a random search given the same
-texts: random variants measured on the whole corpus until their chunkings' texts reach the search's,
-its best by mean taken.
+is swept whole in its own cache: the exhaustive answer is its tied set at recall@5 (every variant whose
+paired bootstrap interval to the top holds 0, workbench.evaluation.stats.ranking_ties). Then the search
+runs on that cache, seed 0 on the whole space and seeds 1.. on a random SUBSPACE share of it each, each
+judged against the exhaustive tied set of the same candidates. A search's cost in texts is what it
+embedded for real, counted per chunking and corpus as the search counts it (the race's texts column);
+the exhaustive sweep's is every embedding chunking's chunks. Beside it, a random search given the same
+texts: random variants measured on the whole corpus until their chunkings' texts reach the search's, its
+best by mean taken. On the --timing datasets the search and the exhaustive sweep also run cold, each in an
+empty cache, back to back: the wall-time ratio.
 
-Run from the repo root: python -m bench.search [--seeds N] [--only NAME ...] (the shared datasets when
-../shared is there). Writes bench/search.md after each dataset; results/bench_search/ holds the caches.
+Run from the repo root: python -m bench.search [--seeds N] [--only NAME ...] [--timing NAME ...] [--reuse]
+(the shared datasets when ../shared is there). Writes bench/search.md after each dataset; results/bench_search/
+holds the caches and each dataset's result.json.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 import workbench as wb
-from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, table
+from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, load, table
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.run.search import Space
@@ -58,9 +58,8 @@ def datasets(only: list[str]) -> dict[str, Dataset]:
             d = wb.load_dataset(SHARED / "qmsum_val")
             return d.select(doc_ids=[x.doc_id for x in d.documents[:5]])
 
-        out |= {"squad_v11_dev[6]": squad, "qmsum_val[5]": qmsum,
-                "pubmed (chroma_general)": lambda: wb.load_dataset(SHARED / "chroma_general").select(
-                    doc_ids=["pubmed"])}
+        out |= {"pubmed (chroma_general)": lambda: wb.load_dataset(SHARED / "chroma_general").select(
+                    doc_ids=["pubmed"]), "squad_v11_dev[6]": squad, "qmsum_val[5]": qmsum}
     return {name: make() for name, make in out.items() if not only or name.split()[0] in only}
 
 
@@ -95,82 +94,120 @@ def random_search(full: wb.SweepResult, keys: list[str], texts: int, rng: random
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, default=8, help="searches per dataset (the first cold)")
+    p.add_argument("--seeds", type=int, default=8, help="searches per dataset")
     p.add_argument("--only", nargs="*", default=[], help="datasets by first word (chroma_small, mixed, ...)")
+    p.add_argument("--timing", nargs="*", default=["chroma_small"],
+                   help="datasets whose search and exhaustive sweep are also timed cold, side by side")
+    p.add_argument("--reuse", action="store_true", help="read the datasets measured before from their result.json")
     args = p.parse_args()
     start = Start()
     variants = Space.of(SPACE).variants().variants
-    rows, runs, previews = [], [], []
+    done = {}
     for name, ds in datasets(args.only).items():
         folder = ROOT / name.split()[0]
-        timing = folder / "exhaustive_seconds.json"  # the cold sweep's time, kept so a re-run of the study reuses it
-        if not timing.is_file():
-            shutil.rmtree(folder, ignore_errors=True)
+        saved = folder / "result.json"
+        if not (args.reuse and saved.is_file()):
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_text(json.dumps(rates(name, ds, variants, folder, args.seeds)
+                                        | ({"timing": timed(ds, variants, folder)}
+                                           if name.split()[0] in args.timing else {})))
+        done[name] = json.loads(saved.read_text())
+        write(start, done)
+
+
+def rates(name: str, ds: Dataset, variants: list, folder, seeds: int) -> dict:
+    """The exhaustive sweep (cached in folder/full), then `seeds` searches on its cache, each judged against
+    the exhaustive tied set of the candidates it searched; the preview's error on the whole space."""
+    with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
+        full = s.sweep(variants)
+        preview = s.preview(variants)  # the preview alone, as `sweep --preview` ranks: its own tied set
+    every = list(full.keys)
+    real_best = full.ranking("recall", K)["key"].iloc[0]
+    runs, previews = [], []
+    for seed in range(seeds):
+        rng = random.Random(seed)
+        keys = every if seed == 0 else sorted(rng.sample(every, round(SUBSPACE * len(every))), key=every.index)
+        with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
+            found = s.search([full.variant(k) for k in keys], k=K, seed=seed)
+        best = found.ranking("recall", K)["key"].iloc[0]
+        pq = full.per_question[full.per_question["key"].isin(keys)]
+        if best not in keys:  # a refined variant: judged against the exhaustive rows
+            pq = pd.concat([pq, found.per_question[found.per_question["key"] == best]], ignore_index=True)
+        truth = tied(pq)
+        texts = int(found.race["texts"].sum())
+        rand = random_search(full, keys, texts, rng)
+        if seed == 0:  # the preview's error on the whole space, before and after the search calibrates it
+            first = found.race[found.race["round"] == 1].set_index("key")
+            real = full.ranking("recall", K).set_index("key")["mean"]
+            own = preview.ties("recall", K)
+            tied_own = set(own.loc[own["tied_with_top"], "key"])
+            previews = [f"{spearmanr(first['mean'], real[first.index]).statistic:.2f}",
+                        f"{spearmanr(first['corrected'], real[first.index]).statistic:.2f}",
+                        len(tied_own), bool(real_best in tied_own), int((first["status"] == "kept").sum()),
+                        bool(first.loc[real_best, "status"] == "kept"),
+                        f"{int(own.set_index('key').loc[real_best, 'rank'])} of {len(own)}"]
+        runs.append({"seed": seed, "candidates": len(keys), "best": found.label_of(best),
+                     "in_tied_set": bool(best in truth), "tied_set": len(truth), "texts": texts,
+                     "texts_share": texts / texts_of(full, keys), "random_in_tied_set": bool(rand in truth),
+                     "last_round": len(found.keys)})
+        print(name, runs[-1], flush=True)
+    return {"documents": len(ds.documents), "questions": len(ds.questions), "characters": ds.n_chars,
+            "variants": len(every), "exhaustive_texts": texts_of(full, every), "runs": runs, "preview": previews}
+
+
+def timed(ds: Dataset, variants: list, folder) -> dict:
+    """The search (seed 0) and the exhaustive sweep, each cold in a fresh cache, back to back in this
+    process (the model loaded once before both): wall seconds, texts the model embedded, the load."""
+    out = {}
+    for what in ("search", "exhaustive"):
+        cache = folder / f"cold-{what}"
+        shutil.rmtree(cache, ignore_errors=True)
+        load0 = load()
         t0 = time.perf_counter()
-        with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
-            full = s.sweep(variants)
-        if not timing.is_file():
-            timing.write_text(json.dumps(time.perf_counter() - t0))
-        full_s = json.loads(timing.read_text())
-        shutil.rmtree(folder / "search0", ignore_errors=True)
-        print(name, f"exhaustive {full_s:.0f} s", flush=True)
-        every = list(full.keys)
-        full_texts = texts_of(full, every)
-        with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
-            preview = s.preview(variants)  # the preview alone, as `sweep --preview` ranks: its own tied set
-        real_best = full.ranking("recall", K)["key"].iloc[0]
-        for seed in range(args.seeds):
-            rng = random.Random(seed)
-            keys = every if seed == 0 else sorted(rng.sample(every, round(SUBSPACE * len(every))), key=every.index)
-            cache = folder / "search0" if seed == 0 else folder / "full"
-            t0 = time.perf_counter()
-            with wb.Session(ds, cache=cache, ks=(K,), budgets=(), progress=False) as s:
-                found = s.search([full.variant(k) for k in keys], k=K, seed=seed)
-            took = time.perf_counter() - t0
-            best = found.ranking("recall", K)["key"].iloc[0]
-            pq = full.per_question[full.per_question["key"].isin(keys)]
-            if best not in keys:  # a refined variant: judged against the exhaustive rows
-                pq = pd.concat([pq, found.per_question[found.per_question["key"] == best]], ignore_index=True)
-            truth = tied(pq)
-            texts = int(found.race["texts"].sum())
-            sub_texts = texts_of(full, keys)
-            rand = random_search(full, keys, texts, rng)
-            if seed == 0:  # the preview's error on the whole space, before and after the search calibrates it
-                first = found.race[found.race["round"] == 1].set_index("key")
-                real = full.ranking("recall", K).set_index("key")["mean"]
-                own = preview.ties("recall", K)
-                tied_own = set(own.loc[own["tied_with_top"], "key"])
-                previews.append([name, f"{spearmanr(first['mean'], real[first.index]).statistic:.2f}",
-                                 f"{spearmanr(first['corrected'], real[first.index]).statistic:.2f}",
-                                 len(tied_own), real_best in tied_own,
-                                 int((first["status"] == "kept").sum()), first.loc[real_best, "status"] == "kept",
-                                 f"{int(own.set_index('key').loc[real_best, 'rank'])} of {len(own)}"])
-            runs.append({"dataset": name, "seed": seed, "candidates": len(keys), "best": found.label_of(best),
-                         "in_tied_set": best in truth, "tied_set": len(truth), "texts": texts,
-                         "texts_share": texts / sub_texts, "random_in_tied_set": rand in truth,
-                         "wall_s": took, "last_round": len(found.keys)})
-            print(runs[-1], flush=True)
-        r = pd.DataFrame([x for x in runs if x["dataset"] == name])
-        cold = r.iloc[0]
-        rows.append([name, len(ds.documents), len(ds.questions), f"{ds.n_chars:,}", len(every),
+        with wb.Session(ds, cache=cache, ks=(K,), budgets=(), progress=False) as s:
+            s.search(variants, k=K) if what == "search" else s.sweep(variants)
+            embedded = s.embedder.stats.embedded
+        out[what] = {"wall_s": time.perf_counter() - t0, "embedded": embedded, "load": f"{load0} / {load()}"}
+        shutil.rmtree(cache, ignore_errors=True)
+        print(what, out[what], flush=True)
+    return out
+
+
+def write(start: Start, done: dict[str, dict]) -> None:
+    n = len(Space.of(SPACE).variants().variants)
+    rows, previews, every, timings = [], [], [], []
+    for name, d in done.items():
+        r = pd.DataFrame(d["runs"])
+        rows.append([name, d["documents"], d["questions"], f"{d['characters']:,}", d["variants"],
                      f"{r['in_tied_set'].mean():.2f} ({r['in_tied_set'].sum()}/{len(r)})",
                      f"{r['random_in_tied_set'].mean():.2f}", f"{r['tied_set'].mean():.1f}",
-                     f"{r['texts_share'].mean():.3f}", f"{cold['wall_s']:.0f} / {full_s:.0f} = "
-                     f"{cold['wall_s'] / full_s:.3f}", f"{full_texts:,}"])
-        write(start, rows, runs, previews)
-
-
-def write(start: Start, rows: list[list[object]], runs: list[dict[str, object]], previews: list[list[object]]) -> None:
-    n = len(Space.of(SPACE).variants().variants)
+                     f"{r['texts_share'].mean():.3f}", f"{d['exhaustive_texts']:,}"])
+        previews.append([name, *d["preview"]])
+        every += [[name, x["seed"], x["candidates"], x["best"], x["in_tied_set"], x["tied_set"], x["texts"],
+                   f"{x['texts_share']:.3f}", x["random_in_tied_set"], x["last_round"]] for x in d["runs"]]
+        if "timing" in d:
+            t = d["timing"]
+            timings.append([name, f"{t['search']['wall_s']:.0f}", f"{t['exhaustive']['wall_s']:.0f}",
+                            f"{t['search']['wall_s'] / t['exhaustive']['wall_s']:.3f}",
+                            f"{t['search']['embedded']:,} / {t['exhaustive']['embedded']:,}",
+                            f"{t['search']['embedded'] / t['exhaustive']['embedded']:.3f}",
+                            f"{t['search']['load']}; {t['exhaustive']['load']}"])
     text = (header("Search against the exhaustive sweep", start)
             + f"\nThe space: {n} variants ({SPACE}); recall@{K}; the search's defaults (budget 0.2, 5 anchors, "
-            f"5 finalists, alpha 0.05, refining on). Seed 0 searches the whole space cold in its own cache; "
-            f"seeds 1.. search a random {SUBSPACE:.0%} of it each, warm. 'in tied set': how often the search's best "
+            f"5 finalists, alpha 0.05, refining on). Seed 0 searches the whole space, seeds 1.. a random "
+            f"{SUBSPACE:.0%} of it each, on the exhaustive sweep's cache. 'in tied set': how often the search's best "
             "is in the exhaustive sweep's tied set of the same candidates (the variants the questions cannot tell "
-            "from its top); 'random': a random search given the same texts; 'texts': what the search embedded "
-            "against the exhaustive sweep of the same candidates; wall: seed 0 cold, search / exhaustive.\n\n"
+            "from its top at 95%); 'random': a random search given the same texts; 'texts': what the search embedded "
+            "for real (the race's texts column: chunks per chunking and corpus) against what the exhaustive sweep "
+            "of the same candidates embeds.\n\n"
             + table(["dataset", "documents", "questions", "characters", "variants", "in tied set", "random",
-                     "tied set size", "texts (share)", "wall s (cold)", "exhaustive texts"], rows)
+                     "tied set size", "texts (share)", "exhaustive texts"], rows)
+            + "\n\n## Cold, side by side\n\nThe search (seed 0, the whole space) and the exhaustive sweep, each "
+            "from an empty cache, one after the other in one process (the model loaded before both): wall seconds "
+            "and the texts the model embedded (questions, semantic's sentence groups and chunks, as "
+            "Embedder.stats counts them); load average (1 min) at the start / end of each.\n\n"
+            + table(["dataset", "search s", "exhaustive s", "wall ratio", "texts embedded (search / exhaustive)",
+                     "texts ratio", "load"], timings)
             + "\n\n## The preview's error, and the search's calibration of it\n\nSeed 0, the whole space: Spearman's "
             f"rho of the preview's recall@{K} against the real one, raw and as the search corrects it (a line in log2 "
             "tokens per chunk fitted on its anchors, whose own real scores stand in); the preview's own tied set "
@@ -180,10 +217,7 @@ def write(start: Start, rows: list[list[object]], runs: list[dict[str, object]],
                      "kept past the preview", "holds the real best", "real best's preview rank"], previews)
             + "\n\n## Every run\n\n"
             + table(["dataset", "seed", "candidates", "search's best", "in tied set", "tied set", "texts",
-                     "texts share", "random in tied set", "wall s", "last round"],
-                    [[x["dataset"], x["seed"], x["candidates"], x["best"], x["in_tied_set"], x["tied_set"], x["texts"],
-                      f"{x['texts_share']:.3f}", x["random_in_tied_set"], f"{x['wall_s']:.0f}", x["last_round"]]
-                     for x in runs]) + "\n")
+                     "texts share", "random in tied set", "last round"], every) + "\n")
     (BENCH / "search.md").write_text(text, encoding="utf-8")
 
 
