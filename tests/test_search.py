@@ -131,12 +131,12 @@ def searched(tmp_path_factory):
         again = session.sweep([found.variant(found.keys[0])])
         re_embedded = session.embedder.stats.embedded - before
         full = session.sweep(Space.of(SPACE).variants().variants)
-    return found, full, again, re_embedded
+    return found, full, again, re_embedded, cache
 
 
 @pytest.mark.model
 def test_the_search_returns_a_result_with_its_race_and_finds_what_the_full_sweep_ties_with_its_top(searched):
-    found, full, _, _ = searched
+    found, full, *_ = searched
     race = found.race
     first = race[race["round"] == 1]
     assert len(first) == len(Space.of(SPACE).variants().variants) and first["stage"].eq("preview").all()
@@ -155,7 +155,7 @@ def test_the_search_returns_a_result_with_its_race_and_finds_what_the_full_sweep
 
 @pytest.mark.model
 def test_what_the_search_measured_is_cached_for_a_later_sweep(searched, tmp_path):
-    found, _, again, re_embedded = searched
+    found, _, again, re_embedded, _ = searched
     assert re_embedded == 0
     assert again.summary.merge(found.summary, on=["key", "metric", "k", "budget"])[["mean_x", "mean_y"]].pipe(
         lambda t: np.allclose(t["mean_x"], t["mean_y"]))
@@ -167,7 +167,8 @@ def test_what_the_search_measured_is_cached_for_a_later_sweep(searched, tmp_path
 def test_a_budget_below_one_round_is_refused_before_anything_is_measured(tmp_path):
     data = wb.load_dataset(REPO / "data" / "chroma_small").select(max_questions=20)
     with wb.Session(data, cache=tmp_path, progress=False) as session:
-        with pytest.raises(ValueError, match=r"budget 0.1 buys 0.8 whole-corpus passes of the space's 8 chunkings, below one round \(3.0"):
+        with pytest.raises(ValueError, match=r"budget 0.1 buys 0.8 whole-corpus passes of the space's 8 chunkings, "
+                                             r"below one round \(3.0"):
             session.search(SPACE, budget=0.1)
         assert session.embedder.stats.embedded == 0
         with pytest.raises(ValueError, match="k=7: the session scores at ks"):
@@ -187,3 +188,21 @@ def test_the_cli_refuses_bad_input_in_one_line(tmp_path, monkeypatch, capsys, ex
               "--cache", str(tmp_path / "c"), "--quiet", *extra])
     said = str(exit_.value.code) if exit_.value.code != 2 else capsys.readouterr().err.strip().splitlines()[-1]
     assert message in said and "Traceback" not in said
+
+
+@pytest.mark.model
+def test_the_cli_searches_a_space_file_and_writes_the_race_and_the_report(searched, tmp_path, capsys):
+    cache = searched[-1]  # the fixture's vectors: only the scoring at the CLI's cut-offs is new
+    (tmp_path / "space.yaml").write_text("strategies:\n  fixed: {size: '128:384:128', overlap: [0, 32]}\n"
+                                         "  recursive: {size: [128, 384]}\nretrievers: [dense, bm25]\n")
+    main(["search", "--space", str(tmp_path / "space.yaml"), "--data", str(REPO / "data" / "chroma_small"),
+          "--max-questions", "60", "--ks", "5", "--budgets", "--spend", "0.6", "--cache", str(cache),
+          "--out", str(tmp_path / "out")])
+    said = capsys.readouterr().out
+    assert "searching: a preview of all 16 candidates, then at most 60%" in said
+    assert "The race:" in said and "round 1 (preview, 3 documents): 16 scored" in said
+    race = pd.read_csv(tmp_path / "out" / "race.csv")
+    assert set(race["round"]) >= {1, 2} and (race["status"] == "final").sum() == len(
+        wb.SweepResult.load(tmp_path / "out").keys)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert '<section id="search"><h2>Search</h2>' in html and 'id="figure-race"' in html
