@@ -52,14 +52,14 @@ def datasets(only: list[str]) -> dict[str, Dataset]:
     if SHARED.is_dir():
         def squad() -> Dataset:
             d = wb.load_dataset(SHARED / "squad_v11_dev")
-            return d.select(doc_ids=[x.doc_id for x in d.documents[:6]])
+            return d.select(doc_ids=[x.doc_id for x in d.documents[:4]])
 
         def qmsum() -> Dataset:
-            d = wb.load_dataset(SHARED / "qmsum_val")
-            return d.select(doc_ids=[x.doc_id for x in d.documents[:5]])
+            d = wb.load_dataset(SHARED / "qmsum_val")  # the shortest meetings: the most questions per character
+            return d.select(doc_ids=[x.doc_id for x in sorted(d.documents, key=lambda x: len(x.text))[:8]])
 
         out |= {"pubmed (chroma_general)": lambda: wb.load_dataset(SHARED / "chroma_general").select(
-                    doc_ids=["pubmed"]), "squad_v11_dev[6]": squad, "qmsum_val[5]": qmsum}
+                    doc_ids=["pubmed"]), "squad_v11_dev[4]": squad, "qmsum_val[8 shortest]": qmsum}
     return {name: make() for name, make in out.items() if not only or name.split()[0] in only}
 
 
