@@ -58,8 +58,9 @@ def datasets(only: list[str]) -> dict[str, Dataset]:
             d = wb.load_dataset(SHARED / "qmsum_val")  # the shortest meetings: the most questions per character
             return d.select(doc_ids=[x.doc_id for x in sorted(d.documents, key=lambda x: len(x.text))[:8]])
 
-        out |= {"pubmed (chroma_general)": lambda: wb.load_dataset(SHARED / "chroma_general").select(
-                    doc_ids=["pubmed"]), "squad_v11_dev[4]": squad, "qmsum_val[8 shortest]": qmsum}
+        out |= {"squad_v11_dev[4]": squad, "qmsum_val[8 shortest]": qmsum,
+                "pubmed (chroma_general)": lambda: wb.load_dataset(SHARED / "chroma_general").select(
+                    doc_ids=["pubmed"])}
     return {name: make() for name, make in out.items() if not only or name.split()[0] in only}
 
 
