@@ -214,11 +214,11 @@ def peers(text: str) -> list[str]:
 
 
 def folders(text: str) -> list[str]:
-    sweeps, memory = tables(text)[:2]
-    peak = {r[0]: r[1] for r in memory[1:]}
-    return [f"{r[0]} ({r[1]} documents, {r[2]} characters): cold default grid {r[8]} its embedding floor; "
-            f"measured after the estimate / the estimate: {r[11]}; peak RSS {peak.get(r[0], '?')} MB"
-            for r in sweeps[1:]]
+    found = tables(text)  # one run's tables, or several runs' one after the other (one folder each)
+    peak = {r[0]: r[1] for t in found if t[0][1] == "cold sweep" for r in t[1:]}
+    return [f"{r[0]} ({r[1]} documents, {r[2]} characters): cold default grid {r[8] or 'not measured'} against its "
+            f"embedding floor; measured after the estimate / the estimate: {r[11]}; peak RSS {peak.get(r[0], '?')} MB"
+            for t in found if t[0][1] == "documents" for r in t[1:]]
 
 
 def ray_scale(text: str) -> list[str]:
