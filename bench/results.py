@@ -221,6 +221,14 @@ def peers(text: str) -> list[str]:
     return out
 
 
+def folders(text: str) -> list[str]:
+    found = tables(text)  # one run's tables, or several runs' one after the other (one folder each)
+    peak = {r[0]: r[1] for t in found if t[0][1] == "cold sweep" for r in t[1:]}
+    return [f"{r[0]} ({r[1]} documents, {r[2]} characters): cold default grid {r[8] or 'not measured'} against its "
+            f"embedding floor; measured after the estimate / the estimate: {r[11]}; peak RSS {peak.get(r[0], '?')} MB"
+            for t in found if t[0][1] == "documents" for r in t[1:]]
+
+
 def ray_scale(text: str) -> list[str]:
     t = tables(text)[0]
     return [", ".join(f"{e} {s} s" for e, s in zip(column(t, "engine"), column(t, "wall_s"), strict=True))
@@ -345,6 +353,12 @@ STUDIES = [
     Study("peers", "peers.md",
           "How do the workbench's chunkers and CLI sweep compare with Chonkie, LangChain and chunklab, side by side?",
           "README, \"Against the peers\"", peers),
+    Study("folders", "folders.md",
+          "How long does the default grid take cold on real folders of 100 and 1,000 files of documentation and "
+          "code, against its embedding floor; how close is the CLI's estimate, and how much memory does it take?",
+          "issue 48's folder rows (no README number yet)", folders,
+          "by hand, not in `make bench`: it needs checkouts of two public projects, copied out by its `--prepare` "
+          "(bench/folders.py's docstring)"),
     Study("chunk_throughput", "chunk_throughput.md",
           "How much faster are the fixed, recursive and sentence chunkers than LlamaIndex's SentenceSplitter(256)?",
           "README, \"Speed\": the chunking row (perf.md's row 5 re-measures it)", chunk_throughput,

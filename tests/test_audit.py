@@ -192,6 +192,25 @@ def test_a_second_audit_reads_the_first_back(embedder: Embedder, tmp_path: Path,
     assert list(first["findings"]) == list(again["findings"])
 
 
+def test_an_audit_after_a_sweep_reads_the_chunks_of_the_entries_it_built(tiny: Dataset, fake_embedder: Embedder,
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold sweep's report audits every variant the sweep just built: their chunks are read from the
+    entries, equal to what chunking again makes (semantic's cuts too, placed by the cached vectors)."""
+    variants = [Variant.make("fixed", size=24, overlap=4), Variant.make("semantic", breakpoint_percentile=80),
+                Variant.make("markdown", size=64)]
+    fresh = wb.audit(tiny, variants, embedder=fake_embedder, store=tmp_path / "fresh", progress=False)
+    wb.sweep(tiny, variants, embedder=fake_embedder, store=tmp_path / "swept", progress=False)
+
+    def no_chunking(*args: object) -> None:
+        raise AssertionError("chunked again")
+
+    monkeypatch.setattr(session_module, "written_chunks", no_chunking)
+    after = wb.audit(tiny, variants, embedder=fake_embedder, store=tmp_path / "swept", progress=False)
+    pd.testing.assert_frame_equal(fresh.drop(columns="findings"), after.drop(columns="findings"))
+    assert list(fresh["findings"]) == list(after["findings"])
+
+
 # ---- no false alarm -------------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,8 @@ from workbench.dataset import Dataset
 
 PARSERS = ("bs4", "markdownify", "pypdf", "docx", "pygments", "markdown_it", "tree_sitter", "nltk")
 MODELS = ("torch", "sentence_transformers", "transformers", "onnxruntime")
-COMPUTE = ("scipy.stats", "faiss")  # what intervals and searches need: a re-run reads both back
+# what intervals, searches and late chunking's pooling need: a re-run reads them back
+COMPUTE = ("scipy.stats", "scipy.sparse", "faiss")
 
 # runs its arguments as `python -m workbench` does, then prints which of its modules were imported
 SHOW_IMPORTS = """import json, sys

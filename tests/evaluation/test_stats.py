@@ -228,6 +228,19 @@ def test_with_prob_best_equals_prob_best_of_each_cut_off_alone():
         with_prob_best(s, pd.concat([pq, pq[pq["metric"] == "hit"].head(1)]))
 
 
+def test_with_prob_best_reads_its_numbers_back_from_a_cache_to_the_last_digit(per_question, tmp_path, monkeypatch):
+    summary = summarize(per_question, n_resamples=300)
+    first = with_prob_best(summary, per_question, n_resamples=300, cache=tmp_path)
+    assert len(list((tmp_path / "stats").glob("prob_best-*.parquet"))) == 1
+    assert first.equals(with_prob_best(summary, per_question, n_resamples=300))  # as without a cache
+    monkeypatch.setattr(stats, "_prob_best_rows", lambda *a: pytest.fail("computed again"))
+    again = with_prob_best(summary, per_question, n_resamples=300, cache=tmp_path)
+    pd.testing.assert_frame_equal(again, first)
+    other = per_question.assign(value=per_question["value"] * 0.5)  # other scores: not served the old numbers
+    with pytest.raises(pytest.fail.Exception, match="computed again"):
+        with_prob_best(summary, other, n_resamples=300, cache=tmp_path)
+
+
 def test_p_best_is_one_for_a_dominant_variant_and_split_between_twins():
     rng = np.random.default_rng(5)
     x = rng.random(50)

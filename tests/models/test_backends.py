@@ -18,6 +18,7 @@ from conftest import write_dataset
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.cli import main
 from workbench.dataset import Dataset
+from workbench.models import onnx
 from workbench.models.base import model_fingerprint
 from workbench.models.choose import result_key
 from workbench.models.embed import Embedder, default_model_path, resolve_backend
@@ -74,6 +75,17 @@ def test_onnx_vectors_match_torch(texts: list[str], reference: np.ndarray, cache
     assert len(texts) == 50
     cos = cosines(texts, reference, Embedder(cache_dir=cache, backend="onnx", progress=False))
     assert cos.min() >= 0.99, f"lowest cosine {cos.min():.4f}"
+
+
+def test_texts_tokenized_a_slice_at_a_time_give_the_same_vectors_bit_for_bit(
+        texts: list[str], cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OnnxEncoder.encode tokenizes TOKENIZE_SLICE texts at a time (a whole call's Encodings were most of a
+    big folder's peak memory): slices of 7 texts, edge texts among them, give the vectors of one slice."""
+    encoder = Embedder(cache_dir=cache, backend="onnx", progress=False).onnx_encoder
+    given = [*texts[:20], *EDGE_TEXTS, *texts[20:30]]
+    whole = encoder.encode(given, 8)
+    monkeypatch.setattr(onnx, "TOKENIZE_SLICE", 7)
+    np.testing.assert_array_equal(encoder.encode(given, 8), whole)
 
 
 def test_int8_vectors_stay_close_to_torch(texts: list[str], reference: np.ndarray, cache: Path) -> None:

@@ -358,6 +358,22 @@ def test_the_figure_cache_reads_back_nothing_drawn_by_code_since_edited(result: 
     assert {"plots.py", "draw.py", "params.py", "plotdata.py", "figures.py"} <= names
 
 
+def test_an_export_hashes_the_result_for_the_figure_cache_once(result: SweepResult, tiny: Dataset, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four reads of the figure cache (the default and by-group figures, each at two widths) share one
+    hash of the scores; outside an export each call hashes again (a result may change between calls)."""
+    from workbench.report import figures
+
+    hashed: list[SweepResult] = []
+    real = figures._hash_content
+    monkeypatch.setattr(figures, "_hash_content", lambda r: hashed.append(r) or real(r))
+    report.export(result, tmp_path / "a", dataset=tiny, store=tmp_path / "store")
+    assert hashed == [result]
+    figures._content_key(result)
+    figures._content_key(result)
+    assert len(hashed) == 3
+
+
 @pytest.mark.parametrize("crowded", [False, True])
 def test_every_default_figure_is_saved_whole_at_both_widths(result: SweepResult, crowded: bool) -> None:
     """Nothing cut at the edge of a PNG: its outermost rows and columns of pixels are the white of

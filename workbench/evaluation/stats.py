@@ -353,13 +353,23 @@ def cannot_order(ties: pd.DataFrame, column: str = "variant") -> list[list[str]]
 
 
 def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resamples: int = 2000,
-                   seed: int = 0) -> pd.DataFrame:
+                   seed: int = 0, cache: str | Path | None = None) -> pd.DataFrame:
     """`summary` with a `p_best` column: `prob_best` for every metric at every cut-off (k, and
     budget when the tables have one; lower is better for context tokens, see `lower_is_better`).
     Kept out of `summarize`, whose numbers for one group never depend on the others: P(best)
     does by nature, so it is computed on the whole. One pivot for all cut-offs (a pivot each cost
-    most of the time), each cut-off's block then the table prob_best pivots: equal numbers."""
+    most of the time), each cut-off's block then the table prob_best pivots: equal numbers.
+    cache: as in `summarize`, keyed by the per-question rows (a warm report reads them back: every
+    cut-off's resamples were a tenth of its time)."""
     _check_resamples(n_resamples)
+    ident, cut = _keys(per_question)[0], [c for c in ("k", "budget") if c in per_question.columns]
+    args = {"n_resamples": n_resamples, "seed": seed}
+    p = _cached(cache, "prob_best", per_question, args, lambda: _prob_best_rows(per_question, n_resamples, seed))
+    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, "metric", *cut], how="left")
+
+
+def _prob_best_rows(per_question: pd.DataFrame, n_resamples: int, seed: int) -> pd.DataFrame:
+    """with_prob_best's numbers: [key or variant, metric, k, (budget,) p_best], one row per variant and cut-off."""
     ident, cut = _keys(per_question)[0], [c for c in ("k", "budget") if c in per_question.columns]
     at_cut = ["metric", *cut]
     twice = per_question.duplicated([*at_cut, ident, "qid"])
@@ -380,8 +390,7 @@ def with_prob_best(summary: pd.DataFrame, per_question: pd.DataFrame, n_resample
             raise ValueError(f"prob_best: no question answered by every variant at metric={at[0]!r}, k={at[1]}")
         rows += [(n, *at, p) for n, p in zip(idents, _wins(x, n_resamples, seed, not lower_is_better(at[0])),
                                             strict=True)]
-    p = pd.DataFrame(rows, columns=[ident, *at_cut, "p_best"])
-    return summary.drop(columns="p_best", errors="ignore").merge(p, on=[ident, *at_cut], how="left")
+    return pd.DataFrame(rows, columns=[ident, *at_cut, "p_best"])
 
 
 def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:

@@ -188,8 +188,16 @@ def swept_parameters(result: SweepResult) -> list[str]:
     see `_groups`): those a "by parameter" figure compares. Two variants that differ in size and
     overlap at once compare neither. Sizes (in tokens or characters) first, then the others, each
     group in grid order."""
-    swept = [p for p in result.grid_params if parameter_lines(result, p)]
+    swept = [p for p in result.grid_params if _takes_two(result, p) and parameter_lines(result, p)]
     return sorted(swept, key=lambda p: not _is_size(result, p))
+
+
+def _takes_two(result: SweepResult, param: str) -> bool:
+    """Whether `param` takes two values or more among the variants that have it: else no line of
+    `parameter_lines` can (each holds some of those variants), and its groups need not be made (a
+    pandas groupby per parameter, most of a warm report's figure list on a grid of many parameters).
+    The retriever is placed at names made of its stages: always asked."""
+    return param == RETRIEVER or _values(result.variants[result.variants[param].notna()], param).map(str).nunique() > 1
 
 
 def parameter_lines(result: SweepResult, param: str) -> list[tuple[str, pd.DataFrame]]:

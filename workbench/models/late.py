@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-import scipy.sparse
 
 from workbench.core.chunk import Chunk
 from workbench.dataset import Document
@@ -25,7 +24,11 @@ def _pool(doc: DocTokens, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     As one sparse product: a (spans x tokens) 0/1 matrix whose row i marks span i's tokens, times
     the token embeddings (float32, whatever the cache stores), so a document is read once per call
     and only each span's own tokens are summed; a preview pools many variants from one cached
-    document (numpy's reduceat over the float16 rows took several times longer, bench/preview.md)."""
+    document (numpy's reduceat over the float16 rows took several times longer, bench/preview.md).
+    scipy.sparse is imported here, at the first pooling: every sweep imports this module, few pool (a
+    tenth of a second of a warm re-run's start)."""
+    import scipy.sparse
+
     first = np.searchsorted(doc.ends, spans[:, 0], side="right")  # first token ending after start
     stop = np.maximum(np.searchsorted(doc.starts, spans[:, 1], side="left"), first)  # first starting at/after end
     count = stop - first

@@ -39,6 +39,10 @@ ONNX_FILE = "model.onnx"
 # Padded word pieces in one pass of the model on a CPU (OnnxEncoder): one 256-piece window, or
 # several short texts. bench/backends.md measures it against 32 texts a pass.
 PASS_TOKENS = 256
+# texts tokenized at a time by `OnnxEncoder.encode`: a tokenizer's Encoding keeps offsets, tokens and masks,
+# about 200 bytes a word piece; the 44,316 texts of a 100-file folder's floor held at once were 0.8 GB of its
+# 1.2 GB peak (bench/folders.md); each text's ids are kept, 8 bytes a word piece
+TOKENIZE_SLICE = 1024
 MODELS_ENV = "WORKBENCH_MODELS"  # the model store's folder, if not the per-user default
 # the module stack OnnxEncoder reproduces: a Transformer, mean Pooling, then (optionally) Normalize
 ST_MODULES = "sentence_transformers.models."
@@ -281,7 +285,10 @@ class OnnxEncoder:
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """L2-normalised mean-pooled float32 vectors, one row per text, at most `batch_size` texts a pass."""
-        ids = [e.ids for e in self.truncating.encode_batch([t.strip() for t in texts])]
+        ids: list[np.ndarray] = []
+        for i in range(0, len(texts), TOKENIZE_SLICE):  # a slice's Encodings alive at a time, not every text's
+            ids += [np.asarray(e.ids, dtype=np.int64)
+                    for e in self.truncating.encode_batch([t.strip() for t in texts[i : i + TOKENIZE_SLICE]])]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         passes = [[order[i] for i in rows] for rows in self.passes([len(ids[i]) for i in order], batch_size)]
 

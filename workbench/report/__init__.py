@@ -21,7 +21,14 @@ from workbench.dataset import Dataset
 from workbench.figures import plotdata
 from workbench.report import cuts, health, probes
 from workbench.report.cuts import CUT_QUESTIONS
-from workbench.report.figures import FIGURE_WIDTH, NARROW_WIDTH, default_figures, default_pngs, describe_figure
+from workbench.report.figures import (
+    FIGURE_WIDTH,
+    NARROW_WIDTH,
+    default_figures,
+    default_pngs,
+    describe_figure,
+    one_content_key,
+)
 from workbench.report.html import reproduce_code, write_page
 from workbench.report.tables import compact_table, p_best_table, summary_table, variants_table
 from workbench.results.verdict import Verdict, verdict
@@ -96,7 +103,13 @@ def export(
     for dataset, answers, judged and audit; the default figures come with their narrow renditions, given ones
     without). The store, if given, keeps the default and by-group figures drawn (see `default_pngs`). Returns
     the paths by name."""
-    folder = Path(folder)
+    with one_content_key():  # the figure cache's key of the result, found once for every figure
+        return _export(result, Path(folder), figures, dataset, store, answers, judged, audit)
+
+
+def _export(result: SweepResult, folder: Path, figures: Mapping[str, Figure] | None, dataset: Dataset | None,
+            store: IndexStore | str | Path | None, answers: Answers | None, judged: Verdict | None,
+            audit: pd.DataFrame | None) -> dict[str, Path]:
     paths = result.save(folder) | (answers.save(folder) if answers is not None else {})
     narrow: dict[str, bytes] = {}
     root = None if store is None else (store if isinstance(store, IndexStore) else IndexStore(store)).root

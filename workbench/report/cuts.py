@@ -35,7 +35,7 @@ def missing(result: SweepResult, v: Verdict | None, dataset: Dataset | None) -> 
                 "the CLI does).")
     if not result.provenance.about(dataset):
         return f"the dataset given ({dataset.name}) is not the one this result was measured on."
-    if not {v.best, v.runner_up} <= set(result.hits["key"]):
+    if not {v.best, v.runner_up} <= set(result.hits["key"].unique()):
         return "the result holds no retrieved chunks of these variants (it was measured before results kept them)."
     return ""
 

@@ -9,7 +9,9 @@ import importlib.metadata
 import importlib.util
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,10 +145,38 @@ def default_figures(result: SweepResult, width: float = FIGURE_WIDTH, swept: Seq
     return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
+# the content keys found while `one_content_key` is in force: result's id -> (the result, its key)
+_KEYS: ContextVar[dict[int, tuple[SweepResult, str]] | None] = ContextVar("figure_content_keys", default=None)
+
+
+@contextmanager
+def one_content_key() -> Iterator[None]:
+    """Within it, each result's content key (`_content_key`) is found once, not once per call that
+    reads the figure cache (both widths of the default figures and of the by-group figure: a hash of
+    every per-question score each time). For a caller that does not change the result meanwhile, as
+    `report.export` does not."""
+    token = _KEYS.set({})
+    try:
+        yield
+    finally:
+        _KEYS.reset(token)
+
+
 def _content_key(result: SweepResult) -> str:
     """What the default figures are drawn from: the per-question scores, the variants (this run's
     seconds and cache counts aside), the provenance (its date, counts and command aside) and the drawing
-    code (every module of workbench.figures that draws them, this module, matplotlib)."""
+    code (every module of workbench.figures that draws them, this module, matplotlib). Found once per
+    result within `one_content_key`."""
+    found = _KEYS.get()
+    if found is not None and id(result) in found and found[id(result)][0] is result:
+        return found[id(result)][1]
+    key = _hash_content(result)
+    if found is not None:
+        found[id(result)] = (result, key)  # the result held: its id cannot be another's meanwhile
+    return key
+
+
+def _hash_content(result: SweepResult) -> str:
     h = hashlib.sha256()
     h.update(pd.util.hash_pandas_object(result.per_question, index=False).to_numpy().tobytes())
     # a re-run from the caches differs only in what this run spent: no figure draws it

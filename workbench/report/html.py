@@ -426,7 +426,7 @@ def _scores(result: SweepResult, k: int, best: str | None) -> str:
     """The compact scores table at k (of a result of over plotdata.CROWDED variants, the TOP_ROWS
     best by recall@k), then every metric and every P(best) of every variant, collapsed."""
     confidence = result.confidence
-    ranked = stats.with_prob_best(result.summary, result.per_question)  # once, for both tables
+    ranked = stats.with_prob_best(result.summary, result.per_question, cache=result.cache)  # once, for both tables
     compact = compact_table(result, k, ranked=ranked)
     n = len(compact)
     every = f"every variant ({n}), in sweep order"

@@ -25,7 +25,7 @@ def section(result: SweepResult, dataset: Dataset | None, k: int, best: str | No
     if dataset is None or "recall" not in set(result.summary["metric"]):
         return ""
     kinds = {q.qid: PROBES if q.probe else OWN for q in dataset.questions}
-    asked = set(result.per_question["qid"])
+    asked = set(result.per_question["qid"].unique())  # unique() first: the scores have a row per metric and k
     kinds = {qid: kind for qid, kind in kinds.items() if qid in asked}
     if len(set(kinds.values())) < 2:
         return ""

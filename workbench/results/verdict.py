@@ -261,8 +261,9 @@ def verdict(result: SweepResult, metric: str | MetricAt = "recall", k: int | Non
     at = MetricAt(at.name, k, budget) if k is not None or budget else at
     at = at.at(result.default_k)
     pq = result.per_question
-    if at.name not in set(pq["metric"]):
-        raise ValueError(f"metric {at.name!r} not in the result; known: {sorted(set(pq['metric']))}")
+    known = set(pq["metric"].unique())  # not set(pq["metric"]): a Python loop over every row of the scores
+    if at.name not in known:
+        raise ValueError(f"metric {at.name!r} not in the result; known: {sorted(known)}")
     means = at.rows(result.summary)
     if means.empty:
         raise ValueError(f"no {at.label} in the result; swept ks: {result.ks}, budgets: {result.budgets}")

@@ -316,27 +316,40 @@ class IndexStore:
         meta = {"variant": variant.spec(), "label": variant.label, **cost}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
 
+    def stored_chunks(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> list[Chunk] | None:
+        """The chunks of the variant's entry, read from its chunk table alone (no FAISS file) when the entry
+        is built, else None: what a build embedded, every field, without chunking again (the audit of a
+        cold sweep's report chunked every variant a third time)."""
+        if not self.built(variant, dataset, embedder):
+            return None
+        return _stored(pd.read_parquet(self.path(variant, dataset, embedder) / "chunks.parquet"), dataset)
+
     def _load(self, path: Path, dataset: Dataset) -> ChunkIndex:
         meta = json.loads((path / "meta.json").read_text())
         table = pd.read_parquet(path / "chunks.parquet")
-        if "context" not in table:  # an entry written before +context
-            table["context"] = None
-        docs = dataset.docs
-        chunks = [
-            Chunk(
-                r.doc_id, int(r.start), int(r.end), docs[r.doc_id].text[int(r.start) : int(r.end)], r.heading,
-                None if pd.isna(r.embed_text) else r.embed_text,
-                None if pd.isna(r.parent_start) else int(r.parent_start),
-                None if pd.isna(r.parent_end) else int(r.parent_end),
-                context_text=None if pd.isna(getattr(r, "context_text", None)) else r.context_text,  # older entries
-                context=None if pd.isna(getattr(r, "context", None)) else r.context,
-            )
-            for r in table.itertuples(index=False)
-        ]
+        chunks = _stored(table, dataset)
         index = self._read(path / "index.faiss")
         cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
         returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
+
+
+def _stored(table: pd.DataFrame, dataset: Dataset) -> list[Chunk]:
+    """The chunks of an entry's chunk table (`IndexStore._write`), their texts sliced from the documents."""
+    if "context" not in table:  # an entry written before +context
+        table["context"] = None
+    docs = dataset.docs
+    return [
+        Chunk(
+            r.doc_id, int(r.start), int(r.end), docs[r.doc_id].text[int(r.start) : int(r.end)], r.heading,
+            None if pd.isna(r.embed_text) else r.embed_text,
+            None if pd.isna(r.parent_start) else int(r.parent_start),
+            None if pd.isna(r.parent_end) else int(r.parent_end),
+            context_text=None if pd.isna(getattr(r, "context_text", None)) else r.context_text,  # older entries
+            context=None if pd.isna(getattr(r, "context", None)) else r.context,
+        )
+        for r in table.itertuples(index=False)
+    ]
 
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None,

@@ -197,7 +197,8 @@ class Session:
     def audit(self, variants: Sequence[Variant], model: Embedder | None = None,
               label_free: bool = False) -> pd.DataFrame:
         """The chunk audit (workbench.results.audit): one row per variant, in order, a column per check,
-        from the variant's chunks alone (chunked here, no index built, or read back from the cache);
+        from the variant's chunks alone (read from its index entry when one is built, as after a sweep, else
+        chunked here without building one; the audit itself read back from the cache when made before);
         truncation by the window of `model` (default: the first), whose tokenizer sizes tokenizer=model
         chunks and whose vectors place semantic cuts. What an LLM writes into a variant's chunks (an LLM
         strategy's, +context's contexts, whose length counts for truncation) is generated as a sweep would
@@ -212,8 +213,9 @@ class Session:
             entry = self.store.path(v, self.dataset, e).name
             path = chunk_audit.cache_file(self.store.root, entry)
             found = chunk_audit.load(path)
-            if found is None:
-                chunks = made[entry] = self.chunked(v, e, "auditing")
+            if found is None:  # a built entry's chunks are read back (a cold sweep's report audits after building)
+                stored = self.store.stored_chunks(v, self.dataset, e)
+                chunks = made[entry] = stored if stored is not None else self.chunked(v, e, "auditing")
                 found = chunk_audit.audit_chunks(self.dataset, chunks, e.truncated(embed_texts(chunks)), structures)
                 chunk_audit.save(path, found)
             rows.append(chunk_audit.row(v, found, result_key(v.key, e)))
