@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import time
 from dataclasses import replace
@@ -68,7 +69,7 @@ def datasets(only: list[str]) -> dict[str, Dataset]:
 
         out |= {"squad_v11_dev[4]": squad, "qmsum_val[8 shortest]": qmsum, "pubmed (chroma_general, its first "
                 f"{PUBMED_CHARS:,} characters)": pubmed}
-    return {name: make() for name, make in out.items() if not only or name.split()[0] in only}
+    return {name: make() for name, make in out.items() if not only or re.split(r"[\[ ]", name)[0] in only}
 
 
 def texts_of(result: wb.SweepResult, keys: list[str]) -> int:
