@@ -7,8 +7,7 @@ import argparse
 import textwrap
 
 from workbench.cli.options import EPILOG, WIDTH, sweep_arguments
-from workbench.cli.sweep import answer, measure, metric_at
-from workbench.evaluation.metrics import MetricAt
+from workbench.cli.sweep import answer, measure, metric_argument
 from workbench.results.result import SweepResult
 from workbench.run.search import BUDGET, FINALISTS, Space
 
@@ -29,9 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    '"recursive": {"size": "64:512:64"}}, "retrievers": ["dense", "hybrid"], "contextual_header": '
                    '[false, true], "models": [...]}')
     sweep_arguments(s)
-    s.add_argument("--metric", dest="verdict_metric", type=metric_at, default=MetricAt(), metavar="METRIC",
-                   help="what the race and the verdict judge: a metric at a cut-off, recall@5, mrr@10 (default: "
-                   "recall at the default k)")
+    metric_argument(s, "what the race and the verdict judge: a metric at a cut-off, recall@5, mrr@10 (default: "
+                    "recall at the default k)")
     s.add_argument("--spend", type=float, default=BUDGET, metavar="SHARE",
                    help="the share of the full sweep's embedding the search may spend (default: %(default)s)")
     s.add_argument("--seed", type=int, default=0, help="draws the sample of the corpus (default: %(default)s)")

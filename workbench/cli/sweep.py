@@ -140,10 +140,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "logged again (needs mlflow-skinny)")
     s.add_argument("--experiment", metavar="NAME", help="the MLflow experiment of --mlflow (default: 'workbench "
                    "<dataset name>')")
+    metric_argument(s, "what the verdict and the table it ends with judge: a metric at a cut-off, recall@5, "
+                    "mrr@10, ndcg@3, or at an equal context budget, recall@budget=1024 (a budget of --budgets); "
+                    "without a cut-off, the default one (default: recall)")
+
+
+def metric_argument(s: argparse.ArgumentParser, help_: str) -> None:
+    """--metric, read as a MetricAt into args.verdict_metric (`sweep` and `search`)."""
     s.add_argument("--metric", dest="verdict_metric", type=metric_at, default=MetricAt(), metavar="METRIC",
-                   help="what the verdict and the table it ends with judge: a metric at a cut-off, recall@5, mrr@10, "
-                   "ndcg@3, or at an equal context budget, recall@budget=1024 (a budget of --budgets); without a "
-                   "cut-off, the default one (default: recall)")
+                   help=help_)
 
 
 def metric_at(text: str) -> MetricAt:

@@ -145,18 +145,16 @@ class Space:
 def _read(path: Path) -> Any:
     if not path.is_file():
         raise ValueError(f"{path}: no such space file")
+    kind = "YAML" if path.suffix.lower() in (".yaml", ".yml") else "JSON"
     text = path.read_text(encoding="utf-8")
     try:
-        if path.suffix.lower() in (".yaml", ".yml"):
+        if kind == "YAML":
             import yaml
 
             return yaml.safe_load(text)
         return json.loads(text)
-    except (ValueError, ImportError) as e:  # yaml's errors are ValueErrors' cousins: name the file either way
-        raise ValueError(f"{path}: not valid {'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'} "
-                         f"({e})") from None
-    except Exception as e:  # yaml.YAMLError
-        raise ValueError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    except Exception as e:  # json's ValueError, yaml's YAMLError: the file named either way
+        raise ValueError(f"{path}: not valid {kind} ({str(e).splitlines()[0]})") from None
 
 
 def _listed(where: str, name: str, value: Any) -> list[Any]:
