@@ -223,3 +223,26 @@ def test_at_400_the_headline_is_starred_in_view_in_every_table_of_a_real_sweep(t
     for t in tables:
         if t["headline"]:
             assert t["starred"] and t["before"] and t["after"] and t["weight"] >= 600, t
+
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_a_searchs_report_shows_its_race_at_both_widths_without_widening_the_page(
+        tab: Tab, tmp_path: Path, width: int) -> None:
+    """The Search section of a 300-candidate race (tests/crowd.py, no model): its figure decodes in the
+    rendition drawn for the width, and nothing in the section is wider than the window."""
+    from dataclasses import replace
+
+    import crowd
+
+    forty = crowd.forty()
+    path = report.write_report(replace(forty, race=crowd.race(forty)), tmp_path / "report.html")
+    open_report(tab, path, width)
+    shown = tab.page.evaluate("""() => {
+      const s = document.querySelector('section#search');
+      const img = s && [...s.querySelectorAll('#figure-race img')].find(i => i.offsetParent !== null);
+      return s && {decoded: img ? img.naturalWidth > 0 && img.complete : false, imgWidth: img ? img.clientWidth : 0,
+                   rows: s.querySelectorAll('table tr').length};
+    }""")
+    assert shown is not None and shown["decoded"] and 0 < shown["imgWidth"] <= width
+    assert shown["rows"] > 5
+    assert tab.page.evaluate("() => document.documentElement.scrollWidth") <= width
