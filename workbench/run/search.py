@@ -39,7 +39,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ import pandas as pd
 from workbench.chunkers import STRATEGIES
 from workbench.dataset import Dataset
 from workbench.evaluation import metrics, stats
+from workbench.evaluation.settings import Settings
 from workbench.models.choose import result_key
 from workbench.models.embed import Embedder
 from workbench.models.llm import Stopped
@@ -55,8 +56,20 @@ from workbench.results.result import SweepResult
 from workbench.run.grid import Expansion, GridSpec
 from workbench.variant import Variant
 
-if TYPE_CHECKING:
-    from workbench.run.session import Session
+
+class Sweeps(Protocol):
+    """What the search asks of a session (workbench.run.session.Session), named here so that the session
+    can offer `search` without the two modules importing each other."""
+
+    dataset: Dataset
+    settings: Settings
+    models: list[Embedder]
+
+    def on(self, dataset: Dataset) -> Sweeps: ...
+
+    def sweep(self, variants: Sequence[Variant], *, models: Sequence[Embedder] | None = None,
+              stop: Callable[[], bool] | None = None, **changes: Any) -> SweepResult: ...
+
 
 RACE_COLUMNS = ["key", "variant", "model", "round", "stage", "documents", "metric", "k", "mean", "ci_low", "ci_high",
                 "corrected", "texts", "status", "reason"]
@@ -202,7 +215,7 @@ def sample_of(dataset: Dataset, seed: int = 0) -> Dataset:
     return dataset if n == others else dataset.with_distractors(n, seed)
 
 
-def search(session: Session, space: Space | Mapping[str, Any] | str | Path | Sequence[Variant], *,
+def search(session: Sweeps, space: Space | Mapping[str, Any] | str | Path | Sequence[Variant], *,
            metric: str = "recall", k: int | None = None, budget: float = BUDGET, seed: int = 0, alpha: float = ALPHA,
            finalists: int = FINALISTS, refine: bool = True, stop: Callable[[], bool] | None = None) -> SweepResult:
     """The best variants of `space` for `session`'s dataset and models (see the module docstring),
@@ -421,7 +434,7 @@ def _within_budget(keep: list[str], upper: pd.Series, pairs: Mapping[str, tuple[
     return chosen, left
 
 
-def _measure(session: Session, pairs: Sequence[tuple[Variant, Embedder]],
+def _measure(session: Sweeps, pairs: Sequence[tuple[Variant, Embedder]],
              stop: Callable[[], bool] | None) -> SweepResult:
     """A real sweep of each (variant, model) with its model alone."""
     by_model: dict[str, tuple[Embedder, list[Variant]]] = {}
