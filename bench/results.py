@@ -172,11 +172,13 @@ def label_free(text: str) -> list[str]:
 
 
 def search(text: str) -> list[str]:
-    rates, timing = tables(text)[:2]
+    rates, trade, timing = tables(text)[:3]
     return [*(f"{r[0]}: the search's best in the exhaustive tied set {r[5]} (random search, same texts: {r[6]}); "
               f"texts {r[8]} of the exhaustive sweep's" for r in rates[1:]),
-            *(f"{r[0]}, cold side by side: wall {r[3]} of the exhaustive sweep's, texts embedded {r[5]}"
-              for r in timing[1:])]
+            *(f"budget {r[0]}, every run: in the exhaustive tied set {r[1]} (random {r[2]}), texts {r[3]}"
+              for r in trade[1:]),
+            *(f"{r[0]} at budget {r[1]}, cold side by side: wall {r[4]} of the exhaustive sweep's, texts embedded "
+              f"{r[6]}" for r in timing[1:])]
 
 
 def sweeper_overhead(text: str) -> list[str]:

@@ -8,12 +8,13 @@ judged against the exhaustive tied set of the same candidates. A search's cost i
 embedded for real, counted per chunking and corpus as the search counts it (the race's texts column);
 the exhaustive sweep's is every embedding chunking's chunks. Beside it, a random search given the same
 texts: random variants measured on the whole corpus until their chunkings' texts reach the search's, its
-best by mean taken. On the --timing datasets the search and the exhaustive sweep also run cold, each in an
-empty cache, back to back: the wall-time ratio.
+best by mean taken. All of it at each of --budgets (the search's default first). On the --timing datasets
+the exhaustive sweep and the search at each budget also run cold, each in an empty cache, back to back in one
+process: the wall-time ratio.
 
-Run from the repo root: python -m bench.search [--seeds N] [--only NAME ...] [--timing NAME ...] [--reuse]
-(the shared datasets when ../shared is there). Writes bench/search.md after each dataset; results/bench_search/
-holds the caches and each dataset's result.json.
+Run from the repo root: python -m bench.search [--seeds N] [--budgets B ...] [--only NAME ...]
+[--timing NAME ...] [--reuse] (the shared datasets when ../shared is there). Writes bench/search.md after each
+dataset; results/bench_search/<dataset>/ holds the caches, rates-<budget>.json and timing.json.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import workbench as wb
 from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, load, table
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
-from workbench.run.search import Space
+from workbench.run.search import BUDGET, Space
 
 SPACE = {"strategies": {"fixed": {"size": "32:256:32", "overlap": [0, 16], "tokenizer": "model"},
                         "recursive": {"size": "32:256:32", "tokenizer": "model"},
@@ -105,28 +106,37 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=8, help="searches per dataset")
     p.add_argument("--only", nargs="*", default=[], help="datasets by first word (chroma_small, mixed, ...)")
+    p.add_argument("--budgets", nargs="*", type=float, default=[BUDGET, 0.2],
+                   help="the search's budgets measured (the first is the one the tables show in full)")
     p.add_argument("--timing", nargs="*", default=["chroma_small"],
-                   help="datasets whose search and exhaustive sweep are also timed cold, side by side")
-    p.add_argument("--reuse", action="store_true", help="read the datasets measured before from their result.json")
+                   help="datasets whose search (at each budget) and exhaustive sweep are also timed cold")
+    p.add_argument("--reuse", action="store_true", help="read what was measured before from its json files")
     args = p.parse_args()
     start = Start()
     variants = Space.of(SPACE).variants().variants
     done = {}
     for name, ds in datasets(args.only).items():
         folder = ROOT / name.split()[0]
-        saved = folder / "result.json"
-        if not (args.reuse and saved.is_file()):
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            saved.write_text(json.dumps(rates(name, ds, variants, folder, args.seeds)
-                                        | ({"timing": timed(ds, variants, folder)}
-                                           if name.split()[0] in args.timing else {})))
-        done[name] = json.loads(saved.read_text())
-        write(start, done)
+        folder.mkdir(parents=True, exist_ok=True)
+        done[name] = {"rates": {b: measured(folder / f"rates-{b:g}.json", args.reuse,
+                                            lambda b=b: rates(name, ds, variants, folder, args.seeds, b))
+                                for b in args.budgets}}
+        if name.split()[0] in args.timing:
+            done[name]["timing"] = measured(folder / "timing.json", args.reuse,
+                                            lambda: timed(ds, variants, folder, args.budgets))
+        write(start, done, args.budgets)
 
 
-def rates(name: str, ds: Dataset, variants: list, folder, seeds: int) -> dict:
-    """The exhaustive sweep (cached in folder/full), then `seeds` searches on its cache, each judged against
-    the exhaustive tied set of the candidates it searched; the preview's error on the whole space."""
+def measured(saved, reuse: bool, measure) -> dict:
+    """What `measure()` returns, saved as json; read back instead when `reuse` and it is there."""
+    if not (reuse and saved.is_file()):
+        saved.write_text(json.dumps(measure()))
+    return json.loads(saved.read_text())
+
+
+def rates(name: str, ds: Dataset, variants: list, folder, seeds: int, budget: float) -> dict:
+    """The exhaustive sweep (cached in folder/full), then `seeds` searches at `budget` on its cache, each judged
+    against the exhaustive tied set of the candidates it searched; the preview's error on the whole space."""
     with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
         full = s.sweep(variants)
         preview = s.preview(variants)  # the preview alone, as `sweep --preview` ranks: its own tied set
@@ -137,7 +147,7 @@ def rates(name: str, ds: Dataset, variants: list, folder, seeds: int) -> dict:
         rng = random.Random(seed)
         keys = every if seed == 0 else sorted(rng.sample(every, round(SUBSPACE * len(every))), key=every.index)
         with wb.Session(ds, cache=folder / "full", ks=(K,), budgets=(), progress=False) as s:
-            found = s.search([full.variant(k) for k in keys], k=K, seed=seed)
+            found = s.search([full.variant(k) for k in keys], k=K, seed=seed, budget=budget)
         best = found.ranking("recall", K)["key"].iloc[0]
         pq = full.per_question[full.per_question["key"].isin(keys)]
         if best not in keys:  # a refined variant: judged against the exhaustive rows
@@ -164,17 +174,17 @@ def rates(name: str, ds: Dataset, variants: list, folder, seeds: int) -> dict:
             "variants": len(every), "exhaustive_texts": texts_of(full, every), "runs": runs, "preview": previews}
 
 
-def timed(ds: Dataset, variants: list, folder) -> dict:
-    """The search (seed 0) and the exhaustive sweep, each cold in a fresh cache, back to back in this
-    process (the model loaded once before both): wall seconds, texts the model embedded, the load."""
+def timed(ds: Dataset, variants: list, folder, budgets: list[float]) -> dict:
+    """The exhaustive sweep and the search (seed 0) at each budget, each cold in a fresh cache, back to back
+    in this process (the model loaded once before them all): wall seconds, texts the model embedded, the load."""
     out = {}
-    for what in ("search", "exhaustive"):
-        cache = folder / f"cold-{what}"
+    for what in ("exhaustive", *(f"{b:g}" for b in budgets)):
+        cache = folder / "cold"
         shutil.rmtree(cache, ignore_errors=True)
         load0 = load()
         t0 = time.perf_counter()
         with wb.Session(ds, cache=cache, ks=(K,), budgets=(), progress=False) as s:
-            s.search(variants, k=K) if what == "search" else s.sweep(variants)
+            s.search(variants, k=K, budget=float(what)) if what != "exhaustive" else s.sweep(variants)
             embedded = s.embedder.stats.embedded
         out[what] = {"wall_s": time.perf_counter() - t0, "embedded": embedded, "load": f"{load0} / {load()}"}
         shutil.rmtree(cache, ignore_errors=True)
@@ -182,10 +192,17 @@ def timed(ds: Dataset, variants: list, folder) -> dict:
     return out
 
 
-def write(start: Start, done: dict[str, dict]) -> None:
+def write(start: Start, done: dict[str, dict], budgets: list[float]) -> None:
     n = len(Space.of(SPACE).variants().variants)
-    rows, previews, every, timings = [], [], [], []
-    for name, d in done.items():
+    rows, previews, every, timings, trade = [], [], [], [], []
+    for b in budgets:
+        r = pd.DataFrame([x for d in done.values() for x in d["rates"][b]["runs"]])
+        t = [d["timing"] for d in done.values() if "timing" in d]
+        trade.append([f"{b:g}", f"{r['in_tied_set'].mean():.3f} ({r['in_tied_set'].sum()}/{len(r)})",
+                      f"{r['random_in_tied_set'].mean():.2f}", f"{r['texts_share'].mean():.3f}",
+                      "; ".join(f"{x[f'{b:g}']['wall_s'] / x['exhaustive']['wall_s']:.3f}" for x in t) or "-"])
+    for name, whole in done.items():
+        d = whole["rates"][budgets[0]]
         r = pd.DataFrame(d["runs"])
         rows.append([name, d["documents"], d["questions"], f"{d['characters']:,}", d["variants"],
                      f"{r['in_tied_set'].mean():.2f} ({r['in_tied_set'].sum()}/{len(r)})",
@@ -194,16 +211,14 @@ def write(start: Start, done: dict[str, dict]) -> None:
         previews.append([name, *d["preview"]])
         every += [[name, x["seed"], x["candidates"], x["best"], x["in_tied_set"], x["tied_set"], x["texts"],
                    f"{x['texts_share']:.3f}", x["random_in_tied_set"], x["last_round"]] for x in d["runs"]]
-        if "timing" in d:
-            t = d["timing"]
-            timings.append([name, f"{t['search']['wall_s']:.0f}", f"{t['exhaustive']['wall_s']:.0f}",
-                            f"{t['search']['wall_s'] / t['exhaustive']['wall_s']:.3f}",
-                            f"{t['search']['embedded']:,} / {t['exhaustive']['embedded']:,}",
-                            f"{t['search']['embedded'] / t['exhaustive']['embedded']:.3f}",
-                            f"{t['search']['load']}; {t['exhaustive']['load']}"])
+        for b in budgets if "timing" in whole else ():
+            t, e = whole["timing"][f"{b:g}"], whole["timing"]["exhaustive"]
+            timings.append([name, f"{b:g}", f"{t['wall_s']:.0f}", f"{e['wall_s']:.0f}",
+                            f"{t['wall_s'] / e['wall_s']:.3f}", f"{t['embedded']:,} / {e['embedded']:,}",
+                            f"{t['embedded'] / e['embedded']:.3f}", f"{t['load']}; {e['load']}"])
     text = (header("Search against the exhaustive sweep", start)
-            + f"\nThe space: {n} variants ({SPACE}); recall@{K}; the search's defaults (budget 0.2, 5 anchors, "
-            f"5 finalists, alpha 0.05, refining on). Seed 0 searches the whole space, seeds 1.. a random "
+            + f"\nThe space: {n} variants ({SPACE}); recall@{K}; the search's defaults (budget {budgets[0]:g}, "
+            "5 anchors, 5 finalists, alpha 0.05, refining on). Seed 0 searches the whole space, seeds 1.. a random "
             f"{SUBSPACE:.0%} of it each, on the exhaustive sweep's cache. 'in tied set': how often the search's best "
             "is in the exhaustive sweep's tied set of the same candidates (the variants the questions cannot tell "
             "from its top at 95%); 'random': a random search given the same texts; 'texts': what the search embedded "
@@ -211,12 +226,17 @@ def write(start: Start, done: dict[str, dict]) -> None:
             "of the same candidates embeds.\n\n"
             + table(["dataset", "documents", "questions", "characters", "variants", "in tied set", "random",
                      "tied set size", "texts (share)", "exhaustive texts"], rows)
-            + "\n\n## Cold, side by side\n\nThe search (seed 0, the whole space) and the exhaustive sweep, each "
-            "from an empty cache, one after the other in one process (the model loaded before both): wall seconds "
-            "and the texts the model embedded (questions, semantic's sentence groups and chunks, as "
+            + "\n\n## Budget against rate\n\nEvery seeded run of every dataset at each budget (the share of the "
+            "exhaustive sweep's embedding, in whole-corpus passes, the search may spend): how often its best is in "
+            "the exhaustive tied set, a random search's rate with the same texts, the texts share, and the cold "
+            "wall ratio where timed (below).\n\n"
+            + table(["budget", "in tied set", "random", "texts share", "cold wall ratio"], trade)
+            + "\n\n## Cold, side by side\n\nThe exhaustive sweep and the search (seed 0, the whole space) at each "
+            "budget, each from an empty cache, one after the other in one process (the model loaded before them): "
+            "wall seconds and the texts the model embedded (questions, semantic's sentence groups and chunks, as "
             "Embedder.stats counts them); load average (1 min) at the start / end of each.\n\n"
-            + table(["dataset", "search s", "exhaustive s", "wall ratio", "texts embedded (search / exhaustive)",
-                     "texts ratio", "load"], timings)
+            + table(["dataset", "budget", "search s", "exhaustive s", "wall ratio",
+                     "texts embedded (search / exhaustive)", "texts ratio", "load"], timings)
             + "\n\n## The preview's error, and the search's calibration of it\n\nSeed 0, the whole space: Spearman's "
             f"rho of the preview's recall@{K} against the real one, raw and as the search corrects it (a line in log2 "
             "tokens per chunk fitted on its anchors, whose own real scores stand in); the preview's own tied set "

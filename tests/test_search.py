@@ -103,9 +103,21 @@ def test_survivors_are_bought_best_upper_bound_first_and_shared_chunkings_are_fr
     upper = pd.Series({"a": 0.05, "b": 0.01, "c": 0.03, "a_bm25": -0.01, "a_hybrid": 0.04})
     chosen, left = searching._within_budget(list(upper.index), upper, pairs, {}, units=1.0, share=0.5)
     assert chosen == ["a", "a_hybrid", "c", "a_bm25"] and left == {"b"}
-    measured = {(b.chunking_key, "m"): 10}  # measured already: free
+    measured = {("chunks", b.chunking_key, "m"): 10}  # measured already: free
     chosen, left = searching._within_budget(["b"], upper, pairs, measured, units=0.0, share=0.5)
     assert chosen == ["b"] and not left
+
+
+def test_semantics_sentence_groups_are_paid_once_at_their_weight_and_counted_in_the_budget():
+    cuts = [Variant.make("semantic", breakpoint_percentile=p, contextual_header=h) for p in (80, 90) for h in (0, 1)]
+    wide = Variant.make("semantic", breakpoint_percentile=80, buffer_size=2)
+    passes = searching._passes([(v, _Model) for v in [*cuts, wide]])
+    groups = {p: w for p, w in passes.items() if p[0] == "groups"}
+    assert len(passes) == 5 + 2 and sorted(groups.values()) == [3.0, 5.0]  # each sentence in 2b+1 groups
+    pairs = {"a": (cuts[0], _Model), "b": (cuts[1], _Model), "f": (Variant.make("fixed", size=64), _Model)}
+    upper = pd.Series({"a": 0.05, "b": 0.04, "f": 0.01})
+    chosen, left = searching._within_budget(list(upper.index), upper, pairs, {}, units=2.5, share=0.5)
+    assert chosen == ["a", "b"] and left == {"f"}  # a: its chunks and groups (4 x 0.5); b only its chunks then
 
 
 def test_the_sample_holds_every_document_with_evidence_and_as_many_others(chroma_small):
@@ -164,11 +176,37 @@ def test_what_the_search_measured_is_cached_for_a_later_sweep(searched, tmp_path
     pd.testing.assert_frame_equal(wb.SweepResult.load(tmp_path / "out").race, found.race, check_dtype=False)
 
 
+@pytest.mark.model
+def test_a_search_over_two_models_races_each_candidate_with_its_own_model(searched):
+    *_, cache = searched  # MiniLM's measurements are cached there: WordLlama's are the new ones
+    data = wb.load_dataset(REPO / "data" / "chroma_small").select(max_questions=60)
+    with wb.Session(data, cache=cache, models=[None, "wordllama"], ks=(5,), budgets=(), progress=False) as session:
+        found = session.search(SPACE, k=5, budget=0.6)
+        full = session.sweep(Space.of(SPACE).variants().variants)
+    race = found.race
+    first = race[race["round"] == 1]
+    assert len(first) == 2 * len(Space.of(SPACE).variants().variants) and first["model"].nunique() == 2
+    model_of = first.set_index("key")["model"]
+    later = race[race["round"] > 1]
+    refined = ~later["key"].isin(model_of.index)  # a refined variant enters in round 2, with its leader's model
+    assert later.loc[~refined, "model"].eq(later.loc[~refined, "key"].map(model_of)).all()
+    assert later["model"].nunique() == 2  # both models' candidates were measured for real
+    rows = full.variants.set_index("key")
+    for key, model in found.variants.set_index("key")["model"].items():  # each measured with its own model
+        assert key not in rows.index or rows.loc[key, "model"] == model
+    best = found.ranking("recall", 5)["key"].iloc[0]
+    pq = full.per_question
+    if best not in set(full.keys):
+        pq = pd.concat([pq, found.per_question[found.per_question["key"] == best]])
+    ties = stats.ranking_ties(pq, "recall", 5)
+    assert bool(ties.loc[ties["key"] == best, "tied_with_top"].iloc[0])
+
+
 def test_a_budget_below_one_round_is_refused_before_anything_is_measured(tmp_path):
     data = wb.load_dataset(REPO / "data" / "chroma_small").select(max_questions=20)
     with wb.Session(data, cache=tmp_path, progress=False) as session:
-        with pytest.raises(ValueError, match=r"budget 0.1 buys 0.8 whole-corpus passes of the space's 8 chunkings, "
-                                             r"below one round \(3.0"):
+        with pytest.raises(ValueError, match=r"budget 0.1 buys 0.8 of the 8 whole-corpus passes the exhaustive sweep "
+                                             r"embeds, below one round \(3.0"):
             session.search(SPACE, budget=0.1)
         assert session.embedder.stats.embedded == 0
         with pytest.raises(ValueError, match="k=7: the session scores at ks"):

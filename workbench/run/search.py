@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,7 +76,7 @@ RACE_COLUMNS = ["key", "variant", "model", "round", "stage", "documents", "metri
 SPACE_KEYS = ("strategies", "retrievers", "contextual_header", "late", "models")
 ANCHORS = 5  # real measurements that calibrate the preview: its best and the best of each size band
 FINALISTS = 5  # candidates measured on the whole corpus at the end (or kept past the preview at least)
-BUDGET = 0.2  # share of the exhaustive sweep's embedding a search may spend (bench/search.md)
+BUDGET = 0.12  # share of the exhaustive sweep's embedding (in whole-corpus passes) a search may spend: bench/search.md
 ALPHA = 0.05  # the chance, over the search's two races, of dropping a candidate as good as the best
 MIN_SAMPLE = 5  # documents without evidence a sample holds at least (when the corpus has them)
 
@@ -239,17 +239,19 @@ def search(session: Sweeps, space: Space | Mapping[str, Any] | str | Path | Sequ
     models = session.models
     pairs = {result_key(v.key, e): (v, e) for v in variants for e in models}
     chunkings = {_chunking(v, e) for v, e in pairs.values() if v.embeds}
+    passes = _passes(pairs.values())
+    total = max(sum(passes.values()), 1.0)  # the exhaustive sweep's embedding, in whole-corpus passes
     sample = sample_of(session.dataset, seed)
     share = sample.n_chars / session.dataset.n_chars
     whole = sample is session.dataset
-    units = budget * max(len(chunkings), 1)  # in whole-corpus passes of one chunking
+    units = budget * total
     anchors = min(ANCHORS, len(chunkings), max(2, int(units / 3)))  # a third of the budget at most, when it allows
     least = share * (1 + anchors) + (0 if whole else 1)
     if units < least:
-        raise ValueError(f"budget {budget} buys {units:.1f} whole-corpus passes of the space's {len(chunkings)} "
-                         f"chunkings, below one round ({least:.1f}: the preview, {anchors} anchors"
+        raise ValueError(f"budget {budget} buys {units:.1f} of the {total:.0f} whole-corpus passes the exhaustive "
+                         f"sweep embeds, below one round ({least:.1f}: the preview, {anchors} anchors"
                          f"{'' if whole else ' and a finalist on the whole corpus'}); raise it to at least "
-                         f"{least / max(len(chunkings), 1):.2f}")
+                         f"{least / total:.2f}")
     race, spent = _Race(metric, k), share  # the preview's token pass costs about one chunking
     on_sample = session.on(sample)
     reserve = 0.0 if whole else min(finalists, len(chunkings)) * (1 - share)  # the final round re-embeds the rest
@@ -263,7 +265,7 @@ def search(session: Sweeps, space: Space | Mapping[str, Any] | str | Path | Sequ
     _go_on(stop, "the preview")
     embedding = [key for key in means.index if pairs[key][0].embeds]
     picked = _anchors(means, tokens, embedding, anchors)
-    measured: dict[str, float] = {}  # texts per chunking measured on the sample
+    measured: dict[tuple[str, ...], int] = {}  # the passes made on the sample (chunks for a chunking's)
     texts: dict[str, int] = {}  # by the key that measured a chunking first on the sample
     real = _measure(on_sample, [pairs[key] for key in picked], stop)
     spent += share * _cost(real, pairs, measured, texts)
@@ -410,26 +412,38 @@ def _survivors(corrected: pd.Series, upper: pd.Series, finalists: int) -> list[s
     return [key for i, key in enumerate(order) if upper[key] >= 0 or i < finalists]
 
 
-def _cost_of(pairs: Sequence[tuple[Variant, Embedder]], measured: Mapping[tuple[str, str], int],
+def _passes(pairs: Iterable[tuple[Variant, Embedder]]) -> dict[tuple[str, ...], float]:
+    """The embedding passes measuring `pairs` for real makes, each weighed in whole-corpus passes of one
+    chunking: every chunking's chunks (1), and semantic's sentence groups, which every percentile and
+    header of one splitter and buffer shares and which hold each sentence 2 x buffer_size + 1 times."""
+    out: dict[tuple[str, ...], float] = {}
+    for v, e in pairs:
+        if v.embeds:
+            out[("chunks", *_chunking(v, e))] = 1.0
+        if v.strategy == "semantic":
+            b = int(v.kwargs["buffer_size"])
+            out[("groups", str(v.kwargs["sentences"]), str(b), e.fingerprint)] = 2.0 * b + 1
+    return out
+
+
+def _cost_of(pairs: Iterable[tuple[Variant, Embedder]], measured: Mapping[tuple[str, ...], int],
              share: float) -> float:
-    """Whole-corpus passes that measuring `pairs` on the sample adds (chunkings not measured yet)."""
-    return share * len({_chunking(v, e) for v, e in pairs if v.embeds} - set(measured))
+    """Whole-corpus passes that measuring `pairs` on the sample adds (passes not made yet)."""
+    return share * sum(w for p, w in _passes(pairs).items() if p not in measured)
 
 
 def _within_budget(keep: list[str], upper: pd.Series, pairs: Mapping[str, tuple[Variant, Embedder]],
-                   measured: Mapping[tuple[str, str], int], units: float, share: float) -> tuple[list[str], set[str]]:
-    """`keep`, the highest upper bounds first, as far as `units` passes buy (those measured already
+                   measured: Mapping[tuple[str, ...], int], units: float, share: float) -> tuple[list[str], set[str]]:
+    """`keep`, the highest upper bounds first, as far as `units` passes buy (those made already
     free); and the ones left out for the budget."""
-    chosen, left, bought = [], set(), set(measured)
+    chosen, left, bought = [], set(), dict(measured)
     for key in sorted(keep, key=lambda key: -upper[key]):
-        v, e = pairs[key]
-        extra = v.embeds and _chunking(v, e) not in bought
-        if extra and units < share:
+        extra = _cost_of([pairs[key]], bought, share)
+        if extra > units:
             left.add(key)
             continue
-        if extra:
-            units -= share
-            bought.add(_chunking(v, e))
+        units -= extra
+        bought |= dict.fromkeys(_passes([pairs[key]]), 0)
         chosen.append(key)
     return chosen, left
 
@@ -443,16 +457,17 @@ def _measure(session: Sweeps, pairs: Sequence[tuple[Variant, Embedder]],
     return combine([session.sweep(vs, models=[e], stop=stop) for e, vs in by_model.values()])
 
 
-def _cost(result: SweepResult, pairs: Mapping[str, tuple[Variant, Embedder]], measured: dict[tuple[str, str], int],
-          texts: dict[str, int]) -> int:
-    """Record the texts (chunks) of each chunking `result` measured for the first time, in `measured` and
-    by the key that measured it in `texts`; how many chunkings were new."""
-    added = 0
+def _cost(result: SweepResult, pairs: Mapping[str, tuple[Variant, Embedder]],
+          measured: dict[tuple[str, ...], int], texts: dict[str, int]) -> float:
+    """Record the passes `result` made for the first time in `measured`, and the chunks of each chunking
+    by the key that measured it first in `texts`; the whole-corpus passes they weigh."""
+    added = 0.0
     for key, chunks in zip(result.variants["key"], result.variants["chunks"], strict=True):
-        v, e = pairs[key]
-        if v.embeds and _chunking(v, e) not in measured:
-            measured[_chunking(v, e)] = texts[key] = int(chunks)
-            added += 1
+        for p, w in _passes([pairs[key]]).items():
+            if p not in measured:
+                measured[p] = int(chunks) if p[0] == "chunks" else 0
+                texts[key] = texts.get(key, 0) + measured[p]
+                added += w
     return added
 
 
