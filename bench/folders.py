@@ -22,7 +22,10 @@ over the folder (each the first with such a line from an even step on), one line
 the sweep score something: the timing is what is measured, not recall.
 
   python -m bench.folders --prepare ../click/.git --files 100 --into /work/folders/click100
-  python -m bench.folders /work/folders/click100 /work/folders/sphinx1000
+  python -m bench.folders /work/folders/click100 /work/folders/sphinx1000 --work /work/folderswork [--reuse]
+
+With --work, each folder's measurements are saved in its own folder there (measured.json); --reuse reads a
+folder measured whole before back instead of measuring it again, so folders can be measured one run at a time.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.harness import BENCH, REPO, Start, header, table
@@ -195,6 +198,15 @@ class Folder:
     estimate: str = ""
     estimate_s: float = 0.0
     facts: dict[str, int] = field(default_factory=dict)  # texts, dim, variants, documents, questions, chars
+    started: str = ""  # when its first step began (UTC)
+
+    def save(self, to: Path) -> None:
+        to.write_text(json.dumps(asdict(self) | {"path": str(self.path)}, indent=1))
+
+    @classmethod
+    def read(cls, saved: Path) -> Folder:
+        d = json.loads(saved.read_text())
+        return cls(**d | {"path": Path(d["path"]), "runs": {k: Run(**r) for k, r in d["runs"].items()}})
 
 
 def measure(f: Folder, work: Path, save: Callable[[], None]) -> None:
@@ -207,6 +219,7 @@ def measure(f: Folder, work: Path, save: Callable[[], None]) -> None:
     def step(what: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {folder.name}: {what}", file=sys.stderr, flush=True)
 
+    f.started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     step("cold")
     f.runs["cold"] = run([py, "-m", "workbench", "sweep", "--data", str(folder), "--cache", str(work / "cache"),
                           "--out", str(work / "cold")], mark="estimate:")
@@ -251,7 +264,8 @@ def markdown(folders: list[Folder], start: Start, done: bool) -> str:
                        f"{f.facts.get('chars', 0) / 2**20:,.1f}"])
         if f.estimate:
             said.append(f"- {name}: {f.estimate}")
-    sources = [f"- `{f.path.name}`: {f.taken.get('files')} files ({', '.join(SUFFIXES)}, each at most "
+    sources = [f"- `{f.path.name}` (measured from {f.started}): {f.taken.get('files')} files "
+               f"({', '.join(SUFFIXES)}, each at most "
                f"{f.taken.get('max_bytes', 0):,} bytes, spread evenly over the {f.taken.get('candidates')} such "
                f"files by path) of {f.taken.get('repo')} at {str(f.taken.get('commit'))[:12]}"
                for f in folders if f.taken]
@@ -288,7 +302,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folders", nargs="*", type=Path, help="prepared folders to measure (module docstring)")
     p.add_argument("--out", type=Path, default=BENCH / "folders.md", help="markdown to write (default: %(default)s)")
-    p.add_argument("--work", type=Path, help="where caches and outputs go (default: a temporary folder, removed)")
+    p.add_argument("--work", type=Path, help="where caches, outputs and each folder's measured.json go "
+                                              "(default: a temporary folder, removed)")
+    p.add_argument("--reuse", action="store_true", help="read a folder measured whole in --work before back")
     p.add_argument("--texts", nargs=3, type=Path, metavar=("FOLDER", "CACHE", "OUT"), help=argparse.SUPPRESS)
     p.add_argument("--prepare", type=Path, metavar="GIT_DIR",
                    help="instead: copy --files files of this checkout's HEAD (its .git folder) into --into, with "
@@ -314,10 +330,16 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="folders-") as tmp:
         work = args.work or Path(tmp)
-        for i, folder in enumerate(args.folders):
+        for folder in args.folders:
+            saved = work / folder.resolve().name / "measured.json"
+            done = Folder.read(saved) if args.reuse and saved.is_file() else None
+            if done is not None and {"cold", "floor", "import"} <= done.runs.keys():
+                measured.append(done)
+                continue
             meta = folder.resolve().with_name(folder.resolve().name + ".json")
             measured.append(Folder(folder.resolve(), json.loads(meta.read_text()) if meta.exists() else {}))
-            measure(measured[-1], work / f"f{i}", save)
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            measure(measured[-1], saved.parent, lambda f=measured[-1], to=saved: (f.save(to), save()))
     save(True)
     print(args.out.read_text())
 
