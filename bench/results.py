@@ -175,7 +175,7 @@ def search(text: str) -> list[str]:
     rates, trade, timing = tables(text)[:3]
     return [*(f"{r[0]}: the search's best in the exhaustive tied set {r[5]} (random search, same texts: {r[6]}); "
               f"texts {r[8]} of the exhaustive sweep's" for r in rates[1:]),
-            *(f"budget {r[0]}, every run: in the exhaustive tied set {r[1]} (random {r[2]}), texts {r[3]}"
+            *(f"budget {r[0]} ({r[1]}): in the exhaustive tied set {r[2]} (random {r[3]}), texts {r[4]}"
               for r in trade[1:]),
             *(f"{r[0]} at budget {r[1]}, cold side by side: wall {r[4]} of the exhaustive sweep's, texts embedded "
               f"{r[6]}" for r in timing[1:])]

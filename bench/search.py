@@ -8,9 +8,9 @@ judged against the exhaustive tied set of the same candidates. A search's cost i
 embedded for real, counted per chunking and corpus as the search counts it (the race's texts column);
 the exhaustive sweep's is every embedding chunking's chunks. Beside it, a random search given the same
 texts: random variants measured on the whole corpus until their chunkings' texts reach the search's, its
-best by mean taken. All of it at each of --budgets (the search's default first). On the --timing datasets
-the exhaustive sweep and the search at each budget also run cold, each in an empty cache, back to back in one
-process: the wall-time ratio.
+best by mean taken. All of it at the first of --budgets (the search's default) on every dataset, and at the
+others on the --timing datasets, where the exhaustive sweep and the search at each budget also run cold, each
+in an empty cache, back to back in one process: the wall-time ratio.
 
 Run from the repo root: python -m bench.search [--seeds N] [--budgets B ...] [--only NAME ...]
 [--timing NAME ...] [--reuse] (the shared datasets when ../shared is there). Writes bench/search.md after each
@@ -118,10 +118,11 @@ def main() -> None:
     for name, ds in datasets(args.only).items():
         folder = ROOT / name.split()[0]
         folder.mkdir(parents=True, exist_ok=True)
+        timing = name.split()[0] in args.timing
         done[name] = {"rates": {b: measured(folder / f"rates-{b:g}.json", args.reuse,
                                             lambda b=b: rates(name, ds, variants, folder, args.seeds, b))
-                                for b in args.budgets}}
-        if name.split()[0] in args.timing:
+                                for b in (args.budgets if timing else args.budgets[:1])}}
+        if timing:
             done[name]["timing"] = measured(folder / "timing.json", args.reuse,
                                             lambda: timed(ds, variants, folder, args.budgets))
         write(start, done, args.budgets)
@@ -196,9 +197,10 @@ def write(start: Start, done: dict[str, dict], budgets: list[float]) -> None:
     n = len(Space.of(SPACE).variants().variants)
     rows, previews, every, timings, trade = [], [], [], [], []
     for b in budgets:
-        r = pd.DataFrame([x for d in done.values() for x in d["rates"][b]["runs"]])
+        r = pd.DataFrame([x for d in done.values() if b in d["rates"] for x in d["rates"][b]["runs"]])
         t = [d["timing"] for d in done.values() if "timing" in d]
-        trade.append([f"{b:g}", f"{r['in_tied_set'].mean():.3f} ({r['in_tied_set'].sum()}/{len(r)})",
+        trade.append([f"{b:g}", ", ".join(name.split()[0] for name, d in done.items() if b in d["rates"]),
+                      f"{r['in_tied_set'].mean():.3f} ({r['in_tied_set'].sum()}/{len(r)})",
                       f"{r['random_in_tied_set'].mean():.2f}", f"{r['texts_share'].mean():.3f}",
                       "; ".join(f"{x[f'{b:g}']['wall_s'] / x['exhaustive']['wall_s']:.3f}" for x in t) or "-"])
     for name, whole in done.items():
@@ -226,11 +228,11 @@ def write(start: Start, done: dict[str, dict], budgets: list[float]) -> None:
             "of the same candidates embeds.\n\n"
             + table(["dataset", "documents", "questions", "characters", "variants", "in tied set", "random",
                      "tied set size", "texts (share)", "exhaustive texts"], rows)
-            + "\n\n## Budget against rate\n\nEvery seeded run of every dataset at each budget (the share of the "
-            "exhaustive sweep's embedding, in whole-corpus passes, the search may spend): how often its best is in "
-            "the exhaustive tied set, a random search's rate with the same texts, the texts share, and the cold "
-            "wall ratio where timed (below).\n\n"
-            + table(["budget", "in tied set", "random", "texts share", "cold wall ratio"], trade)
+            + "\n\n## Budget against rate\n\nEvery seeded run at each budget (the share of the exhaustive "
+            "sweep's embedding, in whole-corpus passes, the search may spend; the default on every dataset, the "
+            "others on the timed ones): how often its best is in the exhaustive tied set, a random search's rate "
+            "with the same texts, the texts share, and the cold wall ratio where timed (below).\n\n"
+            + table(["budget", "datasets", "in tied set", "random", "texts share", "cold wall ratio"], trade)
             + "\n\n## Cold, side by side\n\nThe exhaustive sweep and the search (seed 0, the whole space) at each "
             "budget, each from an empty cache, one after the other in one process (the model loaded before them): "
             "wall seconds and the texts the model embedded (questions, semantic's sentence groups and chunks, as "
