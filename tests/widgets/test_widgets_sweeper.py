@@ -28,6 +28,7 @@ from workbench.results.provenance import ModelInfo
 from workbench.results.result import SweepResult
 from workbench.retrieval.index import IndexStore
 from workbench.run.grid import GridSpec
+from workbench.run.search import BUDGET
 from workbench.run.session import sweep
 from workbench.variant import Variant
 from workbench.widgets import Sweeper, sweeper
@@ -422,7 +423,8 @@ def test_a_search_its_budget_cannot_buy_says_why_on_the_message_line(tiny: Datas
     sw = Sweeper(tiny, fake_embedder, store, ks=KS, background=False, restore=False)
     sw.ranges["size"].value = "16, 32"
     sw.search_button.click()
-    assert isinstance(sw.run, SearchRun) and sw.run.error and sw.run.error.startswith("ValueError: budget 0.2 buys")
+    assert isinstance(sw.run, SearchRun) and sw.run.error
+    assert sw.run.error.startswith(f"ValueError: budget {BUDGET:g} buys")
     assert 'color:#b00020' in sw.message.value and "raise it to at least" in sw.message.value
     assert sw.result is None and not sw.search_button.disabled and not sw.run_button.disabled
     assert sw.stop_button.disabled and sw.progress.value.startswith("0/1 searches") and "failed" in sw.progress.value
