@@ -119,6 +119,32 @@ def test_retrievers_share_the_chunking_entry(tiny: Dataset, fake_embedder: Embed
     assert [[h.chunk_id for h in r] for r in search(again, tiny.questions, qvecs, 5, bm25.stages)] == by_bm25
 
 
+def test_a_bm25_variant_builds_its_entry_without_vectors_and_a_dense_one_adds_them(
+        tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
+    store = IndexStore(tmp_path / "first-bm25")
+    bm25, hybrid = parse_variant("fixed:size=24+bm25"), parse_variant("fixed:size=24+hybrid")
+    qvecs = fake_embedder.encode([q.question for q in tiny.questions])
+    def asked() -> int:  # texts the model was asked for, computed or from its cache
+        return fake_embedder.stats.embedded + fake_embedder.stats.cached
+
+    before = asked()
+    b = store.get(bm25, tiny, fake_embedder)
+    entry = store.path(bm25, tiny, fake_embedder)
+    assert b.exact is None and not (entry / "index.faiss").exists() and (entry / "chunks.parquet").exists()
+    assert asked() == before  # no vector made or looked up for BM25
+    h = store.get(hybrid, tiny, fake_embedder)  # the same entry: its chunks read back, embedded now
+    assert (entry / "index.faiss").exists() and h.cost["built"] and asked() == before + len(h.chunks)
+    fresh = IndexStore(tmp_path / "first-hybrid").get(hybrid, tiny, fake_embedder)
+    assert h.exact.ntotal == fresh.exact.ntotal == len(fresh.chunks)
+    np.testing.assert_array_equal(h.exact.reconstruct_n(0, h.exact.ntotal),
+                                  fresh.exact.reconstruct_n(0, fresh.exact.ntotal))
+    ranked = [[(x.chunk_id, x.score) for x in r] for r in search(h, tiny.questions, qvecs, 5, hybrid.stages)]
+    assert ranked == [[(x.chunk_id, x.score) for x in r] for r in search(fresh, tiny.questions, qvecs, 5,
+                                                                          hybrid.stages)]
+    again = store.get(hybrid, tiny, fake_embedder)
+    assert not again.cost["built"] and again.exact.ntotal == len(again.chunks)  # loaded, nothing added
+
+
 def test_hybrid_ranks_the_union_by_reciprocal_ranks(tiny: Dataset, fake_embedder: Embedder, tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     qvecs = fake_embedder.encode([q.question for q in tiny.questions])

@@ -5,7 +5,9 @@ changed chunker, corpus or model can never be served from a stale entry. The chu
 the retriever out: a dense, a BM25 and a hybrid variant of one chunking share the entry, and the
 BM25 index (workbench.retrieval.bm25), built the first time a variant needs it, sits in its `bm25/`
 subfolder, and an approximate index (workbench.retrieval.ann), when one is asked for and the entry is
-big enough, in an `ann-...` subfolder named by its parameters; the `pgvector` stage's tables
+big enough, in an `ann-...` subfolder named by its parameters. The vectors (`index.faiss`) are made when
+a variant first reads them: an entry a BM25 variant built first holds its chunks alone, and the first
+dense or hybrid variant of that chunking embeds them and adds the file. The `pgvector` stage's tables
 (workbench.retrieval.pgvector) hold the entry's vectors in PostgreSQL, named by the entry. With
 `mmap=True` FAISS files are read memory-mapped: the vectors stay on disk and the page cache holds what
 searches touch. Entries and subfolders are built in a temporary folder and renamed into place: an
@@ -16,6 +18,7 @@ JSON (no pickle).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -59,6 +62,12 @@ def needs(variant: Variant) -> set[str]:
     return {need for name, _, _ in variant.stages for need in get_stage(name).needs}
 
 
+def reads_vectors(variant: Variant) -> bool:
+    """Whether retrieving for the variant reads its chunks' vectors (a dense or hybrid stage, pgvector's):
+    a BM25 variant's entry is built without them, since nothing would search them."""
+    return variant.embeds or "pgvector" in needs(variant)
+
+
 def chunking_models(variant: Variant) -> list[str]:
     """The fingerprints of the LLMs that write the variant's chunks (the parameters its strategy's
     `models` names): they name its index entry and its scores beside the variant key."""
@@ -95,7 +104,8 @@ class ChunkIndex:
     pgvector: PgIndex | None = None  # attached by IndexStore.get for the stages that need "pgvector"
     ann: Ann | None = None  # set by `approximate`: `index` is then that approximate index, `exact` the flat one
 
-    def __init__(self, chunks: list[Chunk], index: faiss.Index, returned: pd.DataFrame, cost: dict[str, Any]):
+    def __init__(self, chunks: list[Chunk], index: faiss.Index | None, returned: pd.DataFrame,
+                 cost: dict[str, Any]):
         self.chunks = chunks
         self.index = index
         self.returned_tokens = returned  # tiktoken sizes of what each chunk returns, per encoding
@@ -254,6 +264,12 @@ class IndexStore:
         """Whether the variant's entry is complete: its meta.json, written last, is there (`publish`)."""
         return (self.path(variant, dataset, embedder) / "meta.json").exists()
 
+    def ready(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> bool:
+        """Whether `get` will load the variant's entry as it is: built, with the vectors it reads (an entry a
+        BM25 variant built first has none, and a dense variant of its chunking embeds them)."""
+        vectors = self.path(variant, dataset, embedder) / "index.faiss"
+        return self.built(variant, dataset, embedder) and (not reads_vectors(variant) or vectors.exists())
+
     def get(self, variant: Variant, dataset: Dataset, embedder: Embedder, ann: Ann | None = None,
             stop: Callable[[], bool] | None = None) -> ChunkIndex:
         """The variant's index with what its retrieval stages need, searched approximately when
@@ -261,15 +277,18 @@ class IndexStore:
         cost["built"] says whether anything (the FAISS entry, the approximate or the BM25 index)
         was built rather than loaded. `stop`: asked between the build's generations (build_index)."""
         path = self.path(variant, dataset, embedder)
+        vectors = reads_vectors(variant)
         if self.built(variant, dataset, embedder):
             index = self._load(path, dataset)
+            if vectors and index.exact is None:  # built by a BM25 variant: the vectors are made now
+                self._add_vectors(index, path, variant, dataset, embedder)
         else:
             index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root,
-                                engine=self.engine, stop=stop)
+                                engine=self.engine, stop=stop, vectors=vectors)
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
-            if self.mmap:  # the vectors just built leave RAM
-                index.exact = index.index = self._read(path / "index.faiss")
-        if ann is not None:
+        if self.mmap and index.cost["built"] and index.exact is not None:  # the vectors just made leave RAM
+            index.exact = index.index = self._read(path / "index.faiss")
+        if ann is not None and index.exact is not None:
             self._approximate(index, path, ann)
         if "bm25" in needs(variant):
             folder = path / "bm25"
@@ -299,6 +318,19 @@ class IndexStore:
             index.cost["built"] = True
         index.approximate(ann.prepare(self._read(file)), ann)
 
+    @staticmethod
+    def _add_vectors(index: ChunkIndex, path: Path, variant: Variant, dataset: Dataset, embedder: Embedder) -> None:
+        """Embed the chunks of an entry built without vectors and add its FAISS file, written beside and
+        renamed into place (another process adding the same file writes the same vectors)."""
+        import faiss  # see ChunkIndex._dense_one
+
+        before = embedder.stats.embedded
+        index.exact = index.index = flat_index(chunk_vectors(variant, dataset, index.chunks, embedder))
+        tmp = path / f".index.faiss.{os.getpid()}"
+        faiss.write_index(index.exact, str(tmp))
+        os.replace(tmp, path / "index.faiss")
+        index.cost |= {"texts_embedded": embedder.stats.embedded - before, "built": True}
+
     def _read(self, file: Path) -> faiss.Index:
         import faiss  # see ChunkIndex._dense_one
 
@@ -311,7 +343,8 @@ class IndexStore:
         table = pd.DataFrame([{col: getattr(c, col) for col in _COLUMNS} for c in built.chunks], columns=_COLUMNS)
         table = pd.concat([table, built.returned_tokens], axis=1)
         table.to_parquet(tmp / "chunks.parquet", index=False)
-        faiss.write_index(built.index, str(tmp / "index.faiss"))
+        if built.exact is not None:
+            faiss.write_index(built.exact, str(tmp / "index.faiss"))
         cost = {k: v for k, v in built.cost.items() if k != "built"}
         meta = {"variant": variant.spec(), "label": variant.label, **cost}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
@@ -328,7 +361,7 @@ class IndexStore:
         meta = json.loads((path / "meta.json").read_text())
         table = pd.read_parquet(path / "chunks.parquet")
         chunks = _stored(table, dataset)
-        index = self._read(path / "index.faiss")
+        index = self._read(path / "index.faiss") if (path / "index.faiss").exists() else None
         cost = {k: v for k, v in meta.items() if k not in ("variant", "label", "texts_embedded")}
         returned = table[list(TIKTOKEN_ENCODINGS)].reset_index(drop=True)
         return ChunkIndex(chunks, index, returned, cost | {"texts_embedded": 0, "built": False})
@@ -354,7 +387,7 @@ def _stored(table: pd.DataFrame, dataset: Dataset) -> list[Chunk]:
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None,
                 llm_cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None,
-                stop: Callable[[], bool] | None = None) -> ChunkIndex:
+                stop: Callable[[], bool] | None = None, vectors: bool = True) -> ChunkIndex:
     """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
     one its parameters name, caching in the default folder), embed (or late-embed), index, and count
     its cost. An LLM strategy's model caches its generations in `llm_cache_dir`. What every LLM of
@@ -363,17 +396,13 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     the cost of the variant whatever was cached); an LLM strategy's index_llm_fallbacks counts its
     answers not used. `engine`: where the LLMs made here generate and a big corpus is chunked
     (chunk_corpus; None: this process). `stop` is asked between generations (its chunker's and the
-    contexts'): once true, workbench.models.llm.Stopped is raised, what finished cached, nothing saved."""
+    contexts'): once true, workbench.models.llm.Stopped is raised, what finished cached, nothing saved.
+    vectors=False: the chunks are not embedded (for a BM25 variant: IndexStore.get)."""
     t0 = time.perf_counter()
     before = embedder.stats.embedded
     chunks, env = written_chunks(variant, dataset, embedder, llm, llm_cache_dir, engine, stop)
     texts = embed_texts(chunks)
-    if variant.late:
-        from workbench.models.late import late_vectors
-
-        vectors = late_vectors(dataset.docs, chunks, embedder)
-    else:
-        vectors = embedder.encode(texts, desc=f"chunks {variant.label}")
+    index = flat_index(chunk_vectors(variant, dataset, chunks, embedder)) if vectors else None
     returned = returned_token_counts(chunks, dataset)
     cost = chunk_cost(chunks, dataset, returned) | {
         # chunks longer than the model window lose their tail (late chunking pools windows instead)
@@ -387,7 +416,16 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
                  "index_llm_seconds": round(env.llm_cost["llm_seconds"], 3)}
     if get_strategy(variant.strategy).models:
         cost["index_llm_fallbacks"] = int(env.llm_cost["fallbacks"])
-    return ChunkIndex(chunks, flat_index(vectors), returned, cost)
+    return ChunkIndex(chunks, index, returned, cost)
+
+
+def chunk_vectors(variant: Variant, dataset: Dataset, chunks: list[Chunk], embedder: Embedder) -> np.ndarray:
+    """The vectors of a build's chunks: their embedded texts, or late chunking's pooled token vectors."""
+    if variant.late:
+        from workbench.models.late import late_vectors
+
+        return late_vectors(dataset.docs, chunks, embedder)
+    return embedder.encode(embed_texts(chunks), desc=f"chunks {variant.label}")
 
 
 def written_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None,

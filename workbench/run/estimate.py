@@ -6,8 +6,9 @@ shrink the grid (or preview it) before waiting. The CLI prints `Estimate.line()`
 
 What is counted follows the sweep's own rules: a variant whose scores are cached costs nothing;
 otherwise the questions (once) and, when its index entry is missing (once per chunking: its dense,
-BM25 and hybrid variants share one), the texts it embeds: its chunks' embedded texts and what its
-chunker embeds (semantic's sentence groups), or for +late a token pass over its documents. A
+BM25 and hybrid variants share one), the texts it embeds: what its chunker embeds (semantic's sentence
+groups), and its chunks' embedded texts (or for +late a token pass over its documents) when a variant
+of the chunking reads vectors; an entry a BM25 variant built holds none, so a dense one embeds them. A
 preview embeds no chunk, only its one token pass over the corpus, unless that is cached. A text is
 counted once: the vector cache serves repeats.
 
@@ -47,7 +48,7 @@ its chunk count is `approximate`, and its chunks are never sampled.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -61,7 +62,7 @@ from workbench.models.cache import text_key
 from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate, duration, estimate_generation, generation_parts
-from workbench.retrieval.index import IndexStore, embed_texts
+from workbench.retrieval.index import IndexStore, embed_texts, reads_vectors
 from workbench.retrieval.preview import token_cache_path, token_embedder
 from workbench.run.sweep import Context
 from workbench.variant import Variant
@@ -193,9 +194,9 @@ class _Tally:
             self.inexact.update(new)
         return keys, found
 
-    def build(self, variant: Variant, dataset: Dataset) -> list[Chunk]:
-        """What building the variant's index embeds: what its chunker embeds, then its chunks (or
-        a token pass over their documents, for +late); returns the chunks."""
+    def build(self, variant: Variant, dataset: Dataset, vectors: bool = True) -> list[Chunk]:
+        """What building the variant's index embeds: what its chunker embeds, then, with `vectors`, its
+        chunks (or a token pass over their documents, for +late); returns the chunks."""
         waited = False  # whether the chunker was given placeholder vectors
         rng = np.random.default_rng(0)
 
@@ -212,6 +213,8 @@ class _Tally:
         t0 = time.perf_counter()
         chunks = variant.chunk(dataset, ChunkEnv(embed=embed, model_tokenizer=self.embedder.tokenizer))
         self.chunk_seconds += time.perf_counter() - t0
+        if not vectors:
+            return chunks
         if variant.late:
             read = {c.doc_id for c in chunks}
             self.token_pass([d for d in dataset.documents if d.doc_id in read])
@@ -258,7 +261,7 @@ def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
             tally.token_pass(dataset.documents)
     else:
         builds = _unbuilt(todo, dataset, embedder, store)
-    generations, unestimated = _generations(list(builds.values()), dataset, store, tally)
+    generations, unestimated = _generations(builds.values(), dataset, store, tally)
     rate, measured, sample = _measure(tally, dataset)
     pass_rate = None
     if tally.windows and sample and tally.pass_embedder is not embedder:  # the passes run on another model
@@ -304,23 +307,29 @@ def generation_estimates(context: Context, variants: Sequence[Variant], stop: Ca
         return (), 0
     dataset, embedder, store, scores = context.dataset, context.embedder, context.store, context.scores
     builds = _unbuilt([v for v in asking if not (scores and scores.has(v))], dataset, embedder, store)
-    return _generations(list(builds.values()), dataset, store, _Tally(embedder), stop)
+    return _generations(builds.values(), dataset, store, _Tally(embedder), stop)
 
 
 def _unbuilt(variants: Sequence[Variant], dataset: Dataset, embedder: Embedder, store: IndexStore
-             ) -> dict[str, Variant]:
-    """The chunkings of `variants` with no complete index entry yet (IndexStore.built), by chunking key."""
-    return {v.chunking_key: v.chunking for v in variants if not store.built(v, dataset, embedder)}
+             ) -> dict[str, tuple[Variant, bool]]:
+    """The chunkings of `variants` whose index entry is missing or lacks the vectors one of them reads
+    (IndexStore.ready), by chunking key, each with whether its chunks will be embedded."""
+    out: dict[str, tuple[Variant, bool]] = {}
+    for v in variants:
+        if not store.ready(v, dataset, embedder):
+            vectors = out.get(v.chunking_key, (v, False))[1]
+            out[v.chunking_key] = (v.chunking, vectors or reads_vectors(v))
+    return out
 
 
-def _generations(builds: Sequence[Variant], dataset: Dataset, store: IndexStore, tally: _Tally,
+def _generations(builds: Iterable[tuple[Variant, bool]], dataset: Dataset, store: IndexStore, tally: _Tally,
                  stop: Callable[[], bool] | None = None) -> tuple[tuple[GenerationEstimate, ...], int]:
     """Each build chunked into `tally` (unless its chunker generates), and what its LLMs will generate
     (module docstring): the estimates, and the builds left unestimated."""
     env = ChunkEnv(model_tokenizer=tally.embedder.tokenizer, llm_cache_dir=store.root, llm_engine=store.engine)
     out: list[GenerationEstimate] = []
     unestimated = 0
-    for v in builds:
+    for v, vectors in builds:
         s = get_strategy(v.strategy)
         try:
             if s.models:  # its chunker generates: chunking it here would generate it all
@@ -330,7 +339,7 @@ def _generations(builds: Sequence[Variant], dataset: Dataset, store: IndexStore,
                     out += _asked(env, [a for doc in dataset.documents for a in s.generations(doc, env, **v.kwargs)],
                                   stop)
                 continue
-            chunks = tally.build(v, dataset)
+            chunks = tally.build(v, dataset, vectors)
             if v.context is not None:  # the contexts are written after chunking, by the store's LLM
                 params = dict(v.context)
                 out.append(estimate_generation(store.llm(v), CONTEXT, context_items(
