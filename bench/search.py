@@ -9,8 +9,9 @@ embedded for real, counted per chunking and corpus as the search counts it (the 
 the exhaustive sweep's is every embedding chunking's chunks. Beside it, a random search given the same
 texts: random variants measured on the whole corpus until their chunkings' texts reach the search's, its
 best by mean taken. All of it at the first of --budgets (the search's default) on every dataset, and at the
-others on the --timing datasets, where the exhaustive sweep and the search at each budget also run cold, each
-in an empty cache, back to back in one process: the wall-time ratio.
+others on the --timing datasets (and wherever --reuse finds them measured before). On the --timing datasets
+the exhaustive sweep and the search at each budget also run cold, each in an empty cache, back to back in
+one process: the wall-time ratio.
 
 Run from the repo root: python -m bench.search [--seeds N] [--budgets B ...] [--only NAME ...]
 [--timing NAME ...] [--reuse] (the shared datasets when ../shared is there). Writes bench/search.md after each
@@ -121,7 +122,8 @@ def main() -> None:
         timing = name.split()[0] in args.timing
         done[name] = {"rates": {b: measured(folder / f"rates-{b:g}.json", args.reuse,
                                             lambda b=b: rates(name, ds, variants, folder, args.seeds, b))
-                                for b in (args.budgets if timing else args.budgets[:1])}}
+                                for b in args.budgets if timing or b == args.budgets[0]
+                                or (args.reuse and (folder / f"rates-{b:g}.json").is_file())}}
         if timing:
             done[name]["timing"] = measured(folder / "timing.json", args.reuse,
                                             lambda: timed(ds, variants, folder, args.budgets))
@@ -230,7 +232,7 @@ def write(start: Start, done: dict[str, dict], budgets: list[float]) -> None:
                      "tied set size", "texts (share)", "exhaustive texts"], rows)
             + "\n\n## Budget against rate\n\nEvery seeded run at each budget (the share of the exhaustive "
             "sweep's embedding, in whole-corpus passes, the search may spend; the default on every dataset, the "
-            "others on the timed ones): how often its best is in the exhaustive tied set, a random search's rate "
+            "others where measured): how often its best is in the exhaustive tied set, a random search's rate "
             "with the same texts, the texts share, and the cold wall ratio where timed (below).\n\n"
             + table(["budget", "datasets", "in tied set", "random", "texts share", "cold wall ratio"], trade)
             + "\n\n## Cold, side by side\n\nThe exhaustive sweep and the search (seed 0, the whole space) at each "

@@ -76,7 +76,7 @@ RACE_COLUMNS = ["key", "variant", "model", "round", "stage", "documents", "metri
 SPACE_KEYS = ("strategies", "retrievers", "contextual_header", "late", "models")
 ANCHORS = 5  # real measurements that calibrate the preview: its best and the best of each size band
 FINALISTS = 5  # candidates measured on the whole corpus at the end (or kept past the preview at least)
-BUDGET = 0.12  # share of the exhaustive sweep's embedding (in whole-corpus passes) a search may spend: bench/search.md
+BUDGET = 0.1  # share of the exhaustive sweep's embedding (in whole-corpus passes) a search may spend: bench/search.md
 ALPHA = 0.05  # the chance, over the search's two races, of dropping a candidate as good as the best
 MIN_SAMPLE = 5  # documents without evidence a sample holds at least (when the corpus has them)
 
