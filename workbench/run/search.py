@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -265,7 +265,7 @@ def search(session: Sweeps, space: Space | Mapping[str, Any] | str | Path | Sequ
     _go_on(stop, "the preview")
     embedding = [key for key in means.index if pairs[key][0].embeds]
     picked = _anchors(means, tokens, embedding, anchors)
-    measured: dict[tuple[str, ...], int] = {}  # the passes made on the sample (chunks for a chunking's)
+    measured: set[tuple[str, ...]] = set()  # the passes made on the sample
     texts: dict[str, int] = {}  # by the key that measured a chunking first on the sample
     real = _measure(on_sample, [pairs[key] for key in picked], stop)
     spent += share * _cost(real, pairs, measured, texts)
@@ -316,7 +316,7 @@ def search(session: Sweeps, space: Space | Mapping[str, Any] | str | Path | Sequ
         _go_on(stop, "the race on the sample")
         result = _measure(session, [pairs[key] for key in alive], stop)
         whole_texts: dict[str, int] = {}
-        _cost(result, pairs, {}, whole_texts)
+        _cost(result, pairs, set(), whole_texts)
         last = _race(result, metric, k, alpha / 2)
         race.add(_summary_at(result, metric, k), 3, "whole corpus", len(session.dataset.documents),
                  {key: "dropped" for key in last} | {key: "final" for key in result.keys if key not in last}, last,
@@ -426,24 +426,24 @@ def _passes(pairs: Iterable[tuple[Variant, Embedder]]) -> dict[tuple[str, ...], 
     return out
 
 
-def _cost_of(pairs: Iterable[tuple[Variant, Embedder]], measured: Mapping[tuple[str, ...], int],
+def _cost_of(pairs: Iterable[tuple[Variant, Embedder]], measured: Collection[tuple[str, ...]],
              share: float) -> float:
     """Whole-corpus passes that measuring `pairs` on the sample adds (passes not made yet)."""
     return share * sum(w for p, w in _passes(pairs).items() if p not in measured)
 
 
 def _within_budget(keep: list[str], upper: pd.Series, pairs: Mapping[str, tuple[Variant, Embedder]],
-                   measured: Mapping[tuple[str, ...], int], units: float, share: float) -> tuple[list[str], set[str]]:
+                   measured: Collection[tuple[str, ...]], units: float, share: float) -> tuple[list[str], set[str]]:
     """`keep`, the highest upper bounds first, as far as `units` passes buy (those made already
     free); and the ones left out for the budget."""
-    chosen, left, bought = [], set(), dict(measured)
+    chosen, left, bought = [], set(), set(measured)
     for key in sorted(keep, key=lambda key: -upper[key]):
         extra = _cost_of([pairs[key]], bought, share)
         if extra > units:
             left.add(key)
             continue
         units -= extra
-        bought |= dict.fromkeys(_passes([pairs[key]]), 0)
+        bought |= set(_passes([pairs[key]]))
         chosen.append(key)
     return chosen, left
 
@@ -458,16 +458,17 @@ def _measure(session: Sweeps, pairs: Sequence[tuple[Variant, Embedder]],
 
 
 def _cost(result: SweepResult, pairs: Mapping[str, tuple[Variant, Embedder]],
-          measured: dict[tuple[str, ...], int], texts: dict[str, int]) -> float:
+          measured: set[tuple[str, ...]], texts: dict[str, int]) -> float:
     """Record the passes `result` made for the first time in `measured`, and the chunks of each chunking
     by the key that measured it first in `texts`; the whole-corpus passes they weigh."""
     added = 0.0
     for key, chunks in zip(result.variants["key"], result.variants["chunks"], strict=True):
         for p, w in _passes([pairs[key]]).items():
             if p not in measured:
-                measured[p] = int(chunks) if p[0] == "chunks" else 0
-                texts[key] = texts.get(key, 0) + measured[p]
+                measured.add(p)
                 added += w
+                if p[0] == "chunks":
+                    texts[key] = int(chunks)
     return added
 
 
