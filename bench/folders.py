@@ -25,7 +25,8 @@ the sweep score something: the timing is what is measured, not recall.
   python -m bench.folders /work/folders/click100 /work/folders/sphinx1000 --work /work/folderswork [--reuse]
 
 With --work, each folder's measurements are saved in its own folder there (measured.json); --reuse reads a
-folder measured whole before back instead of measuring it again, so folders can be measured one run at a time.
+folder measured whole before back instead of measuring it again, so folders can be measured one run at a time,
+and resumes one whose cold sweep was measured after it (the texts, floor and import steps run on its cache).
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def collect_texts(folder: Path, cache: Path, out: Path) -> None:
     from workbench.ingest import load_dataset
     from workbench.models.cache import text_key
     from workbench.models.embed import Embedder
-    from workbench.retrieval.index import embed_texts
+    from workbench.retrieval.index import embed_texts, reads_vectors
     from workbench.run.defaults import default_grid
 
     dataset = load_dataset(folder)
@@ -179,7 +180,8 @@ def collect_texts(folder: Path, cache: Path, out: Path) -> None:
 
     env = ChunkEnv(embed=recording, model_tokenizer=embedder.tokenizer)
     for variant in default_grid(dataset, embedder.window_tokens):
-        texts += embed_texts(variant.chunk(dataset, env))
+        chunks = variant.chunk(dataset, env)  # semantic's sentence groups are embedded here, whatever searches them
+        texts += embed_texts(chunks) if reads_vectors(variant) else []  # a BM25 entry embeds no chunks
     distinct = list(dict.fromkeys(texts))
     cached = embedder.cache.get_many([text_key(t) for t in distinct])
     if embedder.stats.embedded or len(cached) != len(distinct) or len(embedder.cache) != len(distinct):
@@ -210,7 +212,8 @@ class Folder:
 
 
 def measure(f: Folder, work: Path, save: Callable[[], None]) -> None:
-    """Every step of the module docstring for one folder, `save` after each."""
+    """Every step of the module docstring for one folder, `save` after each; a cold run saved before (--reuse)
+    with its cache is kept, and the steps after it run on that cache."""
     from workbench.models.embed import default_model_path
 
     folder = f.path
@@ -219,12 +222,13 @@ def measure(f: Folder, work: Path, save: Callable[[], None]) -> None:
     def step(what: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {folder.name}: {what}", file=sys.stderr, flush=True)
 
-    f.started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    step("cold")
-    f.runs["cold"] = run([py, "-m", "workbench", "sweep", "--data", str(folder), "--cache", str(work / "cache"),
-                          "--out", str(work / "cold")], mark="estimate:")
-    f.estimate, f.estimate_s = estimate_of(f.runs["cold"].stdout)
-    save()
+    if "cold" not in f.runs or not (work / "cache").is_dir():
+        f.started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        step("cold")
+        f.runs["cold"] = run([py, "-m", "workbench", "sweep", "--data", str(folder), "--cache",
+                              str(work / "cache"), "--out", str(work / "cold")], mark="estimate:")
+        f.estimate, f.estimate_s = estimate_of(f.runs["cold"].stdout)
+        save()
     step("texts")
     texts = work / "texts.json"
     run([py, "-m", "bench.folders", "--texts", str(folder), str(work / "cache"), str(texts)])
@@ -337,7 +341,7 @@ def main() -> None:
                 measured.append(done)
                 continue
             meta = folder.resolve().with_name(folder.resolve().name + ".json")
-            measured.append(Folder(folder.resolve(), json.loads(meta.read_text()) if meta.exists() else {}))
+            measured.append(done or Folder(folder.resolve(), json.loads(meta.read_text()) if meta.exists() else {}))
             saved.parent.mkdir(parents=True, exist_ok=True)
             measure(measured[-1], saved.parent, lambda f=measured[-1], to=saved: (f.save(to), save()))
     save(True)
