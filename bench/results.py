@@ -226,9 +226,14 @@ def peers(text: str) -> list[str]:
 def folders(text: str) -> list[str]:
     found = tables(text)  # one run's tables, or several runs' one after the other (one folder each)
     peak = {r[0]: r[1] for t in found if t[0][1] == "cold sweep" for r in t[1:]}
-    return [f"{r[0]} ({r[1]} documents, {r[2]} characters): cold default grid {r[8] or 'not measured'} against its "
-            f"embedding floor; measured after the estimate / the estimate: {r[11]}; peak RSS {peak.get(r[0], '?')} MB"
-            for t in found if t[0][1] == "documents" for r in t[1:]]
+    out = []
+    for t in (t for t in found if t[0][1] == "documents"):
+        ratio, estimate = (t[0].index(c) for c in ("cold vs floor (target <= 1.15x)",
+                                                    "measured / estimate (target within 1.5x)"))
+        out += [f"{r[0]} ({r[1]} documents, {r[2]} characters): cold default grid {r[ratio] or 'not measured'} "
+                f"against its embedding floor; measured after the estimate / the estimate: {r[estimate]}; peak RSS "
+                f"{peak.get(r[0], '?')} MB" for r in t[1:]]
+    return out
 
 
 def ray_scale(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from workbench.chunkers.llm import MODEL, LLMChunkWarning
 from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
+from workbench.retrieval import index
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.preview import token_embedder
 from workbench.run.estimate import Estimate, window_lengths
@@ -45,7 +46,7 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
     assert (est.variants, est.builds, est.token_passes, est.approximate) == (3, 2, 0, False)  # bm25 shares an entry
     assert embedder.stats.embedded == est.sampled > 0  # the rate is measured on real texts, which are kept
     assert est.rate > 0 and est.embed_seconds == est.word_pieces / est.rate > 0
-    assert est.chunk_seconds > 0 and est.seconds == est.embed_seconds + est.chunk_seconds
+    assert est.chunk_seconds == 0 and est.seconds == est.embed_seconds  # the builds take the chunks it cut
     result = sweep(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
     assert result.provenance.computed.texts_embedded == est.texts  # what is left to embed is what the sweep embeds
     assert f"{est.texts:,} texts to embed" in est.line() and f"measured on {est.sampled - 1} of them" in est.line()
@@ -54,6 +55,33 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
         warm = estimated(tiny, grid, ks=ks, embedder=fresh, store=tmp_path)
         assert warm.cached and warm.line() == "estimate: all cached, nothing to embed"
         assert "model" not in vars(fresh)  # a warm grid never loads the model to say so
+
+
+@pytest.mark.model
+def test_the_chunks_an_estimate_cut_are_built_without_chunking_again(tiny: Dataset, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = [parse_variant(v) for v in ("fixed:size=24", "recursive:size=32+header",
+                                       "semantic:breakpoint_percentile=90")]
+    cut: list[str] = []
+    chunk = Variant.chunk
+    monkeypatch.setattr(Variant, "chunk", lambda self, *a, **kw: cut.append(self.strategy) or chunk(self, *a, **kw))
+
+    def swept(cache: Path) -> tuple[Estimate, Session]:
+        session = Session(tiny, cache=cache, embedder=Embedder(cache_dir=cache, progress=False), ks=(1, 3))
+        est = session.estimate(grid)[session.embedder.name]
+        cut.clear()
+        session.sweep(grid)
+        return est, session
+
+    est, session = swept(tmp_path / "kept")
+    assert cut == ["semantic"]  # its cuts follow vectors the estimate had placeholders for: cut again
+    assert 0 < est.chunk_seconds  # semantic's chunking alone, which the sweep takes again
+    monkeypatch.setattr(index, "KEPT_CHARS", 0)  # nothing kept: every build chunks
+    again, fresh = swept(tmp_path / "fresh")
+    assert sorted(cut) == sorted(v.strategy for v in grid) and again.chunk_seconds > 0
+    for v in grid:  # the same chunks, every field, whether kept or cut by the build
+        assert session.store.stored_chunks(v, tiny, session.embedder) == fresh.store.stored_chunks(
+            v, tiny, fresh.embedder)
 
 
 @pytest.mark.model

@@ -184,6 +184,7 @@ class Embedder(Model):
         self.engine = engine
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
+        self._over: dict[bytes, bool] = {}  # `truncated`, by text key: a build counts them, the audit lists them
 
     def arguments(self) -> dict[str, Any]:
         """The bundled model stays None (it sits in each process's own site-packages)."""
@@ -266,9 +267,14 @@ class Embedder(Model):
         return int(self.model.max_seq_length)
 
     def truncated(self, texts: Sequence[str]) -> list[bool]:
-        """Which texts exceed the model window (their tails are never seen by the model)."""
-        ids = self.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
-        return [len(x) > self.max_tokens for x in ids]
+        """Which texts exceed the model window (their tails are never seen by the model); each text
+        tokenized once in this process (a sweep's builds count their chunks, its audit then lists them)."""
+        keys = [text_key(t) for t in texts]
+        new = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._over}
+        if new:
+            ids = self.tokenizer(list(new.values()), add_special_tokens=True, verbose=False)["input_ids"]
+            self._over.update(zip(new, (len(x) > self.max_tokens for x in ids), strict=True))
+        return [self._over[k] for k in keys]
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """How many texts exceed the model window."""

@@ -55,6 +55,7 @@ _COLUMNS = ["doc_id", "start", "end", "heading", "embed_text", "parent_start", "
 # a chunk's embedded text is made, late pooling, the build itself): it then names new entries.
 # tests/test_code_versions.py fails when that code changes and this stays.
 BUILD_VERSION = 1
+KEPT_CHARS = 1 << 26  # characters of chunks an estimate leaves for the builds (IndexStore.keep), at most
 
 
 def needs(variant: Variant) -> set[str]:
@@ -221,6 +222,7 @@ class IndexStore:
         # loaded on first use, their scores cached under root
         self.rerankers = Rerankers(self.root, engine)
         self._llms: dict[str, LLM] = {}  # +context's LLMs by model spec, their generations cached under root
+        self._kept: dict[str, tuple[list[Chunk], float]] = {}  # `keep`: chunks and seconds, by entry name
 
     def llm(self, variant: Variant) -> LLM | None:
         """The LLM that writes a +context variant's contexts (one per model spec, loaded on first generation)."""
@@ -249,6 +251,19 @@ class IndexStore:
                 except Exception as e:
                     e.add_note(f"while generating for variant {v.label}")
                     raise
+
+    def keep(self, variant: Variant, dataset: Dataset, embedder: Embedder, chunks: list[Chunk], seconds: float
+             ) -> bool:
+        """Leave chunks an estimate made, in `seconds`, to the build of the variant's entry (`get` takes them,
+        once), so that a sweep chunks once: only a strategy that neither embeds nor generates as it chunks
+        (what the estimate cut is then exactly what the build would cut), and up to KEPT_CHARS characters in
+        all. Whether they were kept."""
+        strategy = variant.strategy_entry()
+        chars = sum(len(c.text) for kept, _ in self._kept.values() for c in kept)
+        if strategy.embeds or strategy.models or chars + sum(len(c.text) for c in chunks) > KEPT_CHARS:
+            return False
+        self._kept[self.path(variant, dataset, embedder).name] = chunks, seconds
+        return True
 
     def path(self, variant: Variant, dataset: Dataset, embedder: Embedder) -> Path:
         """The entry of the variant's chunking (any retriever of it: see the module docstring), and of
@@ -284,7 +299,7 @@ class IndexStore:
                 self._add_vectors(index, path, variant, dataset, embedder)
         else:
             index = build_index(variant.chunking, dataset, embedder, self.llm(variant), llm_cache_dir=self.root,
-                                engine=self.engine, stop=stop, vectors=vectors)
+                                engine=self.engine, stop=stop, vectors=vectors, made=self._kept.pop(path.name, None))
             publish(path, lambda tmp: self._write(tmp, variant.chunking, index))
         if self.mmap and index.cost["built"] and index.exact is not None:  # the vectors just made leave RAM
             index.exact = index.index = self._read(path / "index.faiss")
@@ -387,7 +402,8 @@ def _stored(table: pd.DataFrame, dataset: Dataset) -> list[Chunk]:
 
 def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None = None,
                 llm_cache_dir: str | Path | None = CACHE_DIR, engine: Engine | None = None,
-                stop: Callable[[], bool] | None = None, vectors: bool = True) -> ChunkIndex:
+                stop: Callable[[], bool] | None = None, vectors: bool = True,
+                made: tuple[list[Chunk], float] | None = None) -> ChunkIndex:
     """The whole build of one variant: chunk, write the contexts of +context (by `llm`, default: the
     one its parameters name, caching in the default folder), embed (or late-embed), index, and count
     its cost. An LLM strategy's model caches its generations in `llm_cache_dir`. What every LLM of
@@ -397,10 +413,12 @@ def build_index(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM
     answers not used. `engine`: where the LLMs made here generate and a big corpus is chunked
     (chunk_corpus; None: this process). `stop` is asked between generations (its chunker's and the
     contexts'): once true, workbench.models.llm.Stopped is raised, what finished cached, nothing saved.
-    vectors=False: the chunks are not embedded (for a BM25 variant: IndexStore.get)."""
-    t0 = time.perf_counter()
+    vectors=False: the chunks are not embedded (for a BM25 variant: IndexStore.get). `made`: its chunks, cut
+    before in that many seconds (IndexStore.keep), counted in the build's."""
+    t0 = time.perf_counter() - (made[1] if made else 0.0)
     before = embedder.stats.embedded
-    chunks, env = written_chunks(variant, dataset, embedder, llm, llm_cache_dir, engine, stop)
+    chunks, env = written_chunks(variant, dataset, embedder, llm, llm_cache_dir, engine, stop,
+                                 made[0] if made else None)
     texts = embed_texts(chunks)
     index = flat_index(chunk_vectors(variant, dataset, chunks, embedder)) if vectors else None
     returned = returned_token_counts(chunks, dataset)
@@ -430,12 +448,15 @@ def chunk_vectors(variant: Variant, dataset: Dataset, chunks: list[Chunk], embed
 
 def written_chunks(variant: Variant, dataset: Dataset, embedder: Embedder, llm: LLM | None,
                    llm_cache_dir: str | Path | None, engine: Engine | None,
-                   stop: Callable[[], bool] | None = None) -> tuple[list[Chunk], ChunkEnv]:
-    """The chunks a build embeds (build_index's arguments): chunked, and with their contexts for +context;
-    and the env that chunked them, whose llm_cost holds what every LLM of the build cost."""
+                   stop: Callable[[], bool] | None = None, chunks: list[Chunk] | None = None
+                   ) -> tuple[list[Chunk], ChunkEnv]:
+    """The chunks a build embeds (build_index's arguments): chunked (unless `chunks` were cut before), and
+    with their contexts for +context; and the env that chunked them, whose llm_cost holds what every LLM of
+    the build cost."""
     env = ChunkEnv(embed=lambda texts: embedder.encode(texts, desc="sentences"), model_tokenizer=embedder.tokenizer,
                    llm_cache_dir=llm_cache_dir, llm_engine=engine, stop=stop)
-    chunks = chunk_corpus(variant, dataset, env, engine)
+    if chunks is None:
+        chunks = chunk_corpus(variant, dataset, env, engine)
     if not chunks:
         raise ValueError(f"variant {variant.label} produced no chunks on dataset {dataset.name!r}")
     if variant.context is not None:

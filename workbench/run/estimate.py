@@ -38,11 +38,12 @@ generations alone (the widgets show it before a Run): nothing is loaded unless a
 The counts are exact but for semantic chunkers (below); the rate of one batch on a shared machine
 is rough (tests/test_estimate.py checks the counts against what a sweep embeds).
 
-Counting a variant's texts means chunking it, and the sweep chunks it again when it builds: chunking
-costs a few per cent of embedding (bench/perf.md's chunking rows), so handing chunks over to the
-sweep is not worth an interface. A semantic chunker's cuts wait on vectors not yet computed: it cuts
-with random placeholder vectors (the percentile still fixes how many cuts there are, not where), so
-its chunk count is `approximate`, and its chunks are never sampled.
+Counting a variant's texts means chunking it. The chunks are left to the sweep's build of the entry
+(IndexStore.keep), which then does not chunk again: on a folder of a thousand files, chunking twice was
+4% of a cold default sweep (bench/folders.md). A semantic chunker's cuts wait on vectors not yet
+computed: it cuts with random placeholder vectors (the percentile still fixes how many cuts there are,
+not where), so its chunk count is `approximate`, its chunks are never sampled nor kept, and the sweep
+cuts it again: the time that takes is the estimate's chunking line.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class Estimate:
     # export, which reads about twice as fast) and there are texts too; None: they run at `rate`
     pass_rate: float | None = None
     reranks: tuple[RerankEstimate, ...] = ()  # per reranker of the variants' +rerank stages
-    chunk_seconds: float = 0.0  # chunking the builds took here, which the sweep's builds take again
+    chunk_seconds: float = 0.0  # chunking the builds took here, which the sweep's builds take again (not kept)
 
     @property
     def cached(self) -> bool:
@@ -339,7 +340,11 @@ def _generations(builds: Iterable[tuple[Variant, bool]], dataset: Dataset, store
                     out += _asked(env, [a for doc in dataset.documents for a in s.generations(doc, env, **v.kwargs)],
                                   stop)
                 continue
+            spent = tally.chunk_seconds
             chunks = tally.build(v, dataset, vectors)
+            spent = tally.chunk_seconds - spent
+            if store.keep(v, dataset, tally.embedder, chunks, spent):  # the build takes them, not chunking again
+                tally.chunk_seconds -= spent
             if v.context is not None:  # the contexts are written after chunking, by the store's LLM
                 params = dict(v.context)
                 out.append(estimate_generation(store.llm(v), CONTEXT, context_items(
