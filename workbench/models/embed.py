@@ -33,6 +33,7 @@ from workbench.models.onnx import (
     BACKEND_REVISIONS,
     ONNX_BACKENDS,
     PASS_TOKENS,
+    TOKENIZE_SLICE,
     JsonTokenizer,
     OnnxEncoder,
     cpu_workers,
@@ -271,10 +272,18 @@ class Embedder(Model):
         tokenized once in this process (a sweep's builds count their chunks, its audit then lists them)."""
         keys = [text_key(t) for t in texts]
         new = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._over}
-        if new:
-            ids = self.tokenizer(list(new.values()), add_special_tokens=True, verbose=False)["input_ids"]
-            self._over.update(zip(new, (len(x) > self.max_tokens for x in ids), strict=True))
+        self._over.update(zip(new, (n > self.max_tokens for n in self.lengths(list(new.values()))), strict=True))
         return [self._over[k] for k in keys]
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces of each text, special tokens included, not cut at the window; tokenized TOKENIZE_SLICE
+        texts at a time, since a call's token lists all live at once (a cold estimate of a folder of a
+        thousand files tokenized 93,000 texts in one call: 1.1 GB of peak memory)."""
+        out: list[int] = []
+        for i in range(0, len(texts), TOKENIZE_SLICE):
+            ids = self.tokenizer(list(texts[i : i + TOKENIZE_SLICE]), add_special_tokens=True, verbose=False)
+            out += map(len, ids["input_ids"])
+        return out
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """How many texts exceed the model window."""

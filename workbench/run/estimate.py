@@ -231,10 +231,9 @@ class _Tally:
     @cached_property
     def length(self) -> dict[bytes, int]:
         """Word pieces of each text as the model reads it (special tokens included, cut at its
-        window), in one tokenizer call once the tallying is done."""
-        texts = list(self.texts.values())
-        ids = self.embedder.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"] if texts else []
-        return {k: min(len(x), self.embedder.max_tokens) for k, x in zip(self.texts, ids, strict=True)}
+        window), once the tallying is done (Embedder.lengths)."""
+        lengths = self.embedder.lengths(list(self.texts.values()))
+        return {k: min(n, self.embedder.max_tokens) for k, n in zip(self.texts, lengths, strict=True)}
 
     def word_pieces(self, leave_out: set[bytes]) -> int:
         """Of the texts, those in `leave_out` left out, and of the token passes."""
