@@ -185,7 +185,7 @@ class Embedder(Model):
         self.engine = engine
         self.stats = EmbedStats()
         self.cache = VectorCache(cache_file(self.cache_dir, "embeddings", self.fingerprint)) if self.cache_dir else None
-        self._over: dict[bytes, bool] = {}  # `truncated`, by text key: a build counts them, the audit lists them
+        self._lengths: dict[bytes, int] = {}  # `lengths`, by text key
 
     def arguments(self) -> dict[str, Any]:
         """The bundled model stays None (it sits in each process's own site-packages)."""
@@ -268,22 +268,21 @@ class Embedder(Model):
         return int(self.model.max_seq_length)
 
     def truncated(self, texts: Sequence[str]) -> list[bool]:
-        """Which texts exceed the model window (their tails are never seen by the model); each text
-        tokenized once in this process (a sweep's builds count their chunks, its audit then lists them)."""
-        keys = [text_key(t) for t in texts]
-        new = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._over}
-        self._over.update(zip(new, (n > self.max_tokens for n in self.lengths(list(new.values()))), strict=True))
-        return [self._over[k] for k in keys]
+        """Which texts exceed the model window (their tails are never seen by the model)."""
+        return [n > self.max_tokens for n in self.lengths(texts)]
 
     def lengths(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces of each text, special tokens included, not cut at the window; tokenized TOKENIZE_SLICE
-        texts at a time, since a call's token lists all live at once (a cold estimate of a folder of a
-        thousand files tokenized 93,000 texts in one call: 1.1 GB of peak memory)."""
-        out: list[int] = []
-        for i in range(0, len(texts), TOKENIZE_SLICE):
-            ids = self.tokenizer(list(texts[i : i + TOKENIZE_SLICE]), add_special_tokens=True, verbose=False)
-            out += map(len, ids["input_ids"])
-        return out
+        """Word pieces of each text, special tokens included, not cut at the window. Each text is tokenized
+        once in this process (a cold sweep's estimate sizes its texts, its builds and audit check the same
+        chunks for truncation), TOKENIZE_SLICE texts at a time, since a call's token lists all live at once
+        (a cold estimate of a folder of a thousand files tokenized 93,000 texts in one call: 1.1 GB)."""
+        keys = [text_key(t) for t in texts]
+        new = list({k: t for k, t in zip(keys, texts, strict=True) if k not in self._lengths}.items())
+        for i in range(0, len(new), TOKENIZE_SLICE):
+            part = new[i : i + TOKENIZE_SLICE]
+            ids = self.tokenizer([t for _, t in part], add_special_tokens=True, verbose=False)["input_ids"]
+            self._lengths.update(zip((k for k, _ in part), map(len, ids), strict=True))
+        return [self._lengths[k] for k in keys]
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """How many texts exceed the model window."""
