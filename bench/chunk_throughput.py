@@ -4,11 +4,11 @@ LlamaIndex's SentenceSplitter(chunk_size=256, chunk_overlap=0), the splitter use
 Each contender chunks the same documents through its normal public path (the workbench's
 `Variant.chunk`, LlamaIndex's `get_nodes_from_documents`), once to warm up, then best of
 `--repeats` rounds run interleaved, so a burst of load from other jobs on this shared machine
-hits every contender alike. Each workbench call gets a fresh ChunkEnv, so nothing carries over
-from the warm-up or an earlier round but process-wide loads (tokenizers, punkt's model): one
-chunking from scratch. The result is a ratio: LlamaIndex seconds / workbench seconds (higher is
-faster). chunk_overlap=0 (not LlamaIndex's default of 200) because the workbench
-variants are measured at overlap 0: like for like.
+hits every contender alike. Each workbench call gets a fresh ChunkEnv and clears the process's
+memos (workbench.core.memo.forget), so nothing carries over from the warm-up or an earlier round
+but process-wide loads (tokenizers, punkt's model): one chunking from scratch. The result is a
+ratio: LlamaIndex seconds / workbench seconds (higher is faster). chunk_overlap=0 (not LlamaIndex's
+default of 200) because the workbench variants are measured at overlap 0: like for like.
 
 Corpora: data/chroma_small, and the longest chroma_general document (finance, 738k
 characters) when ../shared is beside the repo.
@@ -27,6 +27,8 @@ import pandas as pd
 
 from bench.harness import SHARED, SMALL, best, header, interleaved, table
 from workbench.chunkers import ChunkEnv
+from workbench.core.chunk import Chunk
+from workbench.core.memo import forget
 from workbench.dataset import Dataset
 from workbench.ingest import load_dataset
 from workbench.variant import Variant
@@ -58,9 +60,13 @@ def llamaindex_chunker(dataset: Dataset) -> Callable[[], object]:
 
 def workbench_chunker(variant: Variant, dataset: Dataset) -> Callable[[], object]:
     """`variant` chunking `dataset` through its public path (these variants need no model), with
-    a fresh ChunkEnv per call: an env keeps what a sweep's chunkings share (a document's sentence
-    spans), so a reused env would time a lookup, not one chunking from scratch."""
-    return lambda: variant.chunk(dataset, ChunkEnv())
+    a fresh ChunkEnv and nothing kept from an earlier call (workbench.core.memo.forget): the process
+    keeps what a sweep's chunkings share (a document's sentence spans and token boundaries), so a
+    second call would time a lookup, not one chunking from scratch."""
+    def run() -> list[Chunk]:
+        forget()
+        return variant.chunk(dataset, ChunkEnv())
+    return run
 
 
 def measure(repeats: int = 5, datasets: list[Dataset] | None = None) -> pd.DataFrame:

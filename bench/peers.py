@@ -18,7 +18,9 @@ and chunklab end to end against `python -m workbench sweep`.
 2. End to end, fresh processes timed whole (wall and CPU seconds, the load when each started): chunklab
    `run` against `workbench sweep` on a 3-file Markdown corpus with its questions, chunklab's example
    strategies, the bundled all-MiniLM-L6-v2 for both, each on an empty cache (cold) and again on it
-   (warm), with and without the report; recall@5 of both, strategy by strategy. Then the same on a
+   (warm), with and without the report; recall@5 of both, strategy by strategy; the workbench cold again
+   with its default semantic (buffer_size=1), on the default backend and on onnx-int8, and whether the
+   two rank the variants alike (recall@5, MRR@5). Then the same on a
    corpus 7 times larger, ../shared's chroma_general whole (5 documents, 472 questions), cold and
    warm with the report (skipped, and said so, where ../shared is not beside the repo).
 3. Where a cold sweep's time goes: `-X importtime` and cProfile of a cold sweep, summed into
@@ -51,6 +53,7 @@ import yaml
 from bench.harness import BENCH, REPO, SHARED, SMALL, Start, Timed, best, header, interleaved, lap, load, table, timed
 from bench.harness import OFFLINE as HF_OFFLINE
 from workbench.chunkers import ChunkEnv
+from workbench.core.memo import forget
 from workbench.core.offline import bundled_tiktoken
 from workbench.core.tokens import TiktokenTokenizer, tiktoken_encoding
 from workbench.dataset import Dataset
@@ -74,6 +77,11 @@ STRATEGIES = [
 ]
 # the workbench's side with its default semantic (each sentence embedded with one neighbour per side), cold, once
 BUFFER_1 = "workbench, buffer_size=1"
+# the same on the fastest backend of bench/backends.md (the default "auto" is onnx: torch's vectors, faster); it
+# stands for the defaults' speed only where it ranks the variants as the default backend does (RANKED_BY)
+INT8 = "onnx-int8"
+FAST = f"{BUFFER_1}, --backend {INT8}"
+RANKED_BY = ("recall", "mrr")  # at k=5
 OFFLINE = HF_OFFLINE | {"TOKENIZERS_PARALLELISM": "false"}
 
 
@@ -129,12 +137,17 @@ def best_rounds(contenders: dict[str, Callable[[], list[str]]], repeats: int) ->
 
 
 def workbench(spec: str, data: Dataset, env: Callable[[], ChunkEnv] = ChunkEnv) -> Callable[[], list[str]]:
-    """The workbench's chunking of every document with a new ChunkEnv (`env()`) on every call, as the
-    peers' chunkers are made afresh: an env keeps each text's sentences and token boundaries for the
-    variants of one sweep. Before 3 Dec one env served every round, so the rounds after the first
-    timed those memos (fixed 0.001 s against 0.015 s from scratch)."""
+    """The workbench's chunking of every document with a new ChunkEnv (`env()`) and nothing kept from an
+    earlier call (workbench.core.memo.forget), as the peers' chunkers are made afresh: the process keeps
+    each text's sentences and token boundaries for the variants of one sweep. Before 3 Dec one env
+    served every round, so the rounds after the first timed those memos (fixed 0.001 s against 0.015 s
+    from scratch)."""
     variant = parse_variant(spec)
-    return lambda: [c.text for c in variant.chunk(data, env())]
+
+    def run() -> list[str]:
+        forget()
+        return [c.text for c in variant.chunk(data, env())]
+    return run
 
 
 def each_text(make: Callable[[], object], data: Dataset) -> Callable[[], list[str]]:
@@ -227,6 +240,7 @@ class EndToEnd:
 
     runs: dict[tuple[str, str, bool], Timed]
     agreement: list[dict]  # per strategy: recall@5 and chunk count of both
+    rankings: dict[str, dict[str, list[int]]]  # BUFFER_1's and FAST's: per RANKED_BY metric, variants best first
 
 
 def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
@@ -257,6 +271,11 @@ def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
             cmd[cmd.index(str(work / f"wb-cache-{tag}"))] = str(work / f"wb-cache-{tag}-buffer-1")
             cmd[cmd.index(str(work / f"wb-{tag}"))] = str(work / f"wb-{tag}-buffer-1")
             runs[BUFFER_1, "cold", report] = timed(cmd, REPO, env)
+            print(f"[{time.strftime('%H:%M:%S')}] {FAST} cold {tag}", file=sys.stderr, flush=True)
+            fast = [*cmd, "--backend", INT8]
+            fast[fast.index(str(work / f"wb-cache-{tag}-buffer-1"))] = str(work / f"wb-cache-{tag}-int8")
+            fast[fast.index(str(work / f"wb-{tag}-buffer-1"))] = str(work / f"wb-{tag}-int8")
+            runs[FAST, "cold", report] = timed(fast, REPO, env)
     import pandas as pd
 
     first = "report" if reports[0] else "tables"
@@ -269,7 +288,23 @@ def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
                   "workbench_recall": float(recall[v.key]), "workbench_chunks": int(v.chunks),
                   "chunklab_chunks": chunklab[name]["chunk_health"]["num_chunks"]}
                  for (name, _, spec), v in zip(STRATEGIES, variants.itertuples(), strict=True)]
-    return EndToEnd(runs, agreement)
+    return EndToEnd(runs, agreement, {BUFFER_1: ranking(work / f"wb-{first}-buffer-1"),
+                                      FAST: ranking(work / f"wb-{first}-int8")})
+
+
+def ranking(out: Path) -> dict[str, list[int]]:
+    """Per RANKED_BY metric at k=5, the positions of a run's variants (in the order of its -v options),
+    best first, ties kept in option order."""
+    import pandas as pd
+
+    summary = pd.read_csv(out / "summary.csv")
+    keys = list(pd.read_csv(out / "variants.csv")["key"])
+    at5 = summary[(summary.k == 5) & (summary.budget == 0)]
+    ranks = {}
+    for metric in RANKED_BY:
+        score = at5[at5.metric == metric].set_index("key")["mean"]
+        ranks[metric] = sorted(range(len(keys)), key=lambda i: (-score[keys[i]], i))
+    return ranks
 
 
 # ---- 3. what the cold sweep's time is made of ---------------------------------------------------------------
@@ -361,9 +396,23 @@ def end_to_end_table(e: EndToEnd) -> str:
         if (BUFFER_1, state, report) in e.runs:
             runs.append(row(f"{what}; the workbench's `semantic` at its default buffer_size=1", cl,
                             e.runs[BUFFER_1, state, report]))
+            runs.append(row(f"{what}; the same with `--backend {INT8}`", cl, e.runs[FAST, state, report]))
+    names = [f"`{spec.split(':')[0]}`" for _, _, spec in STRATEGIES]
+    same = all(e.rankings[FAST][m] == e.rankings[BUFFER_1][m] for m in RANKED_BY)
     return "\n".join([
         table(["run", "chunklab: wall (CPU, load at start)", "workbench: wall (CPU, load at start)",
                "workbench x faster: wall / CPU"], runs),
+        "",
+        f"The variants ranked, best first, by the default backend (onnx, torch's vectors) and by {INT8}, both "
+        "with buffer_size=1:",
+        "",
+        table(["metric@5", "default backend", INT8, "the same order"],
+              [[m, " > ".join(names[i] for i in e.rankings[BUFFER_1][m]),
+                " > ".join(names[i] for i in e.rankings[FAST][m]),
+                "yes" if e.rankings[FAST][m] == e.rankings[BUFFER_1][m] else "no"] for m in RANKED_BY]),
+        "",
+        f"So the fastest backend whose rankings match here is {INT8 if same else 'the default, onnx'}: its row above "
+        f"is the {'`--backend ' + INT8 + '`' if same else 'buffer_size=1'} one.",
         "",
         table(["chunklab strategy", "workbench variant", "chunklab recall@5", "workbench recall@5",
                "chunks (chunklab / workbench)"],
@@ -459,7 +508,9 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
           "same command again on them. chunklab's example strategies against the workbench's closest variants: "
           "chunklab's semantic embeds every sentence alone, so its closest is `semantic` with buffer_size=0; the "
           "workbench's default, buffer_size=1 (LlamaIndex's), embeds each sentence with one neighbour per side, "
-          "about three times the text: one more cold run with it, marked so.",
+          "about three times the text: two more cold runs with it, marked so, the second on the fastest backend "
+          f"of bench/backends.md, {INT8} (its vectors differ from torch's in the last digits; the default backend, "
+          "onnx, gives torch's), whose rankings of the four variants follow the table.",
           "", end_to_end_table(e2e), "",
           "recall@5 is not defined the same way: chunklab's is the share of a question's gold snippets found "
           "(fuzzy, 0.90) inside a retrieved chunk; the workbench's the share of the evidence characters covered "

@@ -57,7 +57,7 @@ from scipy.stats import spearmanr
 import workbench.retrieval.preview
 from bench.harness import BENCH, REPO, SHARED, SMALL, Start, header, lap
 from workbench.chunkers import ChunkEnv
-from workbench.core import tokens
+from workbench.core import memo
 from workbench.dataset import Dataset
 from workbench.evaluation import stats
 from workbench.ingest import load_dataset
@@ -121,9 +121,9 @@ def warm_up(data: Dataset, root: Path) -> None:
 
 def forget() -> None:
     """Clear the process's memos that one timed run would leave to the next (bootstrap draws per
-    question count, each document's tiktoken boundaries)."""
+    question count, each document's sentences and token boundaries: workbench.core.memo)."""
     stats._counts.cache_clear()
-    tokens._span_counter.cache_clear()
+    memo.forget()
 
 
 def in_process(data: Dataset, variants: list[Variant], root: Path, backend: str = "onnx-int8",

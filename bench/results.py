@@ -217,8 +217,12 @@ def peers(text: str) -> list[str]:
     out = [f"{r[0]}: {r[1]} takes {r[4]} the workbench's time (wall)" for r in chunkers[1:]
            if r[4] and not r[1].startswith("workbench")]
     runs = [t for t in rest if t[0][0] == "run"]
+    ranked = [t for t in rest if t[0][0] == "metric@5"]
     for corpus, t in zip(("chroma_small corpus", "chroma_general corpus"), runs, strict=False):
         out += [f"end to end, {corpus}, {r[0]}: chunklab takes {r[3]} the workbench's time (wall / CPU)"
+                for r in t[1:]]
+    for corpus, t in zip(("chroma_small corpus", "chroma_general corpus"), ranked, strict=False):
+        out += [f"end to end, {corpus}: {t[0][2]} ranks the variants by {r[0]}@5 as the default backend does: {r[3]}"
                 for r in t[1:]]
     return out
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from textgen import documents, texts
 
 from workbench.chunkers import ChunkEnv, run_strategy
+from workbench.chunkers import sentence as sentence_module
 from workbench.chunkers.sentence import (
     EXTRA_ABBREVIATIONS,
     SENTENCE_SPLITTERS,
@@ -25,6 +26,7 @@ from workbench.chunkers.sentence import (
     sentences_of,
 )
 from workbench.core.chunk import strip_span
+from workbench.core.memo import TextMemo
 from workbench.core.offline import use_bundled_nltk_data
 from workbench.dataset import Document
 from workbench.ingest import load_dataset
@@ -213,19 +215,26 @@ def test_sentence_splitter_by_name() -> None:
         sentence_splitter("spacy")
 
 
-def test_sentences_of_splits_once_per_env() -> None:
-    """A sweep's sentence variants share one env: the first splits the document, later ones reuse
-    its spans and chunk exactly as with a fresh env."""
-    doc = Document("d", "t", "Dr. Smith arrived. He sat down.\nA new line! 中文。End. " * 40)
-    env = ChunkEnv()
-    spans = sentences_of(doc.text, env)
-    assert spans == sentence_spans(doc.text) and sentences_of(doc.text, env) is spans
-    assert sentences_of(doc.text, env, "llamaindex") == llamaindex_sentence_spans(doc.text)
-    assert sentences_of(doc.text, ChunkEnv()) is not spans
-    for size, overlap in [(16, 0), (40, 2), (200, 1)]:
-        params = {"size": size, "overlap": overlap}
-        assert run_strategy("sentence", params, doc, env) == run_strategy("sentence", params, doc, ChunkEnv())
-    assert list(env.sentences) == [("lines+punkt", doc.text), ("llamaindex", doc.text)]
+def test_sentences_of_splits_a_text_once_for_every_chunking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variants of a sweep chunk with an env each: the first splits the document, the later ones
+    reuse its spans and chunk exactly as when nothing is kept."""
+    doc = Document("d", "t", "Dr. Smith arrived. He sat down.\nA new line! 中文。End. " * 40 + "splits once")
+    calls: list[str] = []
+
+    def counted(text: str) -> list[tuple[int, int]]:
+        calls.append(text)
+        return sentence_spans(text)
+
+    monkeypatch.setitem(SENTENCE_SPLITTERS, "lines+punkt", counted)
+    spans = sentences_of(doc.text)
+    assert spans == sentence_spans(doc.text) and sentences_of(doc.text) is spans
+    assert sentences_of(doc.text, "llamaindex") == llamaindex_sentence_spans(doc.text)
+    grid = [{"size": size, "overlap": overlap} for size, overlap in [(16, 0), (40, 2), (200, 1)]]
+    kept = [run_strategy("sentence", params, doc, ChunkEnv()) for params in grid]
+    assert calls == [doc.text]
+    monkeypatch.setattr(sentence_module, "_SENTENCES", TextMemo(chars=0))  # keeps nothing
+    assert kept == [run_strategy("sentence", params, doc, ChunkEnv()) for params in grid]
+    assert calls == [doc.text] * 4
 
 
 def pack(text: str, **params: object) -> list[str]:

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.chunk import Bounds
 from workbench.core.io import CACHE_DIR
 from workbench.core.tokens import Tokenizer, get_tokenizer
 from workbench.models.llm import llm_of
@@ -32,11 +31,6 @@ class ChunkEnv:
     # what LLM strategies spent on the chunks made with this env: "tokens_generated" and "llm_seconds" (a
     # cached generation at what it cost when it was made) and "fallbacks" (model outputs that could not be used)
     llm_cost: Counter[str] = field(default_factory=Counter)
-    # a document's sentence spans by (splitter, text): the chunkings made with one env (a sweep's sentence sizes and
-    # overlaps, semantic's, the hierarchies') split each document once (workbench.chunkers.sentence.sentences_of)
-    sentences: dict[tuple[str, str], list[Bounds]] = field(default_factory=dict)
-    # a text's token boundaries by (tokenizer, text), read-only: likewise tokenized once (units.unit_boundaries)
-    boundaries: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     _tokenizers: dict[str, Tokenizer] = field(default_factory=dict)
 
     def llm(self, spec: str) -> Any:

@@ -106,7 +106,7 @@ def parent_child(
     tokenizer: str,
 ) -> list[Chunk]:
     text = doc.text
-    sentences = sentences_of(text, env)
+    sentences = sentences_of(text)
     if parent == "fixed":
         parents = [
             (c.start, c.end, "")
@@ -147,7 +147,7 @@ def parent_child(
 def sentence_window(
     doc: Document, env: ChunkEnv, *, window: int, max_parent_tokens: int, tokenizer: str
 ) -> list[Chunk]:
-    sentences = sentences_of(doc.text, env)
+    sentences = sentences_of(doc.text)
     ends = [e for _, e in sentences]
     b = unit_boundaries(doc.text, "tokens", tokenizer, env)
     count = env.length_fn("tokens", tokenizer)

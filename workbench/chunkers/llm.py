@@ -100,7 +100,7 @@ def _words(text: str) -> int:
 
 def passages(doc: Document, size: int, tokenizer: str, env: ChunkEnv) -> list[Bounds]:
     """Whole sentences packed up to `size` tokens: what the model rewrites, one at a time."""
-    return pack(doc.text, sentences_of(doc.text, env), size, 0, "tokens", tokenizer, env)
+    return pack(doc.text, sentences_of(doc.text), size, 0, "tokens", tokenizer, env)
 
 
 def _to_propose(doc: Document, env: ChunkEnv, passage_size: int, tokenizer: str) -> tuple[list[Bounds], list[Bounds]]:
@@ -176,7 +176,7 @@ def _llm_chunk_asks(doc: Document, env: ChunkEnv, *, window: int, max_tokens: in
     """The first window is known before the model answers; where the next starts depends on the
     answer. Each window moves on by 1 to `window` sentences and none starts at the last one, so
     `n` sentences take between ceil((n - 1) / window) and n - 1 windows."""
-    pieces = sentences_of(doc.text, env)
+    pieces = sentences_of(doc.text)
     n = len(pieces)
     if n < 2:
         return []
@@ -204,7 +204,7 @@ def _llm_chunk_asks(doc: Document, env: ChunkEnv, *, window: int, max_tokens: in
 def llm_chunk(doc: Document, env: ChunkEnv, *, window: int, max_size: int, max_tokens: int, model: str,
               tokenizer: str) -> list[Chunk]:
     text = doc.text
-    pieces = sentences_of(text, env)  # candidates: every sentence end (a line or paragraph end among them)
+    pieces = sentences_of(text)  # candidates: every sentence end (a line or paragraph end among them)
     if not pieces:
         return []
     starts: set[int] = {0}  # indices of the pieces that start a chunk

@@ -176,7 +176,7 @@ def semantic(
     if env.embed is None:
         raise ValueError("semantic: needs an embedding function (ChunkEnv.embed)")
     text = doc.text
-    spans = sentences_of(text, env, sentences)
+    spans = sentences_of(text, sentences)
     if not spans:
         return []
     vectors = env.embed(group_texts(text, spans, buffer_size))

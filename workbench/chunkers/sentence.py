@@ -24,12 +24,14 @@ from workbench.chunkers.base import ChunkEnv
 from workbench.chunkers.registry import strategy
 from workbench.chunkers.units import SIZE, TOKENIZER, UNIT, unit_boundaries
 from workbench.core.chunk import Bounds, Chunk, make_chunk, strip_span, windows
+from workbench.core.memo import TextMemo
 from workbench.core.offline import use_bundled_nltk_data
 from workbench.core.params import Param
 from workbench.dataset import Document
 
 # Abbreviations punkt's English model lacks; "etc." is left out on purpose: it often ends a sentence.
 EXTRA_ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", "fig", "al", "approx")
+SENTENCE_CHARS = 1 << 24  # characters of the texts whose sentence spans are kept (sentences_of)
 _LINE = re.compile(r"[^\n]+")
 _CJK_STOPS = "。！？"
 _CJK_END = re.compile(rf"[{_CJK_STOPS}]+[」』”’）)]*")  # a CJK sentence end, with any closing quotes
@@ -193,13 +195,14 @@ def sentence_splitter(name: str) -> Callable[[str], list[Bounds]]:
     return SENTENCE_SPLITTERS[name]
 
 
-def sentences_of(text: str, env: ChunkEnv, splitter: str = "lines+punkt") -> list[Bounds]:
-    """`splitter`'s sentence spans of `text` (see sentence_splitter), split once per env and kept
-    in `env.sentences`: shared by every chunking made with the env, so never to be mutated."""
-    key = (splitter, text)
-    if key not in env.sentences:
-        env.sentences[key] = sentence_splitter(splitter)(text)
-    return env.sentences[key]
+_SENTENCES: TextMemo[list[Bounds]] = TextMemo(SENTENCE_CHARS)  # by (splitter, text)
+
+
+def sentences_of(text: str, splitter: str = "lines+punkt") -> list[Bounds]:
+    """`splitter`'s sentence spans of `text` (see sentence_splitter), split once per process while kept
+    (SENTENCE_CHARS characters of texts): shared by every chunking of the text (a sweep's sentence sizes and
+    overlaps, semantic's percentiles, the hierarchies'), so never to be mutated."""
+    return _SENTENCES.get(splitter, text, sentence_splitter(splitter))
 
 
 def covered(text: str, spans: list[Bounds], start: int, end: int) -> list[Bounds]:
@@ -289,5 +292,5 @@ def pack(
     },
 )
 def sentence(doc: Document, env: ChunkEnv, *, size: int, overlap: int, unit: str, tokenizer: str) -> list[Chunk]:
-    spans = pack(doc.text, sentences_of(doc.text, env), size, overlap, unit, tokenizer, env)
+    spans = pack(doc.text, sentences_of(doc.text), size, overlap, unit, tokenizer, env)
     return [make_chunk(doc, a, b) for a, b in spans]

@@ -21,14 +21,10 @@ TOKENIZER = Param("cl100k_base", "tokenizer that counts sizes: a tiktoken encodi
 
 def unit_boundaries(text: str, unit: str, tokenizer: str, env: ChunkEnv) -> np.ndarray:
     """Char offsets of unit starts (plus len(text)): a run of units [i, j) is text[b[i]:b[j]]. Token
-    boundaries are kept in `env` (read-only), for the other variants chunking the same text."""
+    boundaries are read-only (the tokenizer keeps them for the other variants chunking the same text)."""
     if unit == "chars":
         return np.arange(len(text) + 1, dtype=np.int64)
-    key = (tokenizer, text)
-    if key not in env.boundaries:
-        env.boundaries[key] = env.tokenizer(tokenizer).boundaries(text)
-        env.boundaries[key].flags.writeable = False
-    return env.boundaries[key]
+    return env.tokenizer(tokenizer).boundaries(text)
 
 
 def char_windows(b: np.ndarray, size: int, overlap: int) -> list[tuple[int, int]]:

@@ -12,17 +12,21 @@ import types
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
 
+from workbench.core.memo import TextMemo
 from workbench.core.offline import bundled_tiktoken_file
 
 TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
 MODEL_TOKENIZER = "model"
 SpanCount = Callable[[int, int], int]  # (start, end) -> tokens in text[start:end], for one text
-SPAN_TEXTS = 256  # texts whose span counter TiktokenTokenizer.count_span keeps (each: its boundaries, a few MB)
+# characters of the texts whose token boundaries are kept (about 3 bytes each: the offsets, a slice's own text)
+BOUNDARY_CHARS = 1 << 24
+# characters of the texts whose span counter TiktokenTokenizer.count_span keeps (about 17 bytes each: its lists)
+SPAN_CHARS = 1 << 23
 
 
 class Tokenizer(Protocol):
@@ -32,7 +36,8 @@ class Tokenizer(Protocol):
 
     def boundaries(self, text: str) -> np.ndarray:
         """Sorted char offsets where tokens start, ending with len(text); a run of tokens
-        [i, j) covers text[b[i]:b[j]]. Offsets fall on character boundaries."""
+        [i, j) covers text[b[i]:b[j]]. Offsets fall on character boundaries. Read-only: kept and
+        shared (every variant of a sweep sizes the same documents)."""
         ...
 
     def span_count(self, text: str, boundaries: np.ndarray) -> SpanCount:
@@ -92,6 +97,21 @@ def _letter_space(text: str, start: int, end: int) -> list[int]:
     return (np.flatnonzero(letter[:-1] & (codes[1:] == ord(" "))) + start + 1).tolist()
 
 
+_BOUNDARIES: TextMemo[np.ndarray] = TextMemo(BOUNDARY_CHARS)  # by (tokenizer, text)
+_SPAN_COUNTERS: TextMemo[SpanCount] = TextMemo(SPAN_CHARS)  # by (tiktoken encoding, text)
+
+
+def _kept_boundaries(tokenizer: TiktokenTokenizer | HFTokenizer, text: str) -> np.ndarray:
+    """tokenizer's boundaries of text, found once per process while kept (BOUNDARY_CHARS): every variant of
+    a sweep sizes the same documents. Read-only, since every caller shares the array."""
+    def make(t: str) -> np.ndarray:
+        b = tokenizer._boundaries(t)
+        b.flags.writeable = False
+        return b
+
+    return _BOUNDARIES.get(tokenizer, text, make)
+
+
 @dataclass(frozen=True)
 class TiktokenTokenizer:
     name: str = "cl100k_base"
@@ -107,9 +127,9 @@ class TiktokenTokenizer:
 
     def count_span(self, text: str, start: int, end: int) -> int:
         """count(text[start:end]), from the text's boundaries, found once per text and kept
-        (SPAN_TEXTS of them): the variants of a sweep or a preview slice the same documents, so
-        each document is encoded once per encoding, not once per variant."""
-        return _span_counter(self.name, text)(start, end)
+        (SPAN_CHARS characters of texts): the variants of a sweep or a preview slice the same
+        documents, so each document is encoded once per encoding, not once per variant."""
+        return _SPAN_COUNTERS.get(self.name, text, lambda t: self.span_count(t, self.boundaries(t)))(start, end)
 
     def span_count(self, text: str, boundaries: np.ndarray) -> SpanCount:
         """Exact, yet encoding only each span's first and last words.
@@ -142,6 +162,9 @@ class TiktokenTokenizer:
         return count
 
     def boundaries(self, text: str) -> np.ndarray:
+        return _kept_boundaries(self, text)
+
+    def _boundaries(self, text: str) -> np.ndarray:
         tokens = tiktoken_encoding(self.name).encode_to_numpy(text, disallowed_special=())
         byte_starts = np.concatenate([[0], np.cumsum(_token_nbytes(self.name)[tokens])])
         raw = text.encode("utf-8")
@@ -153,12 +176,6 @@ class TiktokenTokenizer:
         char_of_byte = np.concatenate([np.cumsum(lead) - 1, [len(text)]])
         b = char_of_byte[byte_starts]
         return np.maximum.accumulate(b)
-
-
-@lru_cache(maxsize=SPAN_TEXTS)
-def _span_counter(name: str, text: str) -> SpanCount:
-    tok = TiktokenTokenizer(name)
-    return tok.span_count(text, tok.boundaries(text))
 
 
 @dataclass(frozen=True)
@@ -175,6 +192,9 @@ class HFTokenizer:
         return lambda start, end: self.count(text[start:end])
 
     def boundaries(self, text: str) -> np.ndarray:
+        return _kept_boundaries(self, text)
+
+    def _boundaries(self, text: str) -> np.ndarray:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         starts = [s for s, _ in enc["offset_mapping"]]
         return np.maximum.accumulate(np.array([0, *starts[1:], len(text)], dtype=np.int64))
