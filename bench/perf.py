@@ -169,7 +169,9 @@ def embed_floor(texts: Path, model: Path) -> None:
     from workbench.models.embed import Embedder
 
     ordered = sorted(json.loads(texts.read_text()), key=len)
-    encoder = Embedder(model, progress=False).onnx_encoder  # no cache folder: the default backend's choice
+    # no cache folder: the backend a new cache gets (the default folder, results/cache under the working
+    # directory, turns "auto" into torch once a torch vector file sits there)
+    encoder = Embedder(model, cache_dir=None, progress=False).onnx_encoder
     if encoder is not None:
         encoder.encode(ordered, FLOOR_BATCH)
         return
