@@ -324,6 +324,8 @@ def test_auto_keeps_a_torch_cache_and_takes_onnx_for_a_new_one(tmp_path: Path, e
     assert kept.encode(["Refunds take five days."]).shape == (1, 384) and kept.stats.cached == 1  # read, not redone
     assert Embedder(cache_dir=old, backend="onnx", progress=False).backend == "onnx"  # an explicit choice stands
     assert resolve_backend("auto", tmp_path / "new", new.model_fingerprint, "cuda") == "torch"
+    Embedder(cache_dir=tmp_path / "tried", backend="torch", progress=False)  # made its file, embedded nothing
+    assert Embedder(cache_dir=tmp_path / "tried", progress=False).backend == "onnx"
 
 
 @pytest.mark.model

@@ -85,9 +85,21 @@ def resolve_backend(backend: str, cache_dir: Path | None, model_fingerprint: str
     on every dataset of bench/backends.md, faster, and, once exported, no torch to import."""
     if backend != AUTO:
         return backend
-    torch_vectors = cache_dir is not None and cache_file(cache_dir, "embeddings",
-                                                         fingerprint_of(model_fingerprint, "torch")).exists()
+    torch_vectors = cache_dir is not None and _holds_vectors(
+        cache_file(cache_dir, "embeddings", fingerprint_of(model_fingerprint, "torch")))
     return "torch" if torch_vectors or device == "cuda" else "onnx"
+
+
+def _holds_vectors(path: Path) -> bool:
+    """Whether a vector cache file holds a vector: an Embedder makes its file when it is made, so an empty
+    one (a torch Embedder that never embedded) must not turn "auto" into torch for good."""
+    if not path.exists():
+        return False
+    cache = VectorCache(path)
+    try:
+        return len(cache) > 0
+    finally:
+        cache.close()
 
 
 def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
