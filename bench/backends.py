@@ -1,8 +1,10 @@
-"""Embedding backends side by side in one process: torch, onnx and onnx-int8 (workbench.models.embed).
+"""Embedding backends side by side in one process: torch, onnx, onnx-int8 and openvino-bf16
+(workbench.models.embed).
 
 Throughput: the same chroma_small texts (fixed 256-token chunks, and sentence-sized chunks) through
-each backend's model, in length order and batches as the Embedder runs them, with torch and
-onnxruntime both held to 2 threads. After an untimed warm-up, each round runs A B C D D C B A, so a
+each backend's model, in length order and batches as the Embedder runs them, with torch,
+onnxruntime and OpenVINO held to 2 threads. After an untimed warm-up, each round runs the backends
+in order and then in reverse (A B C D D C B A for four), so a
 machine that slows down within it favours none; a speed-up is torch's time over the backend's
 within one round, and the median over rounds is kept (the load of a shared machine changes
 between rounds more than within one). Quality: recall@5 and MRR@5 of fixed(size=256) and
@@ -29,7 +31,7 @@ from workbench import load_dataset, sweep
 from workbench.chunkers import ChunkEnv, run_strategy
 from workbench.dataset import Dataset
 from workbench.models.embed import BACKENDS, Embedder
-from workbench.models.onnx import PASS_TOKENS, OnnxEncoder, export_file
+from workbench.models.onnx import OPENVINO_BF16, PASS_TOKENS, OnnxEncoder, export_file, pass_tokens
 from workbench.variant import parse_variant
 
 THREADS = 2
@@ -127,11 +129,14 @@ def main() -> None:
          f"onnxruntime at {THREADS} threads. onnx: the transformer exported once to ONNX and run by onnxruntime, "
          f"{THREADS} one-thread passes at once of at most {PASS_TOKENS} padded word pieces each (OnnxEncoder); "
          "onnx-int8: the same, dynamically quantized (int8 weights per channel, uint8 activations); "
+         f"{OPENVINO_BF16}: the float export compiled by OpenVINO with bfloat16 as its inference precision (the "
+         f"CPU's AMX units), one stream per core, passes of at most {pass_tokens(OPENVINO_BF16)} padded word pieces; "
          f"{ONE_SESSION}: the same export as it ran before that, one {THREADS}-thread session taking "
          f"{embedders['torch'].batch_size} texts a pass (the same vectors: timed only). torch runs in "
-         "sentence-transformers; the ONNX backends without torch (OnnxEncoder: tokenizers, onnxruntime, the same "
-         "mean pooling and normalisation in numpy). After a warm-up, each round ran every "
-         f"text set through the backends in the order A B C D D C B A; {args.rounds} rounds. Shown: median throughput, "
+         "sentence-transformers; the ONNX backends without torch (OnnxEncoder: tokenizers, onnxruntime or "
+         "OpenVINO, the same mean pooling and normalisation in numpy). After a warm-up, each round ran every "
+         "text set through the backends in the order of the columns and then in reverse; "
+         f"{args.rounds} rounds. Shown: median throughput, "
          "and the speed-up over torch measured within each round, as median (lowest-highest over rounds)."),
         "",
         "## Throughput",

@@ -19,8 +19,9 @@ and chunklab end to end against `python -m workbench sweep`.
    `run` against `workbench sweep` on a 3-file Markdown corpus with its questions, chunklab's example
    strategies, the bundled all-MiniLM-L6-v2 for both, each on an empty cache (cold) and again on it
    (warm), with and without the report; recall@5 of both, strategy by strategy; the workbench cold again
-   with its default semantic (buffer_size=1), on the default backend and on onnx-int8, and whether the
-   two rank the variants alike (recall@5, MRR@5). Then the same on a
+   with its default semantic (buffer_size=1), on the default backend and on the faster ones (onnx-int8,
+   openvino-bf16), and whether each ranks the variants as the default does (recall@5, MRR@5). Then the
+   same on a
    corpus 7 times larger, ../shared's chroma_general whole (5 documents, 472 questions), cold and
    warm with the report (skipped, and said so, where ../shared is not beside the repo).
 3. Where a cold sweep's time goes: `-X importtime` and cProfile of a cold sweep, summed into
@@ -77,10 +78,9 @@ STRATEGIES = [
 ]
 # the workbench's side with its default semantic (each sentence embedded with one neighbour per side), cold, once
 BUFFER_1 = "workbench, buffer_size=1"
-# the same on the fastest backend of bench/backends.md (the default "auto" is onnx: torch's vectors, faster); it
+# the same on the backends of bench/backends.md faster than the default ("auto" is onnx: torch's vectors); one
 # stands for the defaults' speed only where it ranks the variants as the default backend does (RANKED_BY)
-INT8 = "onnx-int8"
-FAST = f"{BUFFER_1}, --backend {INT8}"
+FAST_BACKENDS = ("onnx-int8", "openvino-bf16")
 RANKED_BY = ("recall", "mrr")  # at k=5
 OFFLINE = HF_OFFLINE | {"TOKENIZERS_PARALLELISM": "false"}
 
@@ -240,7 +240,7 @@ class EndToEnd:
 
     runs: dict[tuple[str, str, bool], Timed]
     agreement: list[dict]  # per strategy: recall@5 and chunk count of both
-    rankings: dict[str, dict[str, list[int]]]  # BUFFER_1's and FAST's: per RANKED_BY metric, variants best first
+    rankings: dict[str, dict[str, list[int]]]  # BUFFER_1's and each fast run's: per metric, variants best first
 
 
 def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
@@ -271,11 +271,12 @@ def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
             cmd[cmd.index(str(work / f"wb-cache-{tag}"))] = str(work / f"wb-cache-{tag}-buffer-1")
             cmd[cmd.index(str(work / f"wb-{tag}"))] = str(work / f"wb-{tag}-buffer-1")
             runs[BUFFER_1, "cold", report] = timed(cmd, REPO, env)
-            print(f"[{time.strftime('%H:%M:%S')}] {FAST} cold {tag}", file=sys.stderr, flush=True)
-            fast = [*cmd, "--backend", INT8]
-            fast[fast.index(str(work / f"wb-cache-{tag}-buffer-1"))] = str(work / f"wb-cache-{tag}-int8")
-            fast[fast.index(str(work / f"wb-{tag}-buffer-1"))] = str(work / f"wb-{tag}-int8")
-            runs[FAST, "cold", report] = timed(fast, REPO, env)
+            for backend in FAST_BACKENDS:
+                print(f"[{time.strftime('%H:%M:%S')}] {fast_run(backend)} cold {tag}", file=sys.stderr, flush=True)
+                fast = [*cmd, "--backend", backend]
+                fast[fast.index(str(work / f"wb-cache-{tag}-buffer-1"))] = str(work / f"wb-cache-{tag}-{backend}")
+                fast[fast.index(str(work / f"wb-{tag}-buffer-1"))] = str(work / f"wb-{tag}-{backend}")
+                runs[fast_run(backend), "cold", report] = timed(fast, REPO, env)
     import pandas as pd
 
     first = "report" if reports[0] else "tables"
@@ -289,7 +290,12 @@ def end_to_end(corpus: Path, work: Path, reports: tuple[bool, ...]) -> EndToEnd:
                   "chunklab_chunks": chunklab[name]["chunk_health"]["num_chunks"]}
                  for (name, _, spec), v in zip(STRATEGIES, variants.itertuples(), strict=True)]
     return EndToEnd(runs, agreement, {BUFFER_1: ranking(work / f"wb-{first}-buffer-1"),
-                                      FAST: ranking(work / f"wb-{first}-int8")})
+                                      **{fast_run(b): ranking(work / f"wb-{first}-{b}") for b in FAST_BACKENDS}})
+
+
+def fast_run(backend: str) -> str:
+    """The name of the buffer_size=1 run on `backend`."""
+    return f"{BUFFER_1}, --backend {backend}"
 
 
 def ranking(out: Path) -> dict[str, list[int]]:
@@ -396,23 +402,29 @@ def end_to_end_table(e: EndToEnd) -> str:
         if (BUFFER_1, state, report) in e.runs:
             runs.append(row(f"{what}; the workbench's `semantic` at its default buffer_size=1", cl,
                             e.runs[BUFFER_1, state, report]))
-            runs.append(row(f"{what}; the same with `--backend {INT8}`", cl, e.runs[FAST, state, report]))
+            runs += [row(f"{what}; the same with `--backend {b}`", cl, e.runs[fast_run(b), state, report])
+                     for b in FAST_BACKENDS]
     names = [f"`{spec.split(':')[0]}`" for _, _, spec in STRATEGIES]
-    same = all(e.rankings[FAST][m] == e.rankings[BUFFER_1][m] for m in RANKED_BY)
+    same = [b for b in FAST_BACKENDS if all(e.rankings[fast_run(b)][m] == e.rankings[BUFFER_1][m] for m in RANKED_BY)]
+    fastest = min(same, key=lambda b: e.runs[fast_run(b), "cold", True].wall_s, default=None)
+
+    def order(run: str, metric: str) -> str:
+        return " > ".join(names[i] for i in e.rankings[run][metric])
+
     return "\n".join([
         table(["run", "chunklab: wall (CPU, load at start)", "workbench: wall (CPU, load at start)",
                "workbench x faster: wall / CPU"], runs),
         "",
-        f"The variants ranked, best first, by the default backend (onnx, torch's vectors) and by {INT8}, both "
-        "with buffer_size=1:",
+        "The variants ranked, best first, by the default backend (onnx, torch's vectors) and by each faster one, "
+        "all with buffer_size=1:",
         "",
-        table(["metric@5", "default backend", INT8, "the same order"],
-              [[m, " > ".join(names[i] for i in e.rankings[BUFFER_1][m]),
-                " > ".join(names[i] for i in e.rankings[FAST][m]),
-                "yes" if e.rankings[FAST][m] == e.rankings[BUFFER_1][m] else "no"] for m in RANKED_BY]),
+        table(["metric@5", "default backend", *(f"{b} (the same order)" for b in FAST_BACKENDS)],
+              [[m, order(BUFFER_1, m), *(f"{order(fast_run(b), m)} "
+                                         f"({'yes' if e.rankings[fast_run(b)][m] == e.rankings[BUFFER_1][m] else 'no'})"
+                                         for b in FAST_BACKENDS)] for m in RANKED_BY]),
         "",
-        f"So the fastest backend whose rankings match here is {INT8 if same else 'the default, onnx'}: its row above "
-        f"is the {'`--backend ' + INT8 + '`' if same else 'buffer_size=1'} one.",
+        f"So the fastest backend whose rankings match here is {fastest or 'the default, onnx'}: its row above "
+        f"is the {'`--backend ' + fastest + '`' if fastest else 'buffer_size=1'} one.",
         "",
         table(["chunklab strategy", "workbench variant", "chunklab recall@5", "workbench recall@5",
                "chunks (chunklab / workbench)"],
@@ -508,9 +520,10 @@ def markdown(args: argparse.Namespace, data: Dataset, rows: list[dict], e2e: End
           "same command again on them. chunklab's example strategies against the workbench's closest variants: "
           "chunklab's semantic embeds every sentence alone, so its closest is `semantic` with buffer_size=0; the "
           "workbench's default, buffer_size=1 (LlamaIndex's), embeds each sentence with one neighbour per side, "
-          "about three times the text: two more cold runs with it, marked so, the second on the fastest backend "
-          f"of bench/backends.md, {INT8} (its vectors differ from torch's in the last digits; the default backend, "
-          "onnx, gives torch's), whose rankings of the four variants follow the table.",
+          "about three times the text: more cold runs with it, marked so, the first on the default backend "
+          "(onnx, torch's vectors), the others on the faster backends of bench/backends.md, "
+          f"{' and '.join(FAST_BACKENDS)} (their vectors differ from torch's: int8 in the second digit of a cosine, "
+          "bfloat16 in the fifth), whose rankings of the four variants follow the table.",
           "", end_to_end_table(e2e), "",
           "recall@5 is not defined the same way: chunklab's is the share of a question's gold snippets found "
           "(fuzzy, 0.90) inside a retrieved chunk; the workbench's the share of the evidence characters covered "

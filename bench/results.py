@@ -222,8 +222,9 @@ def peers(text: str) -> list[str]:
         out += [f"end to end, {corpus}, {r[0]}: chunklab takes {r[3]} the workbench's time (wall / CPU)"
                 for r in t[1:]]
     for corpus, t in zip(("chroma_small corpus", "chroma_general corpus"), ranked, strict=False):
-        out += [f"end to end, {corpus}: {t[0][2]} ranks the variants by {r[0]}@5 as the default backend does: {r[3]}"
-                for r in t[1:]]
+        out += [f"end to end, {corpus}: {t[0][c].removesuffix(' (the same order)')} ranks the variants by {r[0]}@5 "
+                f"as the default backend does: {r[c].rpartition('(')[2].rstrip(')')}"
+                for c in range(2, len(t[0])) for r in t[1:]]
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -14,10 +15,11 @@ from workbench.chunkers.llm import MODEL, LLMChunkWarning
 from workbench.core.chunk import Chunk
 from workbench.dataset import Dataset, Document
 from workbench.models.embed import Embedder
+from workbench.models.onnx import bf16_units
 from workbench.retrieval import index
 from workbench.retrieval.index import IndexStore
 from workbench.retrieval.preview import token_embedder
-from workbench.run.estimate import Estimate, window_lengths
+from workbench.run.estimate import SUGGEST_BACKEND_S, Estimate, window_lengths
 from workbench.run.session import Session, sweep
 from workbench.variant import Variant, parse_variant
 
@@ -39,6 +41,12 @@ def test_padding_is_counted_as_the_model_runs_its_passes() -> None:
 
 
 @pytest.mark.model
+def test_no_backend_is_suggested_to_a_torch_embedder(tiny: Dataset, tmp_path: Path, embedder: Embedder) -> None:
+    est = estimated(tiny, [parse_variant("fixed:size=24")], embedder=embedder, store=tmp_path)
+    assert est.word_pieces > 0 and est.faster_backend == ""
+
+
+@pytest.mark.model
 def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_path: Path) -> None:
     embedder = Embedder(cache_dir=tmp_path, progress=False)
     grid = [parse_variant(v) for v in ("fixed:size=24", "fixed:size=24+bm25", "recursive:size=32+header")]
@@ -50,6 +58,11 @@ def test_a_cold_grid_counts_the_texts_the_sweep_then_embeds(tiny: Dataset, tmp_p
     result = sweep(tiny, grid, ks=(1, 3), embedder=embedder, store=tmp_path, progress=False)
     assert result.provenance.computed.texts_embedded == est.texts  # what is left to embed is what the sweep embeds
     assert f"{est.texts:,} texts to embed" in est.line() and f"measured on {est.sampled - 1} of them" in est.line()
+    # a minute of embedding or more names the bfloat16 backend where this CPU has the units for it
+    assert est.faster_backend == ("openvino-bf16" if bf16_units() else "")
+    assert "bfloat16" not in est.line()  # seconds: nothing to suggest
+    slow = dataclasses.replace(est, rate=est.word_pieces / SUGGEST_BACKEND_S)
+    assert ("--backend openvino-bf16" in slow.line()) == bf16_units()
     for ks in ((1, 3), (1, 2)):  # scores cached, or only the index entries and vectors
         fresh = Embedder(cache_dir=tmp_path, progress=False)
         warm = estimated(tiny, grid, ks=ks, embedder=fresh, store=tmp_path)

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +30,8 @@ from workbench.models.onnx import (
     PASS_TOKENS,
     SKIPPED_FUSIONS,
     JsonTokenizer,
+    bf16_units,
+    check_device,
     export_file,
     plan_passes,
     reproducible,
@@ -44,6 +47,12 @@ EDGE_TEXTS = ["", " ", ".", "  Refunds take five days.  ", "héllo wörld — �
 # nothing to average the rounding out over). Hence 0.97 for the worst text and 0.99 for the
 # mean; bench/backends.md measures what int8 does to recall@5.
 INT8_MIN_COSINE = 0.97
+# bfloat16 keeps 8 bits of each matrix product's inputs and adds up in float32: on these 50 texts
+# all-MiniLM-L6-v2 kept a cosine above 0.9999 to the float vectors on every text (a hundred times
+# nearer than int8), and its token embeddings above 0.999 on every token.
+BF16_MIN_COSINE = 0.9999
+BF16_MIN_TOKEN_COSINE = 0.999
+
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +105,70 @@ def test_int8_vectors_stay_close_to_torch(texts: list[str], reference: np.ndarra
     assert cos.max() < 0.99999  # quantized for real, not the float model again
 
 
+def test_openvino_bf16_vectors_stay_close_to_torch(texts: list[str], reference: np.ndarray, cache: Path,
+                                                   embedder: Embedder) -> None:
+    """On a CPU with bfloat16 units: vectors and token embeddings near torch's, and not the float model's
+    bits; on any other, a refusal that names the backend and what is missing."""
+    bf16 = Embedder(cache_dir=cache, backend="openvino-bf16", progress=False)
+    if not bf16_units():
+        with pytest.raises(ValueError, match="'openvino-bf16' needs a CPU with bfloat16 units"):
+            bf16.encode(texts)
+        return
+    vecs = bf16.encode(texts)
+    cos = np.sum(vecs * reference, axis=1)
+    print(f"openvino-bf16 cosine to torch: min {cos.min():.6f}, mean {cos.mean():.6f}")
+    assert cos.min() >= BF16_MIN_COSINE, f"lowest cosine {cos.min():.6f}"
+    assert np.abs(vecs - reference).max() > 1e-5  # bfloat16 for real: the float model is within 1e-6
+    text = " ".join(texts[:12])  # several windows
+    (_, ours), (_, torchs) = next(bf16.token_embeddings({"d": text})), next(embedder.token_embeddings({"d": text}))
+    token_cos = np.sum(ours.vecs * torchs.vecs, axis=1) / (
+        np.linalg.norm(ours.vecs, axis=1) * np.linalg.norm(torchs.vecs, axis=1))
+    assert len(bf16.token_windows(len(ours.ids))) > 1 and token_cos.min() >= BF16_MIN_TOKEN_COSINE
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ("capabilities", "needs a CPU with bfloat16 units .* OpenVINO finds none on this one"),
+    ("precision", "OpenVINO compiled the model for f32, not bf16, on this CPU"),
+])
+def test_openvino_bf16_refuses_to_run_in_float32_under_its_name(cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                patch: str, message: str) -> None:
+    """A CPU without bfloat16 units, as OpenVINO would see it: no BF16 capability, or a model it compiles
+    for float32 though bf16 was asked for (what it does on such a CPU). Either is refused by name, with
+    the backends that do run there, rather than float32 vectors cached as bfloat16 ones."""
+    import openvino
+
+    class Without(openvino.Core):
+        def get_property(self, *args: Any) -> Any:
+            got = super().get_property(*args)
+            return [c for c in got if c != "BF16"] if patch == "capabilities" and args[1:] == (
+                "OPTIMIZATION_CAPABILITIES",) else got
+
+        def compile_model(self, model: Any, device: str, config: dict) -> Any:
+            given = config | ({"INFERENCE_PRECISION_HINT": "f32"} if patch == "precision" else {})
+            return super().compile_model(model, device, given)
+
+    monkeypatch.setattr(openvino, "Core", Without)
+    with pytest.raises(ValueError, match=message) as refused:
+        Embedder(cache_dir=cache, backend="openvino-bf16", progress=False).encode(["Refunds take five days."])
+    assert "backend='onnx'" in str(refused.value)
+
+
+def test_openvino_bf16_is_refused_on_a_gpu() -> None:
+    with pytest.raises(ValueError, match="backend='openvino-bf16' runs on a CPU, got device='cuda'"):
+        check_device("openvino-bf16", "cuda")
+    check_device("openvino-bf16", "cpu")
+
+
 def test_fingerprint_names_the_backend_not_the_device(cache: Path, embedder: Embedder) -> None:
     plain = model_fingerprint(default_model_path())
     assert embedder.fingerprint == plain  # torch's is unchanged: existing caches stay valid
-    prints = {b: Embedder(cache_dir=cache, backend=b, progress=False).fingerprint for b in ("onnx", "onnx-int8")}
+    prints = {b: Embedder(cache_dir=cache, backend=b, progress=False).fingerprint
+              for b in ("onnx", "onnx-int8", "openvino-bf16")}
     # int8's revision 2 (BACKEND_REVISIONS): its sessions skip a fusion, which moved its vectors
-    assert prints == {"onnx": f"{plain}-onnx", "onnx-int8": f"{plain}-onnx-int8-r2"}
+    assert prints == {"onnx": f"{plain}-onnx", "onnx-int8": f"{plain}-onnx-int8-r2",
+                      "openvino-bf16": f"{plain}-openvino-bf16"}
+    # OpenVINO compiles the float export as it is: one file on disk for both
+    assert export_file(plain, "openvino-bf16") == export_file(plain, "onnx") != export_file(plain, "onnx-int8")
     assert Embedder(cache_dir=cache, backend="torch", device="auto", progress=False).fingerprint == plain
     onnx = Embedder(cache_dir=cache, backend="onnx", progress=False)
     assert onnx.cache.path.name == f"{plain}-onnx.sqlite"
@@ -170,7 +237,7 @@ def test_an_export_in_the_cache_folder_is_still_read(cache: Path, model_store: P
     shutil.copy(model_store / name, old / "models" / name)
     monkeypatch.setenv(MODELS_ENV, str(tmp_path / "empty-store"))
     legacy = Embedder(cache_dir=old, backend="onnx", progress=False)
-    assert legacy.onnx_encoder.session._model_path == str(old / "models" / name)
+    assert legacy.onnx_encoder.runner.session._model_path == str(old / "models" / name)
     assert legacy.encode(["Refunds take five days."]).shape == (1, 384)
     assert not (tmp_path / "empty-store").exists()  # nothing exported again
 
@@ -304,12 +371,19 @@ def test_late_chunking_runs_on_onnx(tiny: Dataset, cache: Path, embedder: Embedd
 
 
 @pytest.mark.model
-def test_cli_sweeps_with_a_backend(tiny: Dataset, cache: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("backend", "suffix"), [("onnx-int8", "onnx-int8-r2"), ("openvino-bf16", "openvino-bf16")])
+def test_cli_sweeps_with_a_backend(tiny: Dataset, cache: Path, tmp_path: Path, backend: str, suffix: str) -> None:
     out = tmp_path / "out"
-    main(["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache", str(cache),
-          "-v", "fixed:size=24", "--ks", "1", "--backend", "onnx-int8", "--device", "auto", "--no-report", "--quiet"])
+    args = ["sweep", "--data", str(write_dataset(tiny, tmp_path / "data")), "--out", str(out), "--cache",
+            str(cache), "-v", "fixed:size=24", "--ks", "1", "--backend", backend, "--device", "auto",
+            "--no-report", "--quiet"]
+    if backend == "openvino-bf16" and not bf16_units():
+        with pytest.raises(SystemExit, match="needs a CPU with bfloat16 units"):
+            main(args)
+        return
+    main(args)
     fingerprint = json.loads((out / "config.json").read_text())["model_fingerprint"]
-    assert fingerprint == f"{model_fingerprint(default_model_path())}-onnx-int8-r2"
+    assert fingerprint == f"{model_fingerprint(default_model_path())}-{suffix}"
     assert (cache / "embeddings" / f"{fingerprint}.sqlite").exists()
 
 
@@ -363,6 +437,8 @@ def test_the_bundled_model_keeps_plain_result_keys_on_torch_and_onnx_not_int8(tm
     """torch and onnx give the same vectors to float noise, so a default run's rows keep the variant
     keys whichever "auto" chose; int8 moves the scores, so its rows are hashed like another model's."""
     keys = {b: result_key("abc", Embedder(cache_dir=tmp_path, backend=b, progress=False))
-            for b in ("torch", "onnx", "onnx-int8")}
+            for b in ("torch", "onnx", "onnx-int8", "openvino-bf16")}
     assert keys["torch"] == keys["onnx"] == "abc"
-    assert keys["onnx-int8"].startswith("abc@") and len(keys["onnx-int8"]) == len("abc@") + 8
+    for moved in ("onnx-int8", "openvino-bf16"):
+        assert keys[moved].startswith("abc@") and len(keys[moved]) == len("abc@") + 8
+    assert keys["onnx-int8"] != keys["openvino-bf16"]

@@ -122,11 +122,12 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
     s.add_argument("--mmap", action="store_true",
                    help="read indexes memory-mapped: vectors stay on disk, in the page cache, not in the heap")
     s.add_argument("--threads", type=int,
-                   help="torch and onnxruntime threads (1 is faster when another process is busy)")
+                   help="torch, onnxruntime and OpenVINO threads (1 is faster when another process is busy)")
     s.add_argument("--backend", choices=(AUTO, *BACKENDS), default=DEFAULT_BACKEND,
                    help="how the model runs: onnx and onnx-int8 are faster on a CPU, from a copy exported once "
                    "per machine into the model store ($WORKBENCH_MODELS, else ~/.cache/workbench/models); "
-                   "their vectors (and so their cache entries) differ from torch's. auto: torch when --cache "
+                   "openvino-bf16 runs that copy in bfloat16 on a CPU with AMX or AVX512_BF16, about 3x onnx "
+                   "there; their vectors (and so their cache entries) differ from torch's. auto: torch when --cache "
                    "already holds the model's torch vectors or on a GPU, else onnx (default: %(default)s)")
     s.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")

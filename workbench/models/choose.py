@@ -63,7 +63,8 @@ def plain_fingerprints() -> frozenset[str]:
     """The bundled model's fingerprints on torch and on onnx (float32): their results keep plain variant
     keys. The two give the same vectors to float noise (equal recall@5 and MRR@5 on every dataset of
     bench/backends.md), so, like the device, the backend is not part of what a result row is about,
-    though each keeps its own vector cache; onnx-int8 moves the scores and is hashed like another model."""
+    though each keeps its own vector cache; onnx-int8 and openvino-bf16 move the scores and are hashed
+    like another model."""
     fp = model_fingerprint(default_model_path())
     return frozenset(fingerprint_of(fp, backend) for backend in ("torch", "onnx"))
 

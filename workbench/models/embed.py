@@ -2,9 +2,10 @@
 (workbench.models.cache), with token embeddings for late chunking and the preview.
 
 Backends: "torch" runs the model as sentence-transformers loads it; "onnx" and "onnx-int8" run its
-transformer through onnxruntime (workbench.models.onnx), from a copy exported once per machine into
-the model store; once exported, a model whose stack OnnxEncoder reproduces runs without importing
-torch, transformers or sentence-transformers. Token embeddings come from the same transformer, so
+transformer through onnxruntime (workbench.models.onnx), "openvino-bf16" through OpenVINO in bfloat16
+on a CPU's matrix units, from a copy exported once per machine into the model store; once exported,
+a model whose stack OnnxEncoder reproduces runs without importing torch, transformers or
+sentence-transformers. Token embeddings come from the same transformer, so
 they follow the backend.
 
 Token embeddings: a text longer than the model window is read in overlapping windows; every
@@ -32,16 +33,16 @@ from workbench.models.cache import VectorCache, cache_file, text_key
 from workbench.models.onnx import (
     BACKEND_REVISIONS,
     ONNX_BACKENDS,
-    PASS_TOKENS,
     TOKENIZE_SLICE,
     JsonTokenizer,
     OnnxEncoder,
+    check_device,
     cpu_workers,
     export_file,
     exported_model,
-    onnx_providers,
     onnx_transformer,
     padded,
+    pass_tokens,
     plan_passes,
     reproducible,
 )
@@ -154,7 +155,7 @@ class Embedder(Model):
     since nothing may be downloaded. The model itself loads lazily: a fully cached run never
     pays for importing torch.
 
-    `backend` ("torch", "onnx", "onnx-int8") changes the vectors, so a non-torch backend is part
+    `backend` ("torch", "onnx", "onnx-int8", "openvino-bf16") changes the vectors, so a non-torch backend is part
     of `fingerprint` (which names the vector cache and the index entries): "<model>-onnx-int8".
     The default, "auto", is resolved here (`resolve_backend`): torch for a cache folder that holds
     this model's torch vectors, else onnx; `backend` is what it resolved to.
@@ -186,7 +187,7 @@ class Embedder(Model):
         self.cache_dir = Path(cache_dir) if cache_dir else None
         backend = resolve_backend(backend, self.cache_dir, self.model_fingerprint, self.device)
         if backend != "torch":
-            onnx_providers(self.device)  # a GPU without onnxruntime-gpu is refused up front
+            check_device(backend, self.device)  # e.g. a GPU without onnxruntime-gpu is refused up front
         self.path = path
         self.name = DEFAULT_NAME if model is None else path.name if Path(model).exists() else str(model)  # a hub name
         self.batch_size = batch_size
@@ -408,11 +409,11 @@ class Embedder(Model):
     def passes(self, widths: Sequence[int]) -> list[range]:
         """The model passes over texts of these widths (ascending, in word pieces), as `vectors` and
         the token passes run them: `batch_size` rows at most and, on the ONNX runner with several
-        workers, at most PASS_TOKENS padded word pieces each (OnnxEncoder.passes). Planned without
+        workers, at most `pass_tokens` padded word pieces each (OnnxEncoder.passes). Planned without
         loading the model, so that an estimate counts what will run."""
         several = self.backend in ONNX_BACKENDS and reproducible(self.path) and cpu_workers(self.device,
                                                                                            self.threads) > 1
-        return plan_passes(widths, self.batch_size, PASS_TOKENS if several else None)
+        return plan_passes(widths, self.batch_size, pass_tokens(self.backend) if several else None)
 
     def padded_word_pieces(self, lengths: Sequence[int]) -> int:
         """Word pieces the model runs over for texts of these lengths: sorted, in `passes`, each pass

@@ -1,5 +1,6 @@
 """ONNX backends: a model's transformer exported once, offline, from its local PyTorch weights,
-optionally quantized to int8, and run through onnxruntime (faster on a CPU).
+optionally quantized to int8, and run through onnxruntime (faster on a CPU), or compiled by OpenVINO
+to run in bfloat16 on a CPU's matrix units (AMX or AVX512_BF16).
 
 The exported file is a model artifact, kept once per machine in the model store (`model_store`),
 not in each cache folder. Exporting needs torch and sentence-transformers; running an export does
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +27,10 @@ import numpy as np
 
 from workbench.core.io import publish
 
-ONNX_BACKENDS = ("onnx", "onnx-int8")
+OPENVINO_BF16 = "openvino-bf16"
+ONNX_BACKENDS = ("onnx", "onnx-int8", OPENVINO_BF16)
+# the export each backend runs (`export_file`): its own for int8, the float one for OpenVINO
+EXPORTS = {OPENVINO_BF16: "onnx"}
 # onnxruntime graph fusions left out of a backend's sessions, because they slow it down. The int8
 # export's SkipLayerNormFusion (each residual Add and LayerNormalization as one kernel) ran a window
 # slower on one thread, its token vectors no nearer the float export's (bench/backends.md). The float
@@ -37,8 +42,10 @@ SKIPPED_FUSIONS = {"onnx-int8": ["SkipLayerNormFusion"]}
 BACKEND_REVISIONS = {"onnx-int8": 2}
 ONNX_FILE = "model.onnx"
 # Padded word pieces in one pass of the model on a CPU (OnnxEncoder): one 256-piece window, or
-# several short texts. bench/backends.md measures it against 32 texts a pass.
+# several short texts. bench/backends.md measures it against 32 texts a pass. OpenVINO's bfloat16
+# matrix units want bigger passes (PASS_TOKENS_OF).
 PASS_TOKENS = 256
+PASS_TOKENS_OF = {OPENVINO_BF16: 2048}
 # texts tokenized at a time by `OnnxEncoder.encode`: a tokenizer's Encoding keeps offsets, tokens and masks,
 # about 200 bytes a word piece; the 44,316 texts of a 100-file folder's floor held at once were 0.8 GB of its
 # 1.2 GB peak (bench/folders.md); each text's ids are kept, 8 bytes a word piece
@@ -61,7 +68,7 @@ def model_store() -> Path:
 def export_file(model_fingerprint: str, backend: str, legacy_dir: Path | None = None) -> Path:
     """Where the `backend` export of a model is read from: <legacy_dir> (a cache folder's models/,
     where exports were kept before the store) when it holds one, else the model store."""
-    name = Path(f"{model_fingerprint}-{backend}") / ONNX_FILE
+    name = Path(f"{model_fingerprint}-{EXPORTS.get(backend, backend)}") / ONNX_FILE
     if legacy_dir is not None and (legacy_dir / name).exists():
         return legacy_dir / name
     return model_store() / name
@@ -71,7 +78,8 @@ def exported_model(transformer: Callable[[], Any], model_fingerprint: str, backe
                    legacy_dir: Path | None = None) -> Path:
     """The `backend` model file of the model `model_fingerprint` (`export_file`), exported (and
     quantized) on first use into <model store>/<model fingerprint>-<backend>/, atomically, and
-    reused ever after; int8 is quantized from the float export, which is kept too. `transformer()`
+    reused ever after; int8 is quantized from the float export, which is kept too (and which
+    OpenVINO compiles as it is). `transformer()`
     gives the sentence-transformers Transformer module, asked for only when the float export is
     missing (loading it imports torch: quantizing needs only onnxruntime)."""
     file = export_file(model_fingerprint, backend, legacy_dir)
@@ -80,7 +88,7 @@ def exported_model(transformer: Callable[[], Any], model_fingerprint: str, backe
     fp32 = export_file(model_fingerprint, "onnx", legacy_dir)
     if not fp32.exists():
         publish(fp32.parent, lambda tmp: export_onnx(transformer(), tmp / ONNX_FILE))
-    if backend != "onnx":
+    if file != fp32:
         publish(file.parent, lambda tmp: quantize_onnx(fp32, tmp / ONNX_FILE))
     return file
 
@@ -96,6 +104,15 @@ def onnx_providers(device: str) -> list[str]:
         raise ValueError(f"device={device!r} needs onnxruntime's {wanted[0]} (the onnxruntime-gpu build for CUDA); "
                          f"this onnxruntime has {ort.get_available_providers()}")
     return wanted
+
+
+def check_device(backend: str, device: str) -> None:
+    """Refuse, up front, a device a non-torch backend cannot run on: OpenVINO's bfloat16 runs on a CPU,
+    onnxruntime on a GPU needs its CUDA build (`onnx_providers`)."""
+    if backend == OPENVINO_BF16 and device != "cpu":
+        raise ValueError(f"backend={OPENVINO_BF16!r} runs on a CPU, got device={device!r}: "
+                         "use backend='onnx' or 'torch' on a GPU")
+    onnx_providers(device)
 
 
 def export_onnx(transformer: Any, file: Path) -> None:
@@ -162,14 +179,67 @@ def onnx_session(file: Path, backend: str, device: str, threads: int | None) -> 
                                 disabled_optimizers=SKIPPED_FUSIONS.get(backend, []))
 
 
+class OrtRunner:
+    """An export run by onnxruntime (`onnx_session`): feeds by input name in, token embeddings out."""
+
+    def __init__(self, file: Path, backend: str, device: str, threads: int | None):
+        self.session = onnx_session(file, backend, device, threads)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.dim = int(self.session.get_outputs()[0].shape[-1])
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run(None, {n: feeds[n] for n in self.inputs})[0]
+
+
+class OpenVinoRunner:
+    """The float export compiled by OpenVINO for the CPU with bfloat16 as its inference precision:
+    matrix products on the bfloat16 units (AMX, AVX512_BF16), accumulated in float32. Its vectors
+    are not torch's bits (bench/backends.md measures how near), so the backend has its own
+    fingerprint; a CPU without those units is refused rather than run in float32 under that name.
+    `streams` passes run at once, one per calling thread (each thread keeps its own request)."""
+
+    def __init__(self, file: Path, device: str, threads: int | None, streams: int):
+        check_device(OPENVINO_BF16, device)
+        import openvino as ov
+
+        core = ov.Core()
+        if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+            raise ValueError(f"backend={OPENVINO_BF16!r} needs a CPU with bfloat16 units (AMX or AVX512_BF16); "
+                             "OpenVINO finds none on this one: use backend='onnx' (the default) or 'onnx-int8'")
+        self.compiled = core.compile_model(core.read_model(str(file)), "CPU", {
+            "INFERENCE_PRECISION_HINT": "bf16", "NUM_STREAMS": str(streams),
+            "INFERENCE_NUM_THREADS": str(threads or cores())})
+        precision = self.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+        if precision != "bf16":
+            raise ValueError(f"backend={OPENVINO_BF16!r}: OpenVINO compiled the model for {precision}, not bf16, "
+                             "on this CPU: use backend='onnx' (the default) or 'onnx-int8'")
+        self.inputs = [i.get_any_name() for i in self.compiled.inputs]
+        self.dim = int(self.compiled.outputs[0].get_partial_shape()[-1].get_length())
+        self._local = threading.local()
+
+    def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self.compiled.create_infer_request()
+        request.infer({n: feeds[n] for n in self.inputs})
+        return request.get_output_tensor(0).data.copy()
+
+
+def runner(file: Path, backend: str, device: str, threads: int | None, streams: int = 1) -> OrtRunner | OpenVinoRunner:
+    """What runs a backend's export: OpenVINO for openvino-bf16, else onnxruntime (`streams` passes
+    at once on OpenVINO; onnxruntime sessions take one pass per thread that calls them)."""
+    if backend == OPENVINO_BF16:
+        return OpenVinoRunner(file, device, threads, streams)
+    return OrtRunner(file, backend, device, threads)
+
+
 def onnx_transformer(file: Path, backend: str, config: Any, device: str, threads: int | None) -> Any:
     """A torch module that stands in for the Hugging Face model inside sentence-transformers'
     Transformer module: same tensors in, same `last_hidden_state` out, computed by onnxruntime.
     (Built here, not at import, so that importing this module never imports torch.)"""
     import torch
 
-    session = onnx_session(file, backend, device, threads)
-    names = [i.name for i in session.get_inputs()]
+    run = runner(file, backend, device, threads)
 
     class OnnxModel(torch.nn.Module):
         def __init__(self) -> None:
@@ -181,7 +251,7 @@ def onnx_transformer(file: Path, backend: str, config: Any, device: str, threads
                     token_type_ids: torch.Tensor | None = None, **_: Any) -> dict[str, torch.Tensor]:
             given = {"input_ids": input_ids, "attention_mask": attention_mask,
                      "token_type_ids": torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids}
-            out = session.run(None, {n: given[n].cpu().numpy() for n in names})[0]
+            out = run({n: t.cpu().numpy() for n, t in given.items()})
             return {"last_hidden_state": torch.from_numpy(out).to(input_ids.device)}
 
     return OnnxModel()
@@ -251,9 +321,10 @@ class OnnxEncoder:
     (`reproducible` says for which models that is the whole stack).
 
     On a CPU it runs `workers` (default: `threads`, else one per core) passes at once, each on one
-    thread, each of at most PASS_TOKENS padded word pieces: small passes stay in a core's cache and
-    need no sync between threads (bench/backends.md: "onnx" against "onnx, 1 session"). With one
-    worker (always on a GPU), one pass of `batch_size` texts at a time on `threads` threads."""
+    thread, each of at most `pass_tokens(backend)` padded word pieces: small passes stay in a core's
+    cache and need no sync between threads (bench/backends.md: "onnx" against "onnx, 1 session"); on
+    OpenVINO one stream per worker. With one worker (always on a GPU), one pass of `batch_size` texts
+    at a time on `threads` threads."""
 
     def __init__(self, folder: Path, file: Path, backend: str, max_tokens: int, device: str, threads: int | None,
                  workers: int | None = None):
@@ -262,18 +333,19 @@ class OnnxEncoder:
         self.truncating.enable_truncation(max_tokens)
         self.pad_id = self.tokenizer.pad_token_id or 0
         self.workers = cpu_workers(device, threads, workers)
-        self.session = onnx_session(file, backend, device, 1 if self.workers > 1 else threads)
-        self.inputs = [i.name for i in self.session.get_inputs()]
-        self.dim = int(self.session.get_outputs()[0].shape[-1])
+        self.backend = backend
+        self.runner = runner(file, backend, device, 1 if self.workers > 1 and backend != OPENVINO_BF16 else threads,
+                             self.workers)
+        self.dim = self.runner.dim
 
     def hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """(batch, tokens, dim) float32 token embeddings of padded token ids and their mask."""
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        return self.session.run(None, {n: given[n] for n in self.inputs})[0].astype(np.float32, copy=False)
+        return self.runner(given).astype(np.float32, copy=False)
 
     def passes(self, widths: Sequence[int], batch_size: int) -> list[range]:
         """The passes (`plan_passes`) for texts of these widths (ascending), as this encoder runs them."""
-        return plan_passes(widths, batch_size, PASS_TOKENS if self.workers > 1 else None)
+        return plan_passes(widths, batch_size, pass_tokens(self.backend) if self.workers > 1 else None)
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
         """fn of each item, in order, `workers` at a time (onnxruntime releases the GIL while it runs)."""
@@ -314,6 +386,22 @@ def padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.n
         ids[r, : len(row)] = row
         mask[r, : len(row)] = 1
     return ids, mask
+
+
+def pass_tokens(backend: str) -> int:
+    """Padded word pieces in one of a backend's passes on a CPU with several workers."""
+    return PASS_TOKENS_OF.get(backend, PASS_TOKENS)
+
+
+def bf16_units() -> bool:
+    """Whether this CPU lists bfloat16 matrix units (AMX or AVX512_BF16) in /proc/cpuinfo: a cheap
+    look, without importing OpenVINO (whose own answer is what `OpenVinoRunner` rests on), to
+    suggest the backend where it would run."""
+    info = Path("/proc/cpuinfo")
+    try:
+        return bool({"amx_bf16", "avx512_bf16"} & set(info.read_text().split()))
+    except OSError:
+        return False
 
 
 def cpu_workers(device: str, threads: int | None, workers: int | None = None) -> int:

@@ -63,11 +63,14 @@ from workbench.models.cache import text_key
 from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate, duration, estimate_generation, generation_parts
+from workbench.models.onnx import OPENVINO_BF16, bf16_units
 from workbench.retrieval.index import IndexStore, embed_texts, reads_vectors
 from workbench.retrieval.preview import token_cache_path, token_embedder
 from workbench.run.sweep import Context
 from workbench.variant import Variant
 
+# an embedding wait from which the estimate names a faster backend this CPU runs (Estimate.faster_backend)
+SUGGEST_BACKEND_S = 60
 PROBE_CHARS = 4000  # the text a token pass measures the rate on when no text is left to sample
 PASSAGE_CHARS = 800  # a passage a reranker's rate is measured on: about a chunk of 200 tokens
 
@@ -94,6 +97,7 @@ class Estimate:
     pass_rate: float | None = None
     reranks: tuple[RerankEstimate, ...] = ()  # per reranker of the variants' +rerank stages
     chunk_seconds: float = 0.0  # chunking the builds took here, which the sweep's builds take again (not kept)
+    faster_backend: str = ""  # a backend this CPU runs faster than the embedder's, named when the wait is long
 
     @property
     def cached(self) -> bool:
@@ -133,7 +137,10 @@ class Estimate:
                 f"{builds}: about {duration(self.seconds)} of embedding at {self.rate:,.0f} word pieces/s"
                 f"{f' ({self.pass_rate:,.0f} for the token pass)' if self.pass_rate else ''}, measured {self.measured}"
                 + (f", and chunking (as long as it took here: {duration(self.chunk_seconds)})"
-                   if self.chunk_seconds >= 1 else ""))
+                   if self.chunk_seconds >= 1 else "")
+                + (f"; this CPU has bfloat16 matrix units: backend {self.faster_backend!r} (--backend "
+                   f"{self.faster_backend}) embeds faster on them, vectors within 1e-4 of these (docs/models.md)"
+                   if self.faster_backend and self.embed_seconds >= SUGGEST_BACKEND_S else ""))
 
 
 @dataclass(frozen=True)
@@ -267,10 +274,11 @@ def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
     if tally.windows and sample and tally.pass_embedder is not embedder:  # the passes run on another model
         pass_rate, how = _pass_rate(tally.pass_embedder, dataset)
         measured += f"; the token pass's {how}"
+    faster = OPENVINO_BF16 if embedder.backend == "onnx" and embedder.device == "cpu" and bf16_units() else ""
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
                     tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), generations,
                     unestimated, tally.pass_word_pieces, pass_rate, _reranks(todo, dataset, store),
-                    tally.chunk_seconds)
+                    tally.chunk_seconds, faster)
 
 
 def _reranks(variants: Sequence[Variant], dataset: Dataset, store: IndexStore) -> tuple[RerankEstimate, ...]:
