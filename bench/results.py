@@ -296,8 +296,8 @@ STUDIES = [
           "README, \"Speed\": the table of cold and warm sweeps against the LlamaIndex loop, the embedding floor, "
           "10 semantic percentiles against 1, chunking against SentenceSplitter(256)", perf),
     Study("backends", "backends.md",
-          "Which embedding backend should a new cache get: are onnx and onnx-int8 faster than torch with the same "
-          "recall?",
+          "Which embedding backend should a new cache get: are onnx, onnx-int8 and openvino-bf16 faster than torch "
+          "with the same recall?",
           "README, the model runtime: backend=\"auto\" resolves to onnx for a new cache (same recall@5 and MRR@5 as "
           "torch, faster); the design notes of workbench/models/onnx.py, embed.py and choose.py", backends),
     Study("preview", "preview.md",
