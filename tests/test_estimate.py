@@ -41,8 +41,9 @@ def test_padding_is_counted_as_the_model_runs_its_passes() -> None:
 
 
 @pytest.mark.model
-def test_no_backend_is_suggested_to_a_torch_embedder(tiny: Dataset, tmp_path: Path, embedder: Embedder) -> None:
-    est = estimated(tiny, [parse_variant("fixed:size=24")], embedder=embedder, store=tmp_path)
+def test_no_backend_is_suggested_to_a_torch_embedder(tiny: Dataset, tmp_path: Path) -> None:
+    torch = Embedder(cache_dir=tmp_path, backend="torch", progress=False)  # its own cache: something to embed
+    est = estimated(tiny, [parse_variant("fixed:size=24")], embedder=torch, store=tmp_path)
     assert est.word_pieces > 0 and est.faster_backend == ""
 
 

@@ -130,7 +130,7 @@ def test_openvino_bf16_vectors_stay_close_to_torch(texts: list[str], reference: 
     ("capabilities", "needs a CPU with bfloat16 units .* OpenVINO finds none on this one"),
     ("precision", "OpenVINO compiled the model for f32, not bf16, on this CPU"),
 ])
-def test_openvino_bf16_refuses_to_run_in_float32_under_its_name(cache: Path, monkeypatch: pytest.MonkeyPatch,
+def test_openvino_bf16_refuses_to_run_in_float32_under_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 patch: str, message: str) -> None:
     """A CPU without bfloat16 units, as OpenVINO would see it: no BF16 capability, or a model it compiles
     for float32 though bf16 was asked for (what it does on such a CPU). Either is refused by name, with
@@ -149,7 +149,8 @@ def test_openvino_bf16_refuses_to_run_in_float32_under_its_name(cache: Path, mon
 
     monkeypatch.setattr(openvino, "Core", Without)
     with pytest.raises(ValueError, match=message) as refused:
-        Embedder(cache_dir=cache, backend="openvino-bf16", progress=False).encode(["Refunds take five days."])
+        # an empty cache folder: the text must be embedded, not read
+        Embedder(cache_dir=tmp_path, backend="openvino-bf16", progress=False).encode(["Refunds take five days."])
     assert "backend='onnx'" in str(refused.value)
 
 
