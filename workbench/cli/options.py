@@ -126,9 +126,9 @@ def sweep_arguments(s: argparse.ArgumentParser, out: Path = DEMO_OUT, top: int =
     s.add_argument("--backend", choices=(AUTO, *BACKENDS), default=DEFAULT_BACKEND,
                    help="how the model runs: onnx and onnx-int8 are faster on a CPU, from a copy exported once "
                    "per machine into the model store ($WORKBENCH_MODELS, else ~/.cache/workbench/models); "
-                   "openvino-bf16 runs that copy in bfloat16 on a CPU with AMX or AVX512_BF16, about 3x onnx "
-                   "there; their vectors (and so their cache entries) differ from torch's. auto: torch when --cache "
-                   "already holds the model's torch vectors or on a GPU, else onnx (default: %(default)s)")
+                   "openvino-bf16 runs that copy in bfloat16 on a CPU with AMX or AVX512_BF16, several times "
+                   "faster there; their vectors (and so their cache entries) differ from torch's. auto: torch "
+                   "when --cache already holds the model's torch vectors or on a GPU, else onnx (default: %(default)s)")
     s.add_argument("--device", choices=DEVICES, default="cpu",
                    help="where the model runs; auto takes a CUDA GPU when there is one (default: %(default)s)")
     s.add_argument("--engine", choices=ENGINES, default="local",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
+import queue
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -196,7 +196,7 @@ class OpenVinoRunner:
     matrix products on the bfloat16 units (AMX, AVX512_BF16), accumulated in float32. Its vectors
     are not torch's bits (bench/backends.md measures how near), so the backend has its own
     fingerprint; a CPU without those units is refused rather than run in float32 under that name.
-    `streams` passes run at once, one per calling thread (each thread keeps its own request)."""
+    `streams` passes run at once, one per calling thread, each on an idle request (made when none is)."""
 
     def __init__(self, file: Path, device: str, threads: int | None, streams: int):
         check_device(OPENVINO_BF16, device)
@@ -215,22 +215,27 @@ class OpenVinoRunner:
                              "on this CPU: use backend='onnx' (the default) or 'onnx-int8'")
         self.inputs = [i.get_any_name() for i in self.compiled.inputs]
         self.dim = int(self.compiled.outputs[0].get_partial_shape()[-1].get_length())
-        self._local = threading.local()
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # requests no thread is running: reused across calls
 
     def __call__(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        request = getattr(self._local, "request", None)
-        if request is None:
-            request = self._local.request = self.compiled.create_infer_request()
-        request.infer({n: feeds[n] for n in self.inputs})
-        return request.get_output_tensor(0).data.copy()
+        try:
+            request = self._idle.get_nowait()
+        except queue.Empty:
+            request = self.compiled.create_infer_request()
+        try:
+            request.infer({n: feeds[n] for n in self.inputs})
+            return request.get_output_tensor(0).data.copy()
+        finally:
+            self._idle.put(request)
 
 
-def runner(file: Path, backend: str, device: str, threads: int | None, streams: int = 1) -> OrtRunner | OpenVinoRunner:
-    """What runs a backend's export: OpenVINO for openvino-bf16, else onnxruntime (`streams` passes
-    at once on OpenVINO; onnxruntime sessions take one pass per thread that calls them)."""
+def runner(file: Path, backend: str, device: str, threads: int | None, workers: int = 1) -> OrtRunner | OpenVinoRunner:
+    """What runs a backend's export for `workers` passes at once: OpenVINO for openvino-bf16 (a stream
+    per worker, `threads` in all), else onnxruntime (one session every worker calls: one thread a pass
+    when there are several, else `threads`)."""
     if backend == OPENVINO_BF16:
-        return OpenVinoRunner(file, device, threads, streams)
-    return OrtRunner(file, backend, device, threads)
+        return OpenVinoRunner(file, device, threads, workers)
+    return OrtRunner(file, backend, device, 1 if workers > 1 else threads)
 
 
 def onnx_transformer(file: Path, backend: str, config: Any, device: str, threads: int | None) -> Any:
@@ -334,8 +339,7 @@ class OnnxEncoder:
         self.pad_id = self.tokenizer.pad_token_id or 0
         self.workers = cpu_workers(device, threads, workers)
         self.backend = backend
-        self.runner = runner(file, backend, device, 1 if self.workers > 1 and backend != OPENVINO_BF16 else threads,
-                             self.workers)
+        self.runner = runner(file, backend, device, threads, self.workers)
         self.dim = self.runner.dim
 
     def hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -402,6 +406,12 @@ def bf16_units() -> bool:
         return bool({"amx_bf16", "avx512_bf16"} & set(info.read_text().split()))
     except OSError:
         return False
+
+
+def faster_backend(backend: str, device: str) -> str:
+    """A backend this machine runs several times faster than `backend`, with rankings that matched its
+    own (bench/peers.md), or "": openvino-bf16 for onnx on a CPU with bfloat16 units."""
+    return OPENVINO_BF16 if backend == "onnx" and device == "cpu" and bf16_units() else ""
 
 
 def cpu_workers(device: str, threads: int | None, workers: int | None = None) -> int:

@@ -63,7 +63,7 @@ from workbench.models.cache import text_key
 from workbench.models.context import CONTEXT, context_items
 from workbench.models.embed import Embedder
 from workbench.models.estimate import GenerationEstimate, duration, estimate_generation, generation_parts
-from workbench.models.onnx import OPENVINO_BF16, bf16_units
+from workbench.models.onnx import faster_backend
 from workbench.retrieval.index import IndexStore, embed_texts, reads_vectors
 from workbench.retrieval.preview import token_cache_path, token_embedder
 from workbench.run.sweep import Context
@@ -274,11 +274,10 @@ def estimate(context: Context, variants: Sequence[Variant]) -> Estimate:
     if tally.windows and sample and tally.pass_embedder is not embedder:  # the passes run on another model
         pass_rate, how = _pass_rate(tally.pass_embedder, dataset)
         measured += f"; the token pass's {how}"
-    faster = OPENVINO_BF16 if embedder.backend == "onnx" and embedder.device == "cpu" and bf16_units() else ""
     return Estimate(len(todo), len(builds), len(tally.texts) - len(sample), tally.passes, tally.pass_documents,
                     tally.word_pieces(sample), rate, measured, len(sample), bool(tally.inexact), generations,
                     unestimated, tally.pass_word_pieces, pass_rate, _reranks(todo, dataset, store),
-                    tally.chunk_seconds, faster)
+                    tally.chunk_seconds, faster_backend(embedder.backend, embedder.device))
 
 
 def _reranks(variants: Sequence[Variant], dataset: Dataset, store: IndexStore) -> tuple[RerankEstimate, ...]:
