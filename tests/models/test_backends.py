@@ -126,6 +126,7 @@ def test_openvino_bf16_vectors_stay_close_to_torch(texts: list[str], reference: 
     assert len(bf16.token_windows(len(ours.ids))) > 1 and token_cos.min() >= BF16_MIN_TOKEN_COSINE
 
 
+@pytest.mark.model
 @pytest.mark.parametrize(("patch", "message"), [
     ("capabilities", "needs a CPU with bfloat16 units .* OpenVINO finds none on this one"),
     ("precision", "OpenVINO compiled the model for f32, not bf16, on this CPU"),
